@@ -1,0 +1,51 @@
+/* flow.h: the population loss eps(Q, R) and the gradient flow of the first
+ * layer in order-parameter space (MATH.md section 3):
+ *
+ *   A = d eps / d Q (all K^2 entries independent),  B = d eps / d R,
+ *   S = A + A^T,
+ *   F_Q = -(S Q + Q S + B R^T + R B^T),  F_R = -(S R + B T).
+ *
+ * The matrix form costs O(K (K + M)) kernel evaluations per call; the
+ * textbook form (sums of I3 over index triples, O(K^2 (K + M)) of them) is
+ * provided too, as an independent check and a benchmark baseline.
+ *
+ * An scm_flow holds the scratch space of these evaluations; one flow per
+ * thread.  All functions return SCM_OK, or SCM_EDEAD (a ReLU neuron of zero
+ * norm), SCM_ENOTPSD (|Q_kl| or |R_km| beyond the Cauchy-Schwarz bound) or
+ * SCM_ENAN; on failure the outputs are unspecified. */
+#ifndef SCM_FLOW_H
+#define SCM_FLOW_H
+
+#include "scm/model.h"
+
+typedef struct scm_flow scm_flow;
+
+/* The flow keeps a pointer to model, which must outlive it. */
+scm_flow *scm_flow_alloc(const scm_model *model);
+void scm_flow_free(scm_flow *fl);
+const scm_model *scm_flow_model(const scm_flow *fl);
+
+/* The population loss eps(Q, R). */
+scm_status scm_flow_loss(scm_flow *fl, const double *Q, const double *R, double *eps);
+
+/* eps and its partial derivatives A (K x K) and B (K x M); eps, A or B may
+ * be NULL when not wanted. */
+scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double *eps,
+                         double *A, double *B);
+
+/* The right-hand side (F_Q, F_R), matrix form; FQ is K x K (symmetric), FR
+ * is K x M.  If eps is not NULL the loss is returned too (it comes for
+ * free). */
+scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *FQ,
+                        double *FR, double *eps);
+
+/* The same right-hand side from the textbook I3 sums. */
+scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, double *FQ,
+                           double *FR);
+
+/* The squared norm of the weight-space gradient in flow units,
+ * sum_k |dw_k/dtau|^2 / d = tr(S Q S + 2 S R B^T + B T B^T); along the flow
+ * d eps / dtau equals minus this. */
+scm_status scm_flow_grad_norm2(scm_flow *fl, const double *Q, const double *R, double *g2);
+
+#endif

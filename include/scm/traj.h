@@ -1,0 +1,71 @@
+/* traj.h: integrating a training rule with SUNDIALS CVODE.
+ *
+ * A run starts at tau = 0 from (Q0, R0) and ends at the first of: t_max;
+ * eps < eps_stop (the global minimum, up to the threshold); max |dy/dtau| <
+ * grad_stop (a fixed point); the step budget.  It fails (stop ==
+ * SCM_STOP_FAILED, err says why) on a CVODE error, a NaN, a state whose Gram
+ * matrix [[Q, R], [R^T, T]] is no longer PSD beyond round-off, or a dead
+ * ReLU neuron (Q_kk below dead_tol).  The state is recorded at t = 0 and at
+ * log-spaced times from t_first to t_max, plus the final state. */
+#ifndef SCM_TRAJ_H
+#define SCM_TRAJ_H
+
+#include "scm/rule.h"
+
+typedef enum { SCM_METHOD_BDF, SCM_METHOD_ADAMS } scm_method;
+typedef enum { SCM_LINSOL_DENSE, SCM_LINSOL_GMRES } scm_linsol;
+
+typedef struct {
+    scm_method method;
+    scm_linsol linsol;
+    double rtol, atol;
+    double t_max;     /* final time */
+    double t_first;   /* first log-spaced output time (> 0) */
+    int n_out;        /* number of log-spaced output times (>= 1) */
+    double eps_stop;  /* stop when eps < eps_stop; 0 disables */
+    double grad_stop; /* stop when max |dy/dtau| < grad_stop; 0 disables */
+    long max_steps;   /* budget of internal CVODE steps */
+    double psd_tol;   /* relative round-off allowed in the PSD check */
+    double dead_tol;  /* a ReLU neuron with Q_kk < dead_tol is dead */
+    int record;       /* record the trajectory (else only the final state) */
+} scm_traj_opts;
+
+/* The defaults documented in the README. */
+void scm_traj_opts_default(scm_traj_opts *o);
+
+/* Validate options; names the offending field in err. */
+scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err);
+
+typedef enum {
+    SCM_STOP_T_MAX,       /* reached t_max */
+    SCM_STOP_EPS,         /* eps fell below eps_stop */
+    SCM_STOP_FIXED_POINT, /* max |dy/dtau| fell below grad_stop */
+    SCM_STOP_MAX_STEPS,   /* the step budget ran out */
+    SCM_STOP_FAILED       /* numerical failure: see err */
+} scm_stop_reason;
+
+/* "t_max", "eps_threshold", "fixed_point", "max_steps", "failed". */
+const char *scm_stop_reason_str(scm_stop_reason r);
+
+typedef struct {
+    scm_stop_reason stop;
+    scm_error err;     /* the reason when stop == SCM_STOP_FAILED */
+    double t, eps;     /* final time and loss (NaN if unknown) */
+    double max_F;      /* max |dy/dtau| at the final state */
+    double *Q, *R;     /* final state, K x K and K x M */
+    long n_out;        /* recorded points (including the final one) */
+    double *out_t, *out_eps, *out_Q, *out_R; /* n_out entries / matrices */
+    long n_steps, n_rhs, n_jac_evals, n_lin_iters;
+} scm_traj_result;
+
+/* Integrate rule from (Q0, R0).  The return value is SCM_OK whenever the
+ * result is meaningful, including a failed run (res->stop == SCM_STOP_FAILED,
+ * res->err filled, res->Q/R the last valid state); it is an error (with err
+ * filled) only for bad arguments or no memory, and res is then empty.
+ * Free with scm_traj_result_free. */
+scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *Q0,
+                        const double *R0, const scm_traj_opts *o, scm_traj_result *res,
+                        scm_error *err);
+void scm_traj_result_free(scm_traj_result *res);
+
+#endif

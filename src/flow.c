@@ -1,0 +1,259 @@
+/* flow.c: eps(Q, R), its partial derivatives and the flow (F_Q, F_R) of
+ * MATH.md section 3, in the matrix form and in the textbook I3 form.
+ *
+ * Derivative bookkeeping (all K^2 entries of Q independent):
+ *   A_kl = 1/2 v_k v_l fc(Q_kk, Q_ll, Q_kl)                        (k != l)
+ *   A_kk = 1/2 v_k^2 fc(k,k) + sum_l v_k v_l fa(Q_kk, Q_ll, Q_kl)
+ *          - sum_m v_k v*_m fa(Q_kk, T_mm, R_km)
+ *   B_km = -v_k v*_m fc(Q_kk, T_mm, R_km)
+ * using fb(b, a, c) = fa(a, b, c) for the symmetric terms. */
+#include "scm/flow.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linalg.h"
+
+struct scm_flow {
+    const scm_model *m;
+    double eps_tt; /* the constant teacher-teacher term of eps */
+    double *A, *B, *S, *P;
+};
+
+/* The teacher's self-overlap term 1/2 sum v*_m v*_n f(T_mm, T_nn, T_mn);
+ * a zero-norm teacher unit contributes nothing. */
+static double teacher_term(const scm_model *m)
+{
+    double e = 0.0;
+    for (int a = 0; a < m->M; a++)
+        for (int b = 0; b < m->M; b++) {
+            scm_pair p;
+            if (m->act->pair(m->T[a * m->M + a], m->T[b * m->M + b], m->T[a * m->M + b], &p) ==
+                SCM_OK)
+                e += 0.5 * m->vs[a] * m->vs[b] * p.f;
+        }
+    return e;
+}
+
+scm_flow *scm_flow_alloc(const scm_model *model)
+{
+    scm_flow *fl = calloc(1, sizeof *fl);
+    if (!fl)
+        return NULL;
+    size_t K = (size_t)model->K, M = (size_t)model->M;
+    fl->m = model;
+    fl->A = malloc(sizeof(double) * K * K);
+    fl->B = malloc(sizeof(double) * K * M);
+    fl->S = malloc(sizeof(double) * K * K);
+    fl->P = malloc(sizeof(double) * K * (K > M ? K : M));
+    if (!fl->A || !fl->B || !fl->S || !fl->P) {
+        scm_flow_free(fl);
+        return NULL;
+    }
+    fl->eps_tt = teacher_term(model);
+    return fl;
+}
+
+void scm_flow_free(scm_flow *fl)
+{
+    if (!fl)
+        return;
+    free(fl->A);
+    free(fl->B);
+    free(fl->S);
+    free(fl->P);
+    free(fl);
+}
+
+const scm_model *scm_flow_model(const scm_flow *fl) { return fl->m; }
+
+/* A kernel failure on the teacher side of a pair means a zero-norm teacher
+ * unit (ReLU), whose terms vanish; on the student side it is an error. */
+static int teacher_dead(scm_status st) { return st == SCM_EDEAD; }
+
+scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double *eps,
+                         double *A, double *B)
+{
+    const scm_model *m = fl->m;
+    const int K = m->K, M = m->M;
+    const double *v = m->v, *vs = m->vs, *T = m->T;
+    double e = fl->eps_tt;
+    if (A)
+        memset(A, 0, sizeof(double) * (size_t)K * (size_t)K);
+    for (int k = 0; k < K; k++) {
+        for (int l = k; l < K; l++) {
+            scm_pair p;
+            scm_status st = m->act->pair(Q[k * K + k], Q[l * K + l], Q[k * K + l], &p);
+            if (st)
+                return st;
+            double w = v[k] * v[l];
+            if (k == l) {
+                e += 0.5 * w * p.f;
+                if (A)
+                    A[k * K + k] += w * p.fa + 0.5 * w * p.fc;
+            } else {
+                e += w * p.f;
+                if (A) {
+                    A[k * K + k] += w * p.fa;
+                    A[l * K + l] += w * p.fb;
+                    A[k * K + l] = A[l * K + k] = 0.5 * w * p.fc;
+                }
+            }
+        }
+        for (int n = 0; n < M; n++) {
+            scm_pair p;
+            scm_status st = m->act->pair(Q[k * K + k], T[n * M + n], R[k * M + n], &p);
+            if (st && !(teacher_dead(st) && Q[k * K + k] > 0.0))
+                return st;
+            double w = v[k] * vs[n];
+            e -= w * p.f;
+            if (A)
+                A[k * K + k] -= w * p.fa;
+            if (B)
+                B[k * M + n] = -w * p.fc;
+        }
+    }
+    if (!isfinite(e))
+        return SCM_ENAN;
+    if (eps)
+        *eps = e;
+    return SCM_OK;
+}
+
+scm_status scm_flow_loss(scm_flow *fl, const double *Q, const double *R, double *eps)
+{
+    return scm_flow_grad(fl, Q, R, eps, NULL, NULL);
+}
+
+/* S = A + A^T from the scratch A. */
+static void symmetrise(int K, const double *A, double *S)
+{
+    for (int k = 0; k < K; k++)
+        for (int l = 0; l < K; l++)
+            S[k * K + l] = A[k * K + l] + A[l * K + k];
+}
+
+scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *FQ,
+                        double *FR, double *eps)
+{
+    const scm_model *m = fl->m;
+    const int K = m->K, M = m->M;
+    scm_status st = scm_flow_grad(fl, Q, R, eps, fl->A, fl->B);
+    if (st)
+        return st;
+    symmetrise(K, fl->A, fl->S);
+    /* P = S Q + B R^T;  F_Q = -(P + P^T) */
+    double *P = fl->P;
+    scm_linalg_gemm(K, K, K, fl->S, Q, 0, P);
+    for (int k = 0; k < K; k++)
+        for (int l = 0; l < K; l++) {
+            double s = 0.0;
+            for (int n = 0; n < M; n++)
+                s += fl->B[k * M + n] * R[l * M + n];
+            P[k * K + l] += s;
+        }
+    for (int k = 0; k < K; k++)
+        for (int l = k; l < K; l++)
+            FQ[k * K + l] = FQ[l * K + k] = -(P[k * K + l] + P[l * K + k]);
+    /* F_R = -(S R + B T) */
+    scm_linalg_gemm(K, M, K, fl->S, R, 0, FR);
+    scm_linalg_gemm(K, M, M, fl->B, m->T, 0, P);
+    for (long i = 0; i < (long)K * M; i++)
+        FR[i] = -(FR[i] + P[i]);
+    if (!isfinite(scm_linalg_max_abs(FQ, (long)K * K)) ||
+        !isfinite(scm_linalg_max_abs(FR, (long)K * M)))
+        return SCM_ENAN;
+    return SCM_OK;
+}
+
+/* I3 with a possibly zero-norm teacher unit as the third argument. */
+static scm_status i3_term(const scm_activation *act, const scm_cov3 *C, int z_is_teacher,
+                          double *out)
+{
+    scm_status st = act->i3(C, out);
+    if (st && z_is_teacher && teacher_dead(st) && C->uu > 0.0) {
+        *out = 0.0;
+        return SCM_OK;
+    }
+    return st;
+}
+
+scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, double *FQ,
+                           double *FR)
+{
+    const scm_model *m = fl->m;
+    const int K = m->K, M = m->M;
+    const double *v = m->v, *vs = m->vs, *T = m->T;
+    const scm_activation *act = m->act;
+    double *G = fl->P; /* G_ik = v_i E[(phi* - phi) g'(lambda_i) lambda_k] */
+    scm_status st;
+    for (int i = 0; i < K; i++) {
+        for (int k = 0; k < K; k++) {
+            double s = 0.0, t;
+            for (int n = 0; n < M; n++) {
+                scm_cov3 C = {Q[i * K + i], Q[k * K + k], T[n * M + n],
+                              Q[i * K + k], R[i * M + n], R[k * M + n]};
+                if ((st = i3_term(act, &C, 1, &t)))
+                    return st;
+                s += vs[n] * t;
+            }
+            for (int j = 0; j < K; j++) {
+                scm_cov3 C = {Q[i * K + i], Q[k * K + k], Q[j * K + j],
+                              Q[i * K + k], Q[i * K + j], Q[k * K + j]};
+                if ((st = i3_term(act, &C, 0, &t)))
+                    return st;
+                s -= v[j] * t;
+            }
+            G[i * K + k] = v[i] * s;
+        }
+        for (int n = 0; n < M; n++) {
+            double s = 0.0, t;
+            for (int p = 0; p < M; p++) {
+                scm_cov3 C = {Q[i * K + i], T[n * M + n], T[p * M + p],
+                              R[i * M + n], R[i * M + p], T[n * M + p]};
+                if ((st = i3_term(act, &C, 1, &t)))
+                    return st;
+                s += vs[p] * t;
+            }
+            for (int j = 0; j < K; j++) {
+                scm_cov3 C = {Q[i * K + i], T[n * M + n], Q[j * K + j],
+                              R[i * M + n], Q[i * K + j], R[j * M + n]};
+                if ((st = i3_term(act, &C, 0, &t)))
+                    return st;
+                s -= v[j] * t;
+            }
+            FR[i * M + n] = v[i] * s;
+        }
+    }
+    for (int i = 0; i < K; i++)
+        for (int k = i; k < K; k++)
+            FQ[i * K + k] = FQ[k * K + i] = G[i * K + k] + G[k * K + i];
+    if (!isfinite(scm_linalg_max_abs(FQ, (long)K * K)) ||
+        !isfinite(scm_linalg_max_abs(FR, (long)K * M)))
+        return SCM_ENAN;
+    return SCM_OK;
+}
+
+scm_status scm_flow_grad_norm2(scm_flow *fl, const double *Q, const double *R, double *g2)
+{
+    const scm_model *m = fl->m;
+    const int K = m->K, M = m->M;
+    scm_status st = scm_flow_grad(fl, Q, R, NULL, fl->A, fl->B);
+    if (st)
+        return st;
+    symmetrise(K, fl->A, fl->S);
+    const double *S = fl->S, *B = fl->B;
+    double *P = fl->P, s = 0.0;
+    scm_linalg_gemm(K, K, K, S, Q, 0, P); /* tr(S Q S) */
+    for (long i = 0; i < (long)K * K; i++)
+        s += P[i] * S[i];
+    scm_linalg_gemm(K, M, K, S, R, 0, P); /* 2 tr(S R B^T) */
+    for (long i = 0; i < (long)K * M; i++)
+        s += 2.0 * P[i] * B[i];
+    scm_linalg_gemm(K, M, M, B, m->T, 0, P); /* tr(B T B^T) */
+    for (long i = 0; i < (long)K * M; i++)
+        s += P[i] * B[i];
+    *g2 = s;
+    return isfinite(s) ? SCM_OK : SCM_ENAN;
+}

@@ -1,0 +1,358 @@
+/* traj.c: CVODE driver for a training rule.  CVODE runs in one-step mode so
+ * that the stopping rules (eps threshold, fixed point, validity of the
+ * state) are checked after every internal step; the log-spaced output
+ * points are interpolated with CVodeGetDky, so recording costs no extra
+ * steps. */
+#include "scm/traj.h"
+
+#include <cvode/cvode.h>
+#include <math.h>
+#include <nvector/nvector_serial.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sundials/sundials_context.h>
+#include <sunlinsol/sunlinsol_dense.h>
+#include <sunlinsol/sunlinsol_spgmr.h>
+#include <sunmatrix/sunmatrix_dense.h>
+
+#include "linalg.h"
+
+void scm_traj_opts_default(scm_traj_opts *o)
+{
+    o->method = SCM_METHOD_BDF;
+    o->linsol = SCM_LINSOL_DENSE;
+    o->rtol = 1e-8;
+    o->atol = 1e-10;
+    o->t_max = 1e5;
+    o->t_first = 1e-2;
+    o->n_out = 100;
+    o->eps_stop = 1e-12;
+    o->grad_stop = 1e-10;
+    o->max_steps = 1000000;
+    o->psd_tol = 1e-6;
+    o->dead_tol = 1e-10;
+    o->record = 1;
+}
+
+scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err)
+{
+    if (!(o->rtol > 0.0 && o->rtol < 1.0))
+        return scm_error_set(err, SCM_EINVAL, "integrator.rtol must be in (0, 1), got %g", o->rtol);
+    if (!(o->atol > 0.0 && isfinite(o->atol)))
+        return scm_error_set(err, SCM_EINVAL, "integrator.atol must be > 0, got %g", o->atol);
+    if (!(o->t_max > 0.0 && isfinite(o->t_max)))
+        return scm_error_set(err, SCM_EINVAL, "integrator.t_max must be > 0 and finite, got %g", o->t_max);
+    if (!(o->t_first > 0.0 && o->t_first <= o->t_max))
+        return scm_error_set(err, SCM_EINVAL, "integrator.t_first must be in (0, t_max], got %g", o->t_first);
+    if (o->n_out < 1 || o->n_out > 1000000)
+        return scm_error_set(err, SCM_EINVAL, "integrator.n_out must be in [1, 1000000], got %d", o->n_out);
+    if (!(o->eps_stop >= 0.0))
+        return scm_error_set(err, SCM_EINVAL, "integrator.eps_stop must be >= 0, got %g", o->eps_stop);
+    if (!(o->grad_stop >= 0.0))
+        return scm_error_set(err, SCM_EINVAL, "integrator.grad_stop must be >= 0, got %g", o->grad_stop);
+    if (o->max_steps < 1)
+        return scm_error_set(err, SCM_EINVAL, "integrator.max_steps must be >= 1, got %ld", o->max_steps);
+    if (!(o->psd_tol >= 0.0 && o->psd_tol < 1.0))
+        return scm_error_set(err, SCM_EINVAL, "integrator.psd_tol must be in [0, 1), got %g", o->psd_tol);
+    if (!(o->dead_tol >= 0.0))
+        return scm_error_set(err, SCM_EINVAL, "integrator.dead_tol must be >= 0, got %g", o->dead_tol);
+    return SCM_OK;
+}
+
+const char *scm_stop_reason_str(scm_stop_reason r)
+{
+    switch (r) {
+    case SCM_STOP_T_MAX: return "t_max";
+    case SCM_STOP_EPS: return "eps_threshold";
+    case SCM_STOP_FIXED_POINT: return "fixed_point";
+    case SCM_STOP_MAX_STEPS: return "max_steps";
+    case SCM_STOP_FAILED: return "failed";
+    }
+    return "unknown";
+}
+
+void scm_traj_result_free(scm_traj_result *res)
+{
+    if (!res)
+        return;
+    free(res->Q);
+    free(res->R);
+    free(res->out_t);
+    free(res->out_eps);
+    free(res->out_Q);
+    free(res->out_R);
+    memset(res, 0, sizeof *res);
+}
+
+/* What the CVODE callbacks see. */
+typedef struct {
+    const scm_rule *rule;
+    scm_flow *fl;
+    double *scratch;
+    scm_status last_rhs_status; /* of the most recent failing call */
+    char cvode_msg[256];        /* the last message CVODE wanted to print */
+} traj_ctx;
+
+static int cvode_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user)
+{
+    (void)t;
+    traj_ctx *c = user;
+    scm_status st = c->rule->rhs(c->fl, N_VGetArrayPointer(y), N_VGetArrayPointer(ydot), NULL,
+                                 c->scratch);
+    if (st) {
+        c->last_rhs_status = st;
+        return 1; /* recoverable: CVODE retries with a smaller step */
+    }
+    return 0;
+}
+
+/* The library never prints: CVODE's messages are kept for the error. */
+static void cvode_err(int code, const char *module, const char *function, char *msg, void *user)
+{
+    (void)code;
+    traj_ctx *c = user;
+    snprintf(c->cvode_msg, sizeof c->cvode_msg, "%s/%s: %s", module, function, msg);
+}
+
+/* Append one recorded point. */
+static scm_status record_point(scm_traj_result *r, long cap, int K, int M, double t, double eps,
+                               const double *Q, const double *R)
+{
+    if (r->n_out >= cap)
+        return SCM_EINVAL;
+    long i = r->n_out++;
+    r->out_t[i] = t;
+    r->out_eps[i] = eps;
+    memcpy(r->out_Q + i * K * K, Q, sizeof(double) * (size_t)K * (size_t)K);
+    memcpy(r->out_R + i * K * M, R, sizeof(double) * (size_t)K * (size_t)M);
+    return SCM_OK;
+}
+
+/* The first dead ReLU neuron of Q, or -1. */
+static int dead_neuron(const scm_model *m, const double *Q, double tol)
+{
+    if (m->act != &scm_act_relu)
+        return -1;
+    for (int k = 0; k < m->K; k++)
+        if (!(Q[k * m->K + k] >= tol))
+            return k;
+    return -1;
+}
+
+scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *Q0,
+                        const double *R0, const scm_traj_opts *o, scm_traj_result *res,
+                        scm_error *err)
+{
+    memset(res, 0, sizeof *res);
+    scm_status st = scm_traj_opts_check(o, err);
+    if (st)
+        return st;
+    const int K = m->K, M = m->M;
+    const long n = rule->dim(m), KK = (long)K * K, KM = (long)K * M;
+    long cap = o->record ? o->n_out + 2 : 1;
+
+    traj_ctx c = {rule, NULL, NULL, SCM_OK, ""};
+    SUNContext ctx = NULL;
+    N_Vector y = NULL, yout = NULL, ydot = NULL;
+    SUNMatrix J = NULL;
+    SUNLinearSolver LS = NULL;
+    void *cv = NULL;
+    double *Q = NULL, *R = NULL;
+
+    c.fl = scm_flow_alloc(m);
+    c.scratch = malloc(sizeof(double) * (size_t)rule->scratch(m));
+    Q = malloc(sizeof(double) * (size_t)KK);
+    R = malloc(sizeof(double) * (size_t)KM);
+    res->Q = malloc(sizeof(double) * (size_t)KK);
+    res->R = malloc(sizeof(double) * (size_t)KM);
+    res->out_t = malloc(sizeof(double) * (size_t)cap);
+    res->out_eps = malloc(sizeof(double) * (size_t)cap);
+    res->out_Q = malloc(sizeof(double) * (size_t)(cap * KK));
+    res->out_R = malloc(sizeof(double) * (size_t)(cap * KM));
+    if (!c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
+        !res->out_Q || !res->out_R) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory setting up the trajectory");
+        goto fail;
+    }
+    if (SUNContext_Create(NULL, &ctx) != 0) {
+        st = scm_error_set(err, SCM_ESOLVER, "SUNContext_Create failed");
+        goto fail;
+    }
+    y = N_VNew_Serial(n, ctx);
+    yout = N_VNew_Serial(n, ctx);
+    ydot = N_VNew_Serial(n, ctx);
+    if (!y || !yout || !ydot) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory allocating CVODE vectors");
+        goto fail;
+    }
+    double *yv = N_VGetArrayPointer(y), *yo = N_VGetArrayPointer(yout),
+           *yd = N_VGetArrayPointer(ydot);
+
+    /* The initial state must be valid: that is an input error, not a run. */
+    st = scm_model_check_state(m, Q0, R0, o->psd_tol, err);
+    if (st)
+        goto fail;
+    int dk = dead_neuron(m, Q0, o->dead_tol);
+    if (dk >= 0) {
+        st = scm_error_set(err, SCM_EDEAD, "initial student %d is a dead ReLU neuron (Q_kk = %g)",
+                           dk, Q0[dk * K + dk]);
+        goto fail;
+    }
+    rule->pack(m, Q0, R0, yv);
+    double eps0;
+    st = rule->rhs(c.fl, yv, yd, &eps0, c.scratch);
+    if (st) {
+        scm_error_set(err, st, "the right-hand side fails at the initial state: %s",
+                      scm_status_str(st));
+        goto fail;
+    }
+
+    cv = CVodeCreate(o->method == SCM_METHOD_ADAMS ? CV_ADAMS : CV_BDF, ctx);
+    if (!cv || CVodeSetErrHandlerFn(cv, cvode_err, &c) || CVodeInit(cv, cvode_rhs, 0.0, y) ||
+        CVodeSStolerances(cv, o->rtol, o->atol) || CVodeSetUserData(cv, &c) ||
+        CVodeSetStopTime(cv, o->t_max) || CVodeSetMaxNumSteps(cv, o->max_steps)) {
+        st = scm_error_set(err, SCM_ESOLVER, "setting up CVODE failed: %s", c.cvode_msg);
+        goto fail;
+    }
+    if (o->linsol == SCM_LINSOL_GMRES) {
+        LS = SUNLinSol_SPGMR(y, SUN_PREC_NONE, 0, ctx);
+    } else {
+        J = SUNDenseMatrix(n, n, ctx);
+        LS = J ? SUNLinSol_Dense(y, J, ctx) : NULL;
+    }
+    if (!LS || CVodeSetLinearSolver(cv, LS, J)) {
+        st = scm_error_set(err, SCM_ESOLVER, "setting up the CVODE linear solver failed: %s",
+                           c.cvode_msg);
+        goto fail;
+    }
+
+    /* Output times: 0, then n_out log-spaced points t_first .. t_max. */
+    int next = 0;
+    double ratio = o->n_out > 1 ? log(o->t_max / o->t_first) / (o->n_out - 1) : 0.0;
+#define OUT_TIME(i) ((i) == o->n_out - 1 ? o->t_max : o->t_first * exp(ratio * (i)))
+    rule->unpack(m, yv, Q, R);
+    if (o->record)
+        record_point(res, cap, K, M, 0.0, eps0, Q, R);
+
+    double t = 0.0, eps = eps0, maxF = scm_linalg_max_abs(yd, n);
+    /* res->Q, res->R always hold the last valid state (of time t). */
+    memcpy(res->Q, Q0, sizeof(double) * (size_t)KK);
+    memcpy(res->R, R0, sizeof(double) * (size_t)KM);
+    res->stop = SCM_STOP_T_MAX;
+    long steps = 0;
+    for (;;) {
+        if (o->eps_stop > 0.0 && eps < o->eps_stop) {
+            res->stop = SCM_STOP_EPS;
+            break;
+        }
+        if (o->grad_stop > 0.0 && maxF < o->grad_stop) {
+            res->stop = SCM_STOP_FIXED_POINT;
+            break;
+        }
+        if (t >= o->t_max) {
+            res->stop = SCM_STOP_T_MAX;
+            break;
+        }
+        if (steps >= o->max_steps) {
+            res->stop = SCM_STOP_MAX_STEPS;
+            break;
+        }
+        sunrealtype tret;
+        int flag = CVode(cv, o->t_max, y, &tret, CV_ONE_STEP);
+        steps++;
+        if (flag < 0) {
+            char *name = CVodeGetReturnFlagName(flag);
+            scm_error_set(&res->err, SCM_ESOLVER, "CVODE failed at t = %.6g with %s (%s)%s%s",
+                          t, name ? name : "?", c.cvode_msg,
+                          c.last_rhs_status ? "; last right-hand-side failure: " : "",
+                          c.last_rhs_status ? scm_status_str(c.last_rhs_status) : "");
+            free(name);
+            res->stop = SCM_STOP_FAILED;
+            break;
+        }
+        /* Interpolated output points passed by this step. */
+        while (o->record && next < o->n_out && OUT_TIME(next) <= tret) {
+            double to = OUT_TIME(next), eo;
+            if (CVodeGetDky(cv, to, 0, yout) != CV_SUCCESS ||
+                rule->rhs(c.fl, yo, yd, &eo, c.scratch) != SCM_OK)
+                eo = NAN;
+            rule->unpack(m, yo, Q, R);
+            record_point(res, cap, K, M, to, eo, Q, R);
+            next++;
+        }
+        /* The new state: valid, alive, finite? */
+        rule->unpack(m, yv, Q, R);
+        scm_error chk;
+        scm_status vs = scm_model_check_state(m, Q, R, o->psd_tol, &chk);
+        if (vs) {
+            scm_error_set(&res->err, vs, "invalid state at t = %.6g: %s", tret, chk.msg);
+            res->stop = SCM_STOP_FAILED;
+            break;
+        }
+        dk = dead_neuron(m, Q, o->dead_tol);
+        if (dk >= 0) {
+            scm_error_set(&res->err, SCM_EDEAD,
+                          "student %d became a dead ReLU neuron at t = %.6g (Q_kk = %g)", dk, tret,
+                          Q[dk * K + dk]);
+            res->stop = SCM_STOP_FAILED;
+            break;
+        }
+        scm_status rs = rule->rhs(c.fl, yv, yd, &eps, c.scratch);
+        if (rs) {
+            scm_error_set(&res->err, rs, "the right-hand side fails at t = %.6g: %s", tret,
+                          scm_status_str(rs));
+            res->stop = SCM_STOP_FAILED;
+            break;
+        }
+        t = tret;
+        maxF = scm_linalg_max_abs(yd, n);
+        memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
+        memcpy(res->R, R, sizeof(double) * (size_t)KM);
+    }
+#undef OUT_TIME
+    res->t = t;
+    res->eps = eps;
+    res->max_F = maxF;
+    /* The final state closes the record unless it is already its last point. */
+    if (o->record) {
+        if (res->n_out == 0 || res->out_t[res->n_out - 1] != t)
+            record_point(res, cap, K, M, t, eps, res->Q, res->R);
+    } else {
+        record_point(res, cap, K, M, t, eps, res->Q, res->R);
+    }
+    long v;
+    if (CVodeGetNumSteps(cv, &v) == CV_SUCCESS)
+        res->n_steps = v;
+    if (CVodeGetNumRhsEvals(cv, &v) == CV_SUCCESS)
+        res->n_rhs = v;
+    if (CVodeGetNumJacEvals(cv, &v) == CV_SUCCESS)
+        res->n_jac_evals = v;
+    if (CVodeGetNumLinIters(cv, &v) == CV_SUCCESS)
+        res->n_lin_iters = v;
+    st = SCM_OK;
+    goto done;
+
+fail:
+    scm_traj_result_free(res);
+done:
+    if (cv)
+        CVodeFree(&cv);
+    if (LS)
+        SUNLinSolFree(LS);
+    if (J)
+        SUNMatDestroy(J);
+    if (y)
+        N_VDestroy(y);
+    if (yout)
+        N_VDestroy(yout);
+    if (ydot)
+        N_VDestroy(ydot);
+    if (ctx)
+        SUNContext_Free(&ctx);
+    scm_flow_free(c.fl);
+    free(c.scratch);
+    free(Q);
+    free(R);
+    return st;
+}
