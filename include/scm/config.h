@@ -1,0 +1,55 @@
+/* config.h: the run configuration (JSON) of `scm run`.
+ *
+ * A configuration is parsed from JSON text, optionally modified by
+ * "key.path=value" overrides (value is JSON, or else taken as a string),
+ * and validated: unknown keys, wrong types and out-of-range values are
+ * rejected with a message naming the key.  Defaults are filled in, and the
+ * configuration actually used is available as JSON for the result file.
+ * The format is documented in README.md ("Config format"). */
+#ifndef SCM_CONFIG_H
+#define SCM_CONFIG_H
+
+#include <cjson/cJSON.h>
+
+#include "scm/model.h"
+#include "scm/rule.h"
+#include "scm/traj.h"
+
+typedef enum { SCM_INIT_RANDOM, SCM_INIT_GIVEN } scm_init_type;
+
+typedef struct scm_config {
+    int K, M;
+    const scm_activation *act;
+    double *T;        /* M x M, or NULL for the identity */
+    double *v, *vs;   /* K and M second-layer weights */
+    const scm_rule *rule;
+    scm_init_type init;
+    long d;              /* random init: dimension */
+    double sigma;        /* random init: student weight std */
+    unsigned long seed;  /* random init: seed */
+    double scale;        /* multiplies every student vector (small init) */
+    double *Q0, *R0;     /* given init (K x K, K x M), else NULL */
+    scm_traj_opts traj;
+    cJSON *used;         /* the configuration actually used, defaults filled */
+} scm_config;
+
+/* Parse and validate.  sets[0..nsets-1] are "key.path=value" overrides
+ * applied before validation.  source names the input in messages (a file
+ * name).  On success *out owns everything; free with scm_config_free. */
+scm_status scm_config_parse(const char *text, const char *source, const char *const *sets,
+                            int nsets, scm_config **out, scm_error *err);
+
+/* Read path and parse it as above. */
+scm_status scm_config_load(const char *path, const char *const *sets, int nsets,
+                           scm_config **out, scm_error *err);
+
+void scm_config_free(scm_config *c);
+
+/* The model the configuration describes (caller frees). */
+scm_model *scm_config_model(const scm_config *c, scm_error *err);
+
+/* The initial state (Q, R) of the configuration, scale applied. */
+scm_status scm_config_initial_state(const scm_config *c, const scm_model *m, double *Q,
+                                    double *R, scm_error *err);
+
+#endif

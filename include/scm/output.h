@@ -1,0 +1,35 @@
+/* output.h: writing result files.  Every result file is written atomically:
+ * to a temporary file in the same directory, flushed, then renamed over the
+ * target, so that a failed or killed run never leaves a half-written file.
+ * JSON helpers turn row-major matrices into arrays of arrays; cJSON prints
+ * non-finite numbers as null, so results state their status explicitly. */
+#ifndef SCM_OUTPUT_H
+#define SCM_OUTPUT_H
+
+#include <cjson/cJSON.h>
+
+#include "scm/status.h"
+
+/* Write len bytes of data to path atomically.  SCM_EIO with the path and
+ * the system's reason in err on failure (the temporary file is removed). */
+scm_status scm_output_write_atomic(const char *path, const char *data, size_t len,
+                                   scm_error *err);
+
+/* Print json (unformatted when compact) and write it atomically, with a
+ * final newline. */
+scm_status scm_output_write_json(const char *path, const cJSON *json, int compact,
+                                 scm_error *err);
+
+/* A rows x cols row-major matrix as a JSON array of arrays (NULL on no
+ * memory). */
+cJSON *scm_output_matrix(const double *A, int rows, int cols);
+
+/* A vector as a JSON array (NULL on no memory). */
+cJSON *scm_output_vector(const double *x, int n);
+
+/* Read a row-major matrix of exactly rows x cols from a JSON array of
+ * arrays of numbers into A.  name is used in the error message. */
+scm_status scm_output_read_matrix(const cJSON *json, const char *name, int rows, int cols,
+                                  double *A, scm_error *err);
+
+#endif

@@ -1,0 +1,43 @@
+/* ansatz_internal.h (internal): the layout of an ansatz instance, shared by
+ * ansatz.c, blockflow.c and fixedpoint.c.  Users see it through the
+ * accessors of scm/ansatz.h only. */
+#ifndef SCM_ANSATZ_INTERNAL_H
+#define SCM_ANSATZ_INTERNAL_H
+
+#include "scm/ansatz.h"
+
+/* Entry classes of a block. */
+enum { SCM_CLS_DIAG = 0, SCM_CLS_OFF = 1, SCM_CLS_CONST = 2 };
+
+typedef struct {
+    char mat;  /* 'Q' or 'R' */
+    int i, j;  /* student group i; student group j (Q) or teacher group j (R) */
+    int cls;   /* SCM_CLS_* */
+    char name[80];
+} scm_scalar_info;
+
+struct scm_ansatz_inst {
+    char name[64];
+    double K, M, k1;
+    int ns, nt;          /* number of student / teacher groups (sizes may be 0) */
+    double *ssize, *tsize;
+    int *spair, *tpair;  /* paired group or -1 */
+    char (*sname)[32], (*tname)[32];
+    int nsc;             /* number of free scalars */
+    scm_scalar_info *sc;
+    /* scalar index of each entry class, or -1 (absent: a size-0 group, the
+     * off-diagonal class of a size-1 group, or a class a block lacks) */
+    int *qd, *qo;        /* ns: diagonal block of student group i */
+    int *qc;             /* ns x ns: constant block between student groups */
+    int *rd, *ro, *rc;   /* ns x nt */
+    int integral;        /* all sizes are non-negative integers */
+    int Ki, Mi;          /* K and M as integers (if integral) */
+    int *soff, *toff;    /* first index of each group in the full matrices */
+};
+
+/* Is a real group size zero, or big enough to have an off-diagonal class? */
+#define SCM_SIZE_TINY 1e-12
+static inline int scm_size_zero(double n) { return n < SCM_SIZE_TINY; }
+static inline int scm_size_has_off(double n) { return n > 1.0 + 1e-9; }
+
+#endif

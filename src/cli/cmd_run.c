@@ -1,0 +1,288 @@
+/* cmd_run.c: `scm run CONFIG.json`: one trajectory of the (Q, R) flow,
+ * a short summary on the terminal and a JSON result file (plus a CSV of
+ * the trajectory on request), both written atomically. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "scm/config.h"
+#include "scm/output.h"
+#include "scm/traj.h"
+#include "scm_version.h"
+
+#define MAX_SETS 256
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: scm run CONFIG.json [-o RESULT.json] [--csv TRAJ.csv] [--set key=value]...\n"
+            "\n"
+            "Integrate the order-parameter flow of the configured model from its\n"
+            "initial condition until t_max, eps < eps_stop or a fixed point.\n"
+            "\n"
+            "  -o FILE          result file (default: CONFIG's name with .result.json,\n"
+            "                   in the current directory)\n"
+            "  --csv FILE       also write the trajectory as CSV\n"
+            "  --set key=value  override a config key, e.g. --set model.K=4\n"
+            "                   --set integrator.rtol=1e-10 (value is JSON or a string)\n"
+            "  -q, --quiet      no summary on the terminal\n"
+            "\n"
+            "exit status: 0 the run finished, 1 it failed numerically (the result file\n"
+            "says why), 2 bad input (no result file is written).\n");
+}
+
+/* CONFIG's base name without .json, plus .result.json. */
+static char *default_output(const char *config)
+{
+    const char *base = strrchr(config, '/');
+    base = base ? base + 1 : config;
+    size_t n = strlen(base);
+    if (n > 5 && strcmp(base + n - 5, ".json") == 0)
+        n -= 5;
+    char *out = malloc(n + 13);
+    if (out) {
+        memcpy(out, base, n);
+        strcpy(out + n, ".result.json");
+    }
+    return out;
+}
+
+static cJSON *result_json(const scm_config *c, const scm_traj_result *r)
+{
+    const int K = c->K, M = c->M;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "scmode_version", SCM_VERSION);
+    cJSON_AddStringToObject(root, "command", "run");
+    cJSON_AddStringToObject(root, "status", r->stop == SCM_STOP_FAILED ? "failed" : "ok");
+    cJSON_AddStringToObject(root, "stop_reason", scm_stop_reason_str(r->stop));
+    if (r->stop == SCM_STOP_FAILED)
+        cJSON_AddStringToObject(root, "error", r->err.msg);
+    else
+        cJSON_AddNullToObject(root, "error");
+    cJSON_AddItemToObject(root, "config", cJSON_Duplicate(c->used, 1));
+    cJSON *fin = cJSON_AddObjectToObject(root, "final");
+    cJSON_AddNumberToObject(fin, "t", r->t);
+    cJSON_AddNumberToObject(fin, "eps", r->eps);
+    cJSON_AddNumberToObject(fin, "max_abs_F", r->max_F);
+    cJSON_AddItemToObject(fin, "Q", scm_output_matrix(r->Q, K, K));
+    cJSON_AddItemToObject(fin, "R", scm_output_matrix(r->R, K, M));
+    cJSON *st = cJSON_AddObjectToObject(root, "solver");
+    cJSON_AddNumberToObject(st, "steps", (double)r->n_steps);
+    cJSON_AddNumberToObject(st, "rhs_evals", (double)r->n_rhs);
+    cJSON_AddNumberToObject(st, "jac_evals", (double)r->n_jac_evals);
+    cJSON_AddNumberToObject(st, "lin_iters", (double)r->n_lin_iters);
+    cJSON *tr = cJSON_AddArrayToObject(root, "trajectory");
+    for (long i = 0; i < r->n_out; i++) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "t", r->out_t[i]);
+        cJSON_AddNumberToObject(p, "eps", r->out_eps[i]);
+        cJSON_AddItemToObject(p, "Q", scm_output_matrix(r->out_Q + i * K * K, K, K));
+        cJSON_AddItemToObject(p, "R", scm_output_matrix(r->out_R + i * K * M, K, M));
+        cJSON_AddItemToArray(tr, p);
+    }
+    return root;
+}
+
+/* Append printf output to a growing buffer; returns 0 on no memory. */
+static int buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#include <stdarg.h>
+static int buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return 0;
+        if ((size_t)n < *cap - *len) {
+            *len += (size_t)n;
+            return 1;
+        }
+        char *nb = realloc(*buf, *cap * 2 + (size_t)n);
+        if (!nb)
+            return 0;
+        *buf = nb;
+        *cap = *cap * 2 + (size_t)n;
+    }
+}
+
+static scm_status write_csv(const char *path, const scm_config *c, const scm_traj_result *r,
+                            scm_error *err)
+{
+    const int K = c->K, M = c->M;
+    size_t len = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    int ok = buf != NULL;
+    if (ok)
+        buf[0] = '\0';
+    ok = ok && buf_printf(&buf, &len, &cap, "t,eps");
+    for (int k = 0; ok && k < K; k++)
+        for (int l = k; ok && l < K; l++)
+            ok = buf_printf(&buf, &len, &cap, ",Q_%d_%d", k + 1, l + 1);
+    for (int k = 0; ok && k < K; k++)
+        for (int n = 0; ok && n < M; n++)
+            ok = buf_printf(&buf, &len, &cap, ",R_%d_%d", k + 1, n + 1);
+    ok = ok && buf_printf(&buf, &len, &cap, "\n");
+    for (long i = 0; ok && i < r->n_out; i++) {
+        const double *Q = r->out_Q + i * K * K, *R = r->out_R + i * K * M;
+        ok = buf_printf(&buf, &len, &cap, "%.17g,%.17g", r->out_t[i], r->out_eps[i]);
+        for (int k = 0; ok && k < K; k++)
+            for (int l = k; ok && l < K; l++)
+                ok = buf_printf(&buf, &len, &cap, ",%.17g", Q[k * K + l]);
+        for (int k = 0; ok && k < K * M; k++)
+            ok = buf_printf(&buf, &len, &cap, ",%.17g", R[k]);
+        ok = ok && buf_printf(&buf, &len, &cap, "\n");
+    }
+    scm_status st = ok ? scm_output_write_atomic(path, buf, len, err)
+                       : scm_error_set(err, SCM_ENOMEM, "out of memory writing '%s'", path);
+    free(buf);
+    return st;
+}
+
+static void summary(const scm_config *c, const scm_traj_result *r, double secs,
+                    const char *out, const char *csv)
+{
+    printf("model      K = %d students, M = %d teachers, %s, T = %s, rule %s\n", c->K, c->M,
+           c->act->name, c->T ? "given" : "identity", c->rule->name);
+    if (c->init == SCM_INIT_RANDOM)
+        printf("init       random: d = %ld, sigma = %g, seed = %lu, scale = %g\n", c->d,
+               c->sigma, c->seed, c->scale);
+    else
+        printf("init       given Q(0), R(0), scale = %g\n", c->scale);
+    if (r->n_out > 0)
+        printf("eps        %.10g at t = 0  ->  %.10g at t = %.6g\n", r->out_eps[0], r->eps, r->t);
+    if (r->stop == SCM_STOP_FAILED)
+        printf("stopped    FAILED: %s\n", r->err.msg);
+    else
+        printf("stopped    %s at t = %.6g (max |dQ/dt, dR/dt| = %.3g)\n",
+               scm_stop_reason_str(r->stop), r->t, r->max_F);
+    printf("solver     %ld steps, %ld rhs evaluations, %ld Jacobians, %.3f s\n", r->n_steps,
+           r->n_rhs, r->n_jac_evals, secs);
+    int show = c->K <= 6 && c->M <= 6;
+    if (show) {
+        printf("final R   ");
+        for (int k = 0; k < c->K; k++) {
+            printf(k ? "          " : "");
+            for (int n = 0; n < c->M; n++)
+                printf(" %9.5f", r->R[k * c->M + n]);
+            printf("\n");
+        }
+    }
+    printf("wrote      %s%s%s\n", out, csv ? ", " : "", csv ? csv : "");
+}
+
+int scm_cmd_run(int argc, char **argv)
+{
+    const char *config = NULL, *out = NULL, *csv = NULL;
+    const char *sets[MAX_SETS];
+    int nsets = 0, quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            run_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--csv") == 0 || strcmp(a, "--set") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "scm run: option %s needs an argument\n", a);
+                return 2;
+            }
+            const char *v = argv[++i];
+            if (a[1] == 'o')
+                out = v;
+            else if (a[2] == 'c')
+                csv = v;
+            else if (nsets < MAX_SETS)
+                sets[nsets++] = v;
+            else {
+                fprintf(stderr, "scm run: more than %d --set options\n", MAX_SETS);
+                return 2;
+            }
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "scm run: unknown option '%s' (see scm run --help)\n", a);
+            return 2;
+        } else if (!config) {
+            config = a;
+        } else {
+            fprintf(stderr, "scm run: more than one config file ('%s' and '%s')\n", config, a);
+            return 2;
+        }
+    }
+    if (!config) {
+        run_usage(stderr);
+        return 2;
+    }
+
+    scm_error err;
+    scm_error_clear(&err);
+    scm_config *c = NULL;
+    scm_model *m = NULL;
+    double *Q0 = NULL, *R0 = NULL;
+    char *out_alloc = NULL;
+    cJSON *res_json = NULL;
+    scm_traj_result r;
+    memset(&r, 0, sizeof r);
+    int rc = 2;
+
+    if (scm_config_load(config, sets, nsets, &c, &err)) {
+        fprintf(stderr, "scm run: %s\n", err.msg);
+        goto done;
+    }
+    if (!out)
+        out = out_alloc = default_output(config);
+    m = scm_config_model(c, &err);
+    Q0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
+    R0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);
+    if (!m || !Q0 || !R0 || !out) {
+        fprintf(stderr, "scm run: %s: %s\n", config, m ? "out of memory" : err.msg);
+        goto done;
+    }
+    if (scm_config_initial_state(c, m, Q0, R0, &err)) {
+        fprintf(stderr, "scm run: %s: %s\n", config, err.msg);
+        goto done;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (scm_traj_run(m, c->rule, Q0, R0, &c->traj, &r, &err)) {
+        fprintf(stderr, "scm run: %s: %s\n", config, err.msg);
+        goto done;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+
+    res_json = result_json(c, &r);
+    if (!res_json) {
+        fprintf(stderr, "scm run: out of memory building the result\n");
+        rc = 1;
+        goto done;
+    }
+    if (scm_output_write_json(out, res_json, 0, &err) ||
+        (csv && write_csv(csv, c, &r, &err))) {
+        fprintf(stderr, "scm run: %s\n", err.msg);
+        rc = 1;
+        goto done;
+    }
+    if (!quiet)
+        summary(c, &r, secs, out, csv);
+    if (r.stop == SCM_STOP_FAILED) {
+        fprintf(stderr, "scm run: the run failed: %s (result in %s)\n", r.err.msg, out);
+        rc = 1;
+    } else {
+        rc = 0;
+    }
+done:
+    cJSON_Delete(res_json);
+    scm_traj_result_free(&r);
+    free(Q0);
+    free(R0);
+    free(out_alloc);
+    scm_model_free(m);
+    scm_config_free(c);
+    return rc;
+}

@@ -1,0 +1,12 @@
+/* commands.h (CLI): the subcommands of `scm`.  Each takes the arguments
+ * after the subcommand name (argv[0] is the subcommand), prints its own
+ * usage on --help, reports errors on stderr as "scm <cmd>: message", and
+ * returns the process exit status: 0 success, 1 a failed computation (a
+ * result file that says so may exist), 2 bad input or usage. */
+#ifndef SCM_CLI_COMMANDS_H
+#define SCM_CLI_COMMANDS_H
+
+int scm_cmd_run(int argc, char **argv);
+int scm_cmd_fixed_points(int argc, char **argv);
+
+#endif

@@ -1,0 +1,52 @@
+/* scm.c: the `scm` command-line program.  The only place that touches
+ * process-wide state: GSL's error handler (switched off, so that GSL
+ * returns codes instead of aborting), standard streams and exit codes. */
+#include <gsl/gsl_errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "scm_version.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: scm <command> [options]\n"
+            "\n"
+            "Exact high-dimensional dynamics of soft committee machines (two-layer\n"
+            "networks) in the teacher-student setting.\n"
+            "\n"
+            "commands:\n"
+            "  run CONFIG.json       integrate the (Q, R) flow from one initial condition\n"
+            "  fixed-points          enumerate the block-symmetric fixed-point families\n"
+            "\n"
+            "options:\n"
+            "  -h, --help            this message; `scm <command> --help` for a command\n"
+            "  -V, --version         print the version\n");
+}
+
+int main(int argc, char **argv)
+{
+    gsl_set_error_handler_off();
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("scm (scmode) %s\n", SCM_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "run") == 0)
+        return scm_cmd_run(argc - 1, argv + 1);
+#ifdef SCM_HAVE_FIXED_POINTS
+    if (strcmp(cmd, "fixed-points") == 0)
+        return scm_cmd_fixed_points(argc - 1, argv + 1);
+#endif
+    fprintf(stderr, "scm: unknown command '%s' (see scm --help)\n", cmd);
+    return 2;
+}

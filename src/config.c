@@ -1,0 +1,490 @@
+/* config.c: parsing, overriding and validating a run configuration; see
+ * config.h.  Validation reads the JSON tree section by section; every
+ * rejection names the full key ("integrator.rtol").  The configuration
+ * actually used is rebuilt from the validated values, so it always holds
+ * every default. */
+#include "scm/config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/init.h"
+#include "scm/output.h"
+
+#define MAX_SIZE 100000
+
+void scm_config_free(scm_config *c)
+{
+    if (!c)
+        return;
+    free(c->T);
+    free(c->v);
+    free(c->vs);
+    free(c->Q0);
+    free(c->R0);
+    cJSON_Delete(c->used);
+    free(c);
+}
+
+/* Every key of obj must be in allowed (NULL-terminated). */
+static scm_status check_keys(const cJSON *obj, const char *path, const char *const *allowed,
+                             scm_error *err)
+{
+    for (const cJSON *it = obj ? obj->child : NULL; it; it = it->next) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a; a++)
+            ok |= strcmp(*a, it->string) == 0;
+        if (!ok) {
+            char list[256] = "";
+            for (const char *const *a = allowed; *a; a++) {
+                strncat(list, *a, sizeof list - strlen(list) - 1);
+                if (a[1])
+                    strncat(list, ", ", sizeof list - strlen(list) - 1);
+            }
+            return scm_error_set(err, SCM_EINVAL, "unknown key '%s%s%s' (allowed: %s)", path,
+                                 *path ? "." : "", it->string, list);
+        }
+    }
+    return SCM_OK;
+}
+
+/* The object at key in parent, or NULL if absent; an error if not an object. */
+static scm_status get_section(const cJSON *parent, const char *key, const cJSON **out,
+                              scm_error *err)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(parent, key);
+    if (s && !cJSON_IsObject(s))
+        return scm_error_set(err, SCM_EINVAL, "'%s' must be an object", key);
+    *out = s;
+    return SCM_OK;
+}
+
+static scm_status get_number(const cJSON *obj, const char *path, const char *key, double def,
+                             double *out, scm_error *err)
+{
+    const cJSON *x = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    if (!x) {
+        *out = def;
+        return SCM_OK;
+    }
+    if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble))
+        return scm_error_set(err, SCM_EINVAL, "'%s.%s' must be a finite number", path, key);
+    *out = x->valuedouble;
+    return SCM_OK;
+}
+
+static scm_status get_integer(const cJSON *obj, const char *path, const char *key, double def,
+                              double lo, double hi, double *out, scm_error *err)
+{
+    scm_status st = get_number(obj, path, key, def, out, err);
+    if (st)
+        return st;
+    if (*out != floor(*out) || *out < lo || *out > hi)
+        return scm_error_set(err, SCM_EINVAL, "'%s.%s' must be an integer in [%.0f, %.0f], got %.17g",
+                             path, key, lo, hi, *out);
+    return SCM_OK;
+}
+
+static scm_status get_string(const cJSON *obj, const char *path, const char *key,
+                             const char *def, const char **out, scm_error *err)
+{
+    const cJSON *x = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    if (!x) {
+        *out = def;
+        return SCM_OK;
+    }
+    if (!cJSON_IsString(x))
+        return scm_error_set(err, SCM_EINVAL, "'%s.%s' must be a string", path, key);
+    *out = x->valuestring;
+    return SCM_OK;
+}
+
+/* A number (all entries equal) or an array of n numbers. */
+static scm_status get_weights(const cJSON *obj, const char *path, const char *key, int n,
+                              double *out, scm_error *err)
+{
+    const cJSON *x = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    if (!x || cJSON_IsNumber(x)) {
+        double w = x ? x->valuedouble : 1.0;
+        if (!isfinite(w))
+            return scm_error_set(err, SCM_EINVAL, "'%s.%s' must be finite", path, key);
+        for (int i = 0; i < n; i++)
+            out[i] = w;
+        return SCM_OK;
+    }
+    if (!cJSON_IsArray(x) || cJSON_GetArraySize(x) != n)
+        return scm_error_set(err, SCM_EINVAL, "'%s.%s' must be a number or an array of %d numbers",
+                             path, key, n);
+    for (int i = 0; i < n; i++) {
+        const cJSON *e = cJSON_GetArrayItem(x, i);
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble))
+            return scm_error_set(err, SCM_EINVAL, "'%s.%s[%d]' must be a finite number", path, key, i);
+        out[i] = e->valuedouble;
+    }
+    return SCM_OK;
+}
+
+/* Apply one "a.b.c=value" override to root. */
+static scm_status apply_set(cJSON *root, const char *set, scm_error *err)
+{
+    const char *eq = strchr(set, '=');
+    if (!eq || eq == set)
+        return scm_error_set(err, SCM_EINVAL, "--set '%s' is not of the form key=value", set);
+    size_t klen = (size_t)(eq - set);
+    char *key = malloc(klen + 1);
+    if (!key)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory");
+    memcpy(key, set, klen);
+    key[klen] = '\0';
+    const char *text = eq + 1;
+    cJSON *val = cJSON_Parse(text);
+    if (!val)
+        val = cJSON_CreateString(text);
+    cJSON *node = root;
+    scm_status st = SCM_OK;
+    char *save = NULL, *part = strtok_r(key, ".", &save);
+    while (part) {
+        char *next = strtok_r(NULL, ".", &save);
+        if (!next) {
+            if (cJSON_GetObjectItemCaseSensitive(node, part))
+                cJSON_ReplaceItemInObjectCaseSensitive(node, part, val);
+            else
+                cJSON_AddItemToObject(node, part, val);
+            val = NULL;
+            break;
+        }
+        cJSON *child = cJSON_GetObjectItemCaseSensitive(node, part);
+        if (!child) {
+            child = cJSON_AddObjectToObject(node, part);
+        } else if (!cJSON_IsObject(child)) {
+            st = scm_error_set(err, SCM_EINVAL, "--set '%s': '%s' is not an object", set, part);
+            break;
+        }
+        node = child;
+        part = next;
+    }
+    if (!part && st == SCM_OK)
+        st = scm_error_set(err, SCM_EINVAL, "--set '%s' has an empty key", set);
+    cJSON_Delete(val);
+    free(key);
+    return st;
+}
+
+static scm_status parse_model(const cJSON *root, scm_config *c, scm_error *err)
+{
+    static const char *const keys[] = {"K", "M", "activation", "T", "v", "v_star", NULL};
+    const cJSON *s = NULL;
+    scm_status st;
+    double x;
+    if ((st = get_section(root, "model", &s, err)))
+        return st;
+    if (!s)
+        return scm_error_set(err, SCM_EINVAL, "missing section 'model' (with at least K and M)");
+    if ((st = check_keys(s, "model", keys, err)))
+        return st;
+    if (!cJSON_GetObjectItemCaseSensitive(s, "K") || !cJSON_GetObjectItemCaseSensitive(s, "M"))
+        return scm_error_set(err, SCM_EINVAL, "'model.K' and 'model.M' are required");
+    if ((st = get_integer(s, "model", "K", 0, 1, MAX_SIZE, &x, err)))
+        return st;
+    c->K = (int)x;
+    if ((st = get_integer(s, "model", "M", 0, 1, MAX_SIZE, &x, err)))
+        return st;
+    c->M = (int)x;
+    const char *name = NULL;
+    if ((st = get_string(s, "model", "activation", "relu", &name, err)))
+        return st;
+    c->act = scm_activation_find(name);
+    if (!c->act)
+        return scm_error_set(err, SCM_EINVAL,
+                             "'model.activation' must be \"relu\", \"erf\" or \"linear\", got \"%s\"", name);
+    const cJSON *T = cJSON_GetObjectItemCaseSensitive(s, "T");
+    if (T && !(cJSON_IsString(T) && strcmp(T->valuestring, "identity") == 0)) {
+        c->T = malloc(sizeof(double) * (size_t)c->M * (size_t)c->M);
+        if (!c->T)
+            return scm_error_set(err, SCM_ENOMEM, "out of memory");
+        if ((st = scm_output_read_matrix(T, "'model.T' (\"identity\" or an M x M matrix)", c->M,
+                                         c->M, c->T, err)))
+            return st;
+    }
+    c->v = malloc(sizeof(double) * (size_t)c->K);
+    c->vs = malloc(sizeof(double) * (size_t)c->M);
+    if (!c->v || !c->vs)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory");
+    if ((st = get_weights(s, "model", "v", c->K, c->v, err)))
+        return st;
+    return get_weights(s, "model", "v_star", c->M, c->vs, err);
+}
+
+static scm_status parse_init(const cJSON *root, scm_config *c, scm_error *err)
+{
+    static const char *const keys[] = {"type", "d", "sigma", "seed", "scale", "Q", "R", NULL};
+    const cJSON *s = NULL;
+    scm_status st;
+    double x;
+    if ((st = get_section(root, "init", &s, err)) || (st = check_keys(s, "init", keys, err)))
+        return st;
+    const char *type = NULL;
+    if ((st = get_string(s, "init", "type", "random", &type, err)))
+        return st;
+    if ((st = get_number(s, "init", "scale", 1.0, &c->scale, err)))
+        return st;
+    if (!(c->scale > 0.0))
+        return scm_error_set(err, SCM_EINVAL, "'init.scale' must be > 0, got %g", c->scale);
+    if (strcmp(type, "random") == 0) {
+        c->init = SCM_INIT_RANDOM;
+        if (s && (cJSON_GetObjectItemCaseSensitive(s, "Q") || cJSON_GetObjectItemCaseSensitive(s, "R")))
+            return scm_error_set(err, SCM_EINVAL, "'init.Q' and 'init.R' are only for init.type \"given\"");
+        if ((st = get_integer(s, "init", "d", 1000, 1, 1e9, &x, err)))
+            return st;
+        c->d = (long)x;
+        if (c->d < c->M)
+            return scm_error_set(err, SCM_EINVAL, "'init.d' = %ld must be >= model.M = %d", c->d, c->M);
+        if ((st = get_number(s, "init", "sigma", 1.0, &c->sigma, err)))
+            return st;
+        if (!(c->sigma > 0.0))
+            return scm_error_set(err, SCM_EINVAL, "'init.sigma' must be > 0, got %g", c->sigma);
+        if ((st = get_integer(s, "init", "seed", 1, 0, 9007199254740992.0, &x, err)))
+            return st;
+        c->seed = (unsigned long)x;
+        return SCM_OK;
+    }
+    if (strcmp(type, "given") != 0)
+        return scm_error_set(err, SCM_EINVAL, "'init.type' must be \"random\" or \"given\", got \"%s\"", type);
+    c->init = SCM_INIT_GIVEN;
+    static const char *const unused[] = {"d", "sigma", "seed"};
+    for (int i = 0; i < 3; i++)
+        if (cJSON_GetObjectItemCaseSensitive(s, unused[i]))
+            return scm_error_set(err, SCM_EINVAL, "'init.%s' is only for init.type \"random\"", unused[i]);
+    const cJSON *Q = cJSON_GetObjectItemCaseSensitive(s, "Q");
+    const cJSON *R = cJSON_GetObjectItemCaseSensitive(s, "R");
+    if (!Q || !R)
+        return scm_error_set(err, SCM_EINVAL, "init.type \"given\" needs 'init.Q' (K x K) and 'init.R' (K x M)");
+    c->Q0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
+    c->R0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);
+    if (!c->Q0 || !c->R0)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory");
+    if ((st = scm_output_read_matrix(Q, "'init.Q'", c->K, c->K, c->Q0, err)) ||
+        (st = scm_output_read_matrix(R, "'init.R'", c->K, c->M, c->R0, err)))
+        return st;
+    for (int k = 0; k < c->K; k++)
+        for (int l = 0; l < k; l++)
+            if (fabs(c->Q0[k * c->K + l] - c->Q0[l * c->K + k]) >
+                1e-12 * (fabs(c->Q0[k * c->K + l]) + fabs(c->Q0[l * c->K + k])))
+                return scm_error_set(err, SCM_EINVAL, "'init.Q' is not symmetric at [%d][%d]", k, l);
+    return SCM_OK;
+}
+
+static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *err)
+{
+    static const char *const keys[] = {"method", "linear_solver", "rtol", "atol", "t_max",
+                                       "t_first", "n_out", "eps_stop", "grad_stop",
+                                       "max_steps", "psd_tol", "dead_tol", NULL};
+    const cJSON *s = NULL;
+    scm_status st;
+    scm_traj_opts *o = &c->traj;
+    scm_traj_opts_default(o);
+    if ((st = get_section(root, "integrator", &s, err)) ||
+        (st = check_keys(s, "integrator", keys, err)))
+        return st;
+    const char *method = NULL, *ls = NULL;
+    if ((st = get_string(s, "integrator", "method", "bdf", &method, err)) ||
+        (st = get_string(s, "integrator", "linear_solver", "dense", &ls, err)))
+        return st;
+    if (strcmp(method, "bdf") == 0)
+        o->method = SCM_METHOD_BDF;
+    else if (strcmp(method, "adams") == 0)
+        o->method = SCM_METHOD_ADAMS;
+    else
+        return scm_error_set(err, SCM_EINVAL, "'integrator.method' must be \"bdf\" or \"adams\", got \"%s\"", method);
+    if (strcmp(ls, "dense") == 0)
+        o->linsol = SCM_LINSOL_DENSE;
+    else if (strcmp(ls, "gmres") == 0)
+        o->linsol = SCM_LINSOL_GMRES;
+    else
+        return scm_error_set(err, SCM_EINVAL,
+                             "'integrator.linear_solver' must be \"dense\" or \"gmres\", got \"%s\"", ls);
+    double x;
+    if ((st = get_number(s, "integrator", "rtol", o->rtol, &o->rtol, err)) ||
+        (st = get_number(s, "integrator", "atol", o->atol, &o->atol, err)) ||
+        (st = get_number(s, "integrator", "t_max", o->t_max, &o->t_max, err)) ||
+        (st = get_number(s, "integrator", "t_first", o->t_first, &o->t_first, err)) ||
+        (st = get_number(s, "integrator", "eps_stop", o->eps_stop, &o->eps_stop, err)) ||
+        (st = get_number(s, "integrator", "grad_stop", o->grad_stop, &o->grad_stop, err)) ||
+        (st = get_number(s, "integrator", "psd_tol", o->psd_tol, &o->psd_tol, err)) ||
+        (st = get_number(s, "integrator", "dead_tol", o->dead_tol, &o->dead_tol, err)))
+        return st;
+    if ((st = get_integer(s, "integrator", "n_out", o->n_out, 1, 1000000, &x, err)))
+        return st;
+    o->n_out = (int)x;
+    if ((st = get_integer(s, "integrator", "max_steps", (double)o->max_steps, 1, 1e12, &x, err)))
+        return st;
+    o->max_steps = (long)x;
+    return scm_traj_opts_check(o, err);
+}
+
+/* The validated configuration as JSON, every default explicit. */
+static cJSON *used_json(const scm_config *c)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *m = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddNumberToObject(m, "K", c->K);
+    cJSON_AddNumberToObject(m, "M", c->M);
+    cJSON_AddStringToObject(m, "activation", c->act->name);
+    if (c->T)
+        cJSON_AddItemToObject(m, "T", scm_output_matrix(c->T, c->M, c->M));
+    else
+        cJSON_AddStringToObject(m, "T", "identity");
+    cJSON_AddItemToObject(m, "v", scm_output_vector(c->v, c->K));
+    cJSON_AddItemToObject(m, "v_star", scm_output_vector(c->vs, c->M));
+    cJSON_AddStringToObject(root, "rule", c->rule->name);
+    cJSON *i = cJSON_AddObjectToObject(root, "init");
+    if (c->init == SCM_INIT_RANDOM) {
+        cJSON_AddStringToObject(i, "type", "random");
+        cJSON_AddNumberToObject(i, "d", (double)c->d);
+        cJSON_AddNumberToObject(i, "sigma", c->sigma);
+        cJSON_AddNumberToObject(i, "seed", (double)c->seed);
+    } else {
+        cJSON_AddStringToObject(i, "type", "given");
+        cJSON_AddItemToObject(i, "Q", scm_output_matrix(c->Q0, c->K, c->K));
+        cJSON_AddItemToObject(i, "R", scm_output_matrix(c->R0, c->K, c->M));
+    }
+    cJSON_AddNumberToObject(i, "scale", c->scale);
+    const scm_traj_opts *o = &c->traj;
+    cJSON *g = cJSON_AddObjectToObject(root, "integrator");
+    cJSON_AddStringToObject(g, "method", o->method == SCM_METHOD_ADAMS ? "adams" : "bdf");
+    cJSON_AddStringToObject(g, "linear_solver", o->linsol == SCM_LINSOL_GMRES ? "gmres" : "dense");
+    cJSON_AddNumberToObject(g, "rtol", o->rtol);
+    cJSON_AddNumberToObject(g, "atol", o->atol);
+    cJSON_AddNumberToObject(g, "t_max", o->t_max);
+    cJSON_AddNumberToObject(g, "t_first", o->t_first);
+    cJSON_AddNumberToObject(g, "n_out", o->n_out);
+    cJSON_AddNumberToObject(g, "eps_stop", o->eps_stop);
+    cJSON_AddNumberToObject(g, "grad_stop", o->grad_stop);
+    cJSON_AddNumberToObject(g, "max_steps", (double)o->max_steps);
+    cJSON_AddNumberToObject(g, "psd_tol", o->psd_tol);
+    cJSON_AddNumberToObject(g, "dead_tol", o->dead_tol);
+    return root;
+}
+
+scm_status scm_config_parse(const char *text, const char *source, const char *const *sets,
+                            int nsets, scm_config **out, scm_error *err)
+{
+    static const char *const keys[] = {"model", "rule", "init", "integrator", NULL};
+    *out = NULL;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (!root) {
+        long line = 1;
+        for (const char *p = text; end && p < end; p++)
+            line += *p == '\n';
+        return scm_error_set(err, SCM_EINVAL, "%s: invalid JSON near line %ld", source, line);
+    }
+    scm_config *c = calloc(1, sizeof *c);
+    scm_status st = SCM_OK;
+    if (!c) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (!cJSON_IsObject(root)) {
+        st = scm_error_set(err, SCM_EINVAL, "%s: the configuration must be a JSON object", source);
+        goto out;
+    }
+    for (int i = 0; i < nsets; i++)
+        if ((st = apply_set(root, sets[i], err)))
+            goto out;
+    scm_error e;
+    scm_error_clear(&e);
+    if ((st = check_keys(root, "", keys, &e)) || (st = parse_model(root, c, &e)) ||
+        (st = parse_init(root, c, &e)) || (st = parse_integrator(root, c, &e))) {
+        scm_error_set(err, st, "%s: %s", source, e.msg);
+        goto out;
+    }
+    const char *rule = NULL;
+    if ((st = get_string(root, "", "rule", "gd", &rule, &e))) {
+        scm_error_set(err, st, "%s: 'rule' must be a string", source);
+        goto out;
+    }
+    c->rule = scm_rule_find(rule);
+    if (!c->rule) {
+        st = scm_error_set(err, SCM_EINVAL, "%s: 'rule' must be \"gd\", got \"%s\"", source, rule);
+        goto out;
+    }
+    c->used = used_json(c);
+    if (!c->used) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+        goto out;
+    }
+    *out = c;
+    c = NULL;
+out:
+    scm_config_free(c);
+    cJSON_Delete(root);
+    return st;
+}
+
+scm_status scm_config_load(const char *path, const char *const *sets, int nsets,
+                           scm_config **out, scm_error *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return scm_error_set(err, SCM_EIO, "cannot open config '%s': %s", path, strerror(errno));
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    scm_status st = SCM_OK;
+    while (buf) {
+        len += fread(buf + len, 1, cap - len - 1, f);
+        if (len < cap - 1)
+            break;
+        if (cap > ((size_t)64 << 20)) {
+            st = scm_error_set(err, SCM_EINVAL, "config '%s' is larger than 64 MiB", path);
+            break;
+        }
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory reading '%s'", path);
+    if (!st && bad)
+        st = scm_error_set(err, SCM_EIO, "cannot read config '%s'", path);
+    if (!st) {
+        buf[len] = '\0';
+        if (strlen(buf) != len)
+            st = scm_error_set(err, SCM_EINVAL, "config '%s' contains a NUL byte", path);
+        else
+            st = scm_config_parse(buf, path, sets, nsets, out, err);
+    }
+    free(buf);
+    return st;
+}
+
+scm_model *scm_config_model(const scm_config *c, scm_error *err)
+{
+    return scm_model_alloc(c->K, c->M, c->act, c->T, c->v, c->vs, err);
+}
+
+scm_status scm_config_initial_state(const scm_config *c, const scm_model *m, double *Q,
+                                    double *R, scm_error *err)
+{
+    if (c->init == SCM_INIT_RANDOM) {
+        scm_status st = scm_init_random(m, c->d, c->sigma, c->seed, Q, R, err);
+        if (st)
+            return st;
+    } else {
+        memcpy(Q, c->Q0, sizeof(double) * (size_t)c->K * (size_t)c->K);
+        memcpy(R, c->R0, sizeof(double) * (size_t)c->K * (size_t)c->M);
+    }
+    scm_init_scale(m, c->scale, Q, R);
+    return SCM_OK;
+}

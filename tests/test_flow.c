@@ -1,0 +1,234 @@
+/* test_flow.c: the loss and the right-hand side of the (Q, R) flow.
+ *  - eps(Q, R) against a seeded Monte Carlo estimate of 1/2 E[(phi - phi*)^2]
+ *    from explicit weight vectors, within 5 standard errors;
+ *  - the matrix form (F_Q, F_R) against the textbook I3-sum form, to 1e-12,
+ *    at random states, for all activations, K != M, non-identity T and
+ *    second layers;
+ *  - the global minimum is a fixed point with eps = 0;
+ *  - error statuses: a dead ReLU neuron, a state beyond Cauchy-Schwarz. */
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/flow.h"
+#include "testutil.h"
+
+typedef struct {
+    int K, M, d;
+    double *W, *Ws, *Q, *R, *T, *v, *vs;
+} state;
+
+/* Random weights in dimension d and their overlaps. */
+static state random_state(gsl_rng *r, int K, int M, int d, int plain)
+{
+    state s = {K, M, d, malloc(sizeof(double) * K * d), malloc(sizeof(double) * M * d),
+               malloc(sizeof(double) * K * K), malloc(sizeof(double) * K * M),
+               malloc(sizeof(double) * M * M), malloc(sizeof(double) * K),
+               malloc(sizeof(double) * M)};
+    for (int i = 0; i < K * d; i++)
+        s.W[i] = gsl_ran_gaussian(r, 1.0) * sqrt(0.3 + (double)(i % 3));
+    for (int i = 0; i < M * d; i++)
+        s.Ws[i] = plain ? 0.0 : gsl_ran_gaussian(r, 1.0);
+    if (plain) /* orthonormal teacher: T = I */
+        for (int m = 0; m < M; m++)
+            s.Ws[m * d + m] = sqrt((double)d);
+    for (int k = 0; k < K; k++)
+        s.v[k] = plain ? 1.0 : 0.4 + gsl_rng_uniform(r);
+    for (int m = 0; m < M; m++)
+        s.vs[m] = plain ? 1.0 : 0.3 + gsl_rng_uniform(r);
+    for (int a = 0; a < K; a++)
+        for (int b = 0; b < K; b++) {
+            double x = 0;
+            for (int j = 0; j < d; j++)
+                x += s.W[a * d + j] * s.W[b * d + j];
+            s.Q[a * K + b] = x / d;
+        }
+    for (int a = 0; a < K; a++)
+        for (int b = 0; b < M; b++) {
+            double x = 0;
+            for (int j = 0; j < d; j++)
+                x += s.W[a * d + j] * s.Ws[b * d + j];
+            s.R[a * M + b] = x / d;
+        }
+    for (int a = 0; a < M; a++)
+        for (int b = 0; b < M; b++) {
+            double x = 0;
+            for (int j = 0; j < d; j++)
+                x += s.Ws[a * d + j] * s.Ws[b * d + j];
+            s.T[a * M + b] = x / d;
+        }
+    return s;
+}
+
+static void free_state(state *s)
+{
+    free(s->W);
+    free(s->Ws);
+    free(s->Q);
+    free(s->R);
+    free(s->T);
+    free(s->v);
+    free(s->vs);
+}
+
+/* 1/2 E[(phi - phi*)^2] over x ~ N(0, I_d), with its standard error. */
+static void mc_loss(gsl_rng *r, const scm_activation *act, const state *s, long n, double *mean,
+                    double *se)
+{
+    double sum = 0, sum2 = 0;
+    double *x = malloc(sizeof(double) * s->d);
+    for (long i = 0; i < n; i++) {
+        for (int j = 0; j < s->d; j++)
+            x[j] = gsl_ran_gaussian_ziggurat(r, 1.0);
+        double phi = 0;
+        for (int k = 0; k < s->K; k++) {
+            double l = 0;
+            for (int j = 0; j < s->d; j++)
+                l += s->W[k * s->d + j] * x[j];
+            phi += s->v[k] * act->g(l / sqrt((double)s->d));
+        }
+        for (int m = 0; m < s->M; m++) {
+            double l = 0;
+            for (int j = 0; j < s->d; j++)
+                l += s->Ws[m * s->d + j] * x[j];
+            phi -= s->vs[m] * act->g(l / sqrt((double)s->d));
+        }
+        double e = 0.5 * phi * phi;
+        sum += e;
+        sum2 += e * e;
+    }
+    *mean = sum / n;
+    *se = sqrt((sum2 / n - *mean * *mean) / (n - 1));
+    free(x);
+}
+
+static const scm_activation *const acts[] = {&scm_act_relu, &scm_act_erf, &scm_act_linear};
+
+static void test_loss_mc(gsl_rng *r)
+{
+    for (int a = 0; a < 3; a++) {
+        state s = random_state(r, 3, 2, 7, 0);
+        scm_error e;
+        scm_model *m = scm_model_alloc(3, 2, acts[a], s.T, s.v, s.vs, &e);
+        CHECK(m != NULL, "model: %s", e.msg);
+        scm_flow *fl = scm_flow_alloc(m);
+        double eps, mean, se;
+        CHECK(scm_flow_loss(fl, s.Q, s.R, &eps) == SCM_OK, "loss status");
+        mc_loss(r, acts[a], &s, 400000, &mean, &se);
+        CHECK(fabs(eps - mean) < 5 * se, "%s: eps %.8g vs MC %.8g +- %.2g", acts[a]->name, eps,
+              mean, se);
+        CHECK(se < 0.02 * mean, "%s: MC error bar %.3g too wide for a meaningful test",
+              acts[a]->name, se);
+        scm_flow_free(fl);
+        scm_model_free(m);
+        free_state(&s);
+    }
+}
+
+static void test_matrix_vs_i3(gsl_rng *r)
+{
+    const int sizes[][2] = {{1, 1}, {2, 3}, {4, 4}, {5, 2}, {7, 6}};
+    for (int a = 0; a < 3; a++)
+        for (int z = 0; z < 5; z++)
+            for (int plain = 0; plain < 2; plain++) {
+                int K = sizes[z][0], M = sizes[z][1];
+                state s = random_state(r, K, M, K + M + 3, plain);
+                scm_error e;
+                scm_model *m = scm_model_alloc(K, M, acts[a], s.T, s.v, s.vs, &e);
+                CHECK(m != NULL, "model: %s", e.msg);
+                scm_flow *fl = scm_flow_alloc(m);
+                double *FQ = malloc(sizeof(double) * K * K), *FR = malloc(sizeof(double) * K * M);
+                double *GQ = malloc(sizeof(double) * K * K), *GR = malloc(sizeof(double) * K * M);
+                CHECK(scm_flow_rhs(fl, s.Q, s.R, FQ, FR, NULL) == SCM_OK, "rhs status");
+                CHECK(scm_flow_rhs_i3(fl, s.Q, s.R, GQ, GR) == SCM_OK, "rhs_i3 status");
+                double scale = 0, diff = 0;
+                for (int i = 0; i < K * K; i++) {
+                    scale = fmax(scale, fabs(GQ[i]));
+                    diff = fmax(diff, fabs(FQ[i] - GQ[i]));
+                    CHECK(FQ[i] == FQ[(i % K) * K + i / K], "F_Q not symmetric");
+                }
+                for (int i = 0; i < K * M; i++) {
+                    scale = fmax(scale, fabs(GR[i]));
+                    diff = fmax(diff, fabs(FR[i] - GR[i]));
+                }
+                CHECK(diff <= 1e-12 * scale, "%s K=%d M=%d plain=%d: matrix vs I3 differ by %.3g (scale %.3g)",
+                      acts[a]->name, K, M, plain, diff, scale);
+                CHECK(scale > 1e-3, "state too close to a fixed point to test anything");
+                free(FQ);
+                free(FR);
+                free(GQ);
+                free(GR);
+                scm_flow_free(fl);
+                scm_model_free(m);
+                free_state(&s);
+            }
+}
+
+static void test_global_minimum(void)
+{
+    for (int a = 0; a < 3; a++)
+        for (int M = 1; M <= 5; M += 2) {
+            scm_error e;
+            scm_model *m = scm_model_alloc(M, M, acts[a], NULL, NULL, NULL, &e);
+            scm_flow *fl = scm_flow_alloc(m);
+            double *Q = calloc(M * M, sizeof(double)), *R = calloc(M * M, sizeof(double));
+            double *FQ = malloc(sizeof(double) * M * M), *FR = malloc(sizeof(double) * M * M);
+            for (int i = 0; i < M; i++)
+                Q[i * M + i] = R[i * M + i] = 1.0;
+            double eps = 1;
+            CHECK(scm_flow_rhs(fl, Q, R, FQ, FR, &eps) == SCM_OK, "rhs at the minimum");
+            CHECK(fabs(eps) < 1e-15, "%s M=%d: eps at the global minimum = %g", acts[a]->name, M, eps);
+            double mx = 0;
+            for (int i = 0; i < M * M; i++)
+                mx = fmax(mx, fmax(fabs(FQ[i]), fabs(FR[i])));
+            CHECK(mx < 1e-15, "%s M=%d: |F| at the global minimum = %g", acts[a]->name, M, mx);
+            free(Q);
+            free(R);
+            free(FQ);
+            free(FR);
+            scm_flow_free(fl);
+            scm_model_free(m);
+        }
+}
+
+static void test_errors(void)
+{
+    scm_error e;
+    scm_model *m = scm_model_alloc(2, 1, &scm_act_relu, NULL, NULL, NULL, &e);
+    scm_flow *fl = scm_flow_alloc(m);
+    double Q[4] = {1, 0, 0, 0}, R[2] = {0.5, 0}, FQ[4], FR[2], eps;
+    CHECK(scm_flow_rhs(fl, Q, R, FQ, FR, &eps) == SCM_EDEAD, "dead neuron not reported");
+    double Q2[4] = {1, 0, 0, 1}, R2[2] = {1.5, 0};
+    CHECK(scm_flow_rhs(fl, Q2, R2, FQ, FR, &eps) == SCM_ENOTPSD, "R beyond Cauchy-Schwarz not reported");
+    double Q3[4] = {1, NAN, NAN, 1}, R3[2] = {0.1, 0};
+    CHECK(scm_flow_rhs(fl, Q3, R3, FQ, FR, &eps) != SCM_OK, "NaN not reported");
+    scm_flow_free(fl);
+    scm_model_free(m);
+    /* model validation */
+    double Tbad[4] = {1, 2, 2, 1}, Tasym[4] = {1, 0.1, 0.2, 1};
+    CHECK(scm_model_alloc(2, 2, &scm_act_relu, Tbad, NULL, NULL, &e) == NULL && e.code == SCM_ENOTPSD,
+          "non-PSD T accepted");
+    CHECK(strstr(e.msg, "positive semi-definite") != NULL, "message: %s", e.msg);
+    CHECK(scm_model_alloc(2, 2, &scm_act_relu, Tasym, NULL, NULL, &e) == NULL && e.code == SCM_EINVAL,
+          "asymmetric T accepted");
+    CHECK(scm_model_alloc(0, 2, &scm_act_relu, NULL, NULL, NULL, &e) == NULL, "K = 0 accepted");
+    double Tsing[4] = {1, 1, 1, 1}; /* PSD but singular: allowed */
+    scm_model *ms = scm_model_alloc(2, 2, &scm_act_relu, Tsing, NULL, NULL, &e);
+    CHECK(ms != NULL, "singular PSD T rejected: %s", e.msg);
+    scm_model_free(ms);
+}
+
+int main(void)
+{
+    gsl_set_error_handler_off();
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 20261202);
+    test_matrix_vs_i3(r);
+    test_global_minimum();
+    test_errors();
+    test_loss_mc(r);
+    gsl_rng_free(r);
+    return TEST_SUMMARY();
+}
