@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# test_cli.sh SCM: the `scm` program end to end: help and version, a run and
+# its result file, byte-identical reruns, --set, --csv, and every bad-input
+# path (exit status 2, a message naming the key, no result file).
+set -u
+SCM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+ko() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+check() { if eval "$1"; then ok; else ko "$2"; fi; }
+
+# expect_error NAME PATTERN CONFIG-TEXT [scm args...]: exit 2, message, no file
+expect_error() {
+    local name=$1 pat=$2 text=$3
+    shift 3
+    printf '%s' "$text" > "$W/$name.json"
+    "$SCM" run "$W/$name.json" -o "$W/$name.out.json" "$@" > "$W/$name.stdout" 2> "$W/$name.stderr"
+    local rc=$?
+    check "[ $rc -eq 2 ]" "$name: exit status $rc, want 2"
+    check "grep -q -- \"$pat\" '$W/$name.stderr'" "$name: stderr lacks '$pat': $(cat "$W/$name.stderr")"
+    check "[ ! -e '$W/$name.out.json' ]" "$name: a result file was written"
+}
+
+check "'$SCM' --help | grep -q 'usage: scm'" "--help"
+check "'$SCM' --version | grep -q 'scm (scmode) [0-9]'" "--version"
+check "'$SCM' run --help | grep -q 'usage: scm run'" "run --help"
+"$SCM" frobnicate 2> "$W/e"; check "[ $? -eq 2 ] && grep -q \"unknown command 'frobnicate'\" '$W/e'" "unknown command"
+
+# a run, its result and CSV
+cd "$W"
+"$SCM" run "$SRC/examples/relu_k2.json" --csv "$W/t.csv" > "$W/out1" 2>&1
+check "[ $? -eq 0 ]" "example run failed: $(cat "$W/out1")"
+check "[ -f '$W/relu_k2.result.json' ]" "default result name"
+check "grep -q 'stopped' '$W/out1' && grep -q 'wrote' '$W/out1'" "summary printed"
+python3 - "$W/relu_k2.result.json" "$W/t.csv" <<'PY' && ok || ko "result file content"
+import json, sys, csv
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "ok" and r["error"] is None, r["status"]
+assert r["stop_reason"] in ("fixed_point", "eps_threshold"), r["stop_reason"]
+c = r["config"]
+assert c["model"]["K"] == 2 and c["integrator"]["rtol"] == 1e-8 and c["init"]["seed"] == 1
+assert c["model"]["T"] == "identity" and c["rule"] == "gd"
+f = r["final"]
+assert len(f["Q"]) == 2 and len(f["R"][0]) == 2 and f["eps"] < 1e-10
+tr = r["trajectory"]
+assert tr[0]["t"] == 0 and tr[-1]["t"] == f["t"] and tr[-1]["eps"] == f["eps"]
+assert all(a["t"] < b["t"] for a, b in zip(tr, tr[1:]))
+rows = list(csv.reader(open(sys.argv[2])))
+assert rows[0][:3] == ["t", "eps", "Q_1_1"] and len(rows[0]) == 2 + 3 + 4, rows[0]
+assert len(rows) == len(tr) + 1
+assert float(rows[-1][1]) == f["eps"]
+PY
+"$SCM" run "$SRC/examples/relu_k2.json" -o "$W/again.json" -q > "$W/out2"
+check "cmp -s '$W/relu_k2.result.json' '$W/again.json'" "rerun is not byte-identical"
+check "[ ! -s '$W/out2' ]" "--quiet printed something"
+"$SCM" run "$SRC/examples/relu_k2.json" -o "$W/set.json" -q --set model.K=3 --set model.activation=erf --set init.seed=5
+check "[ $? -eq 0 ]" "--set run"
+check "python3 -c \"import json; c=json.load(open('$W/set.json'))['config']; assert c['model']['K']==3 and c['model']['activation']=='erf' and c['init']['seed']==5\"" "--set values not used"
+
+# a given initial state
+cat > "$W/given.json" <<'JSON'
+{"model": {"K": 2, "M": 2, "activation": "linear", "T": [[1, 0.2], [0.2, 1]], "v": [1, 0.5]},
+ "init": {"type": "given", "Q": [[0.5, 0.1], [0.1, 0.4]], "R": [[0.1, 0], [0, 0.2]], "scale": 0.5}}
+JSON
+"$SCM" run "$W/given.json" -o "$W/given.out.json" -q
+check "[ $? -eq 0 ]" "given init run"
+check "python3 -c \"import json; r=json.load(open('$W/given.out.json')); assert abs(r['trajectory'][0]['Q'][0][0]-0.125)<1e-15 and r['config']['init']['scale']==0.5\"" "given init with scale"
+
+# a run that fails numerically: exit 1, a complete result that says so
+"$SCM" run "$SRC/examples/relu_k2.json" -o "$W/failed.json" -q --set integrator.rtol=1e-18 --set integrator.atol=1e-30 2> "$W/e"
+check "[ $? -eq 1 ]" "failed run exit status"
+check "grep -q 'the run failed' '$W/e'" "failed run message"
+check "python3 -c \"import json; r=json.load(open('$W/failed.json')); assert r['status']=='failed' and 'CVODE' in r['error']\"" "failed run result"
+
+# an unwritable output: exit 1, no stray temporary file
+"$SCM" run "$SRC/examples/relu_k2.json" -o "$W/nodir/x.json" -q 2> "$W/e"
+check "[ $? -eq 1 ] && grep -q \"cannot create a temporary file for '$W/nodir/x.json'\" '$W/e'" "unwritable output: $(cat "$W/e")"
+check "[ -z \"\$(ls '$W' | grep tmp)\" ]" "temporary file left behind"
+
+# bad input, each named
+expect_error unknown_top "unknown key 'modle'" '{"modle": {}}'
+expect_error unknown_key "unknown key 'model.Kx'" '{"model": {"K": 2, "M": 2, "Kx": 1}}'
+expect_error missing_model "missing section 'model'" '{}'
+expect_error missing_M "'model.K' and 'model.M' are required" '{"model": {"K": 2}}'
+expect_error K_type "'model.K' must be an integer" '{"model": {"K": 2.5, "M": 2}}'
+expect_error K_string "'model.K' must be a finite number" '{"model": {"K": "two", "M": 2}}'
+expect_error K_zero "'model.K' must be an integer in \[1," '{"model": {"K": 0, "M": 2}}'
+expect_error activation "'model.activation' must be" '{"model": {"K": 2, "M": 2, "activation": "tanh"}}'
+expect_error T_notpsd "T is not positive semi-definite" '{"model": {"K": 2, "M": 2, "T": [[1, 2], [2, 1]]}}'
+expect_error T_shape "'model.T'" '{"model": {"K": 2, "M": 2, "T": [[1, 0]]}}'
+expect_error T_asym "T is not symmetric" '{"model": {"K": 2, "M": 2, "T": [[1, 0.1], [0.2, 1]]}}'
+expect_error v_len "'model.v' must be a number or an array of 2" '{"model": {"K": 2, "M": 2, "v": [1, 2, 3]}}'
+expect_error d_small "'init.d' = 1 must be >= model.M = 2" '{"model": {"K": 2, "M": 2}, "init": {"d": 1}}'
+expect_error sigma "'init.sigma' must be > 0" '{"model": {"K": 2, "M": 2}, "init": {"sigma": -1}}'
+expect_error init_type "'init.type' must be" '{"model": {"K": 2, "M": 2}, "init": {"type": "zeros"}}'
+expect_error given_noQ "needs 'init.Q'" '{"model": {"K": 2, "M": 2}, "init": {"type": "given"}}'
+expect_error given_seed "'init.seed' is only for" '{"model": {"K": 1, "M": 1}, "init": {"type": "given", "Q": [[1]], "R": [[0]], "seed": 3}}'
+expect_error given_notpsd "not positive semi-definite" '{"model": {"K": 1, "M": 1}, "init": {"type": "given", "Q": [[1]], "R": [[2]]}}'
+expect_error Q_asym "'init.Q' is not symmetric" '{"model": {"K": 2, "M": 1}, "init": {"type": "given", "Q": [[1, 0.5], [0.1, 1]], "R": [[0], [0]]}}'
+expect_error rtol "integrator.rtol must be in (0, 1)" '{"model": {"K": 2, "M": 2}, "integrator": {"rtol": 2}}'
+expect_error method "'integrator.method' must be" '{"model": {"K": 2, "M": 2}, "integrator": {"method": "rk4"}}'
+expect_error n_out "'integrator.n_out' must be an integer" '{"model": {"K": 2, "M": 2}, "integrator": {"n_out": 0}}'
+expect_error rule "'rule' must be .gd., got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
+expect_error bad_json "invalid JSON near line 2" '{"model":
+ {"K": 2,, "M": 2}}'
+expect_error set_form "is not of the form key=value" '{"model": {"K": 2, "M": 2}}' --set modelK
+expect_error set_key "unknown key 'integrator.tmax'" '{"model": {"K": 2, "M": 2}}' --set integrator.tmax=5
+expect_error option "unknown option '--frob'" '{"model": {"K": 2, "M": 2}}' --frob
+"$SCM" run "$W/does-not-exist.json" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q \"cannot open config '$W/does-not-exist.json'\" '$W/e'" "missing config file"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

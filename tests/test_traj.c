@@ -1,0 +1,210 @@
+/* test_traj.c: CVODE trajectories and initial conditions.
+ *  - the three solver set-ups (BDF + dense, BDF + GMRES, Adams) agree on
+ *    the state at t_max to their tolerances;
+ *  - stop reasons: t_max, eps threshold, fixed point, step budget;
+ *  - failures are reported, not turned into numbers: a dead neuron, a
+ *    CVODE error, an invalid initial state;
+ *  - the same seed gives bit-identical trajectories;
+ *  - the exact (Q, R) sampler against the moments of the random-vector
+ *    construction it replaces (E Q_kk = sigma^2, Var Q_kk = 2 sigma^4 / d,
+ *    E R = 0, Var R_km = sigma^2 T_mm / d, Cov(Q_kl) = sigma^4 / d), with
+ *    seeded Monte Carlo error bars, for both the Bartlett (d - M >= K) and
+ *    the direct (d - M < K) branch. */
+#include <gsl/gsl_errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/init.h"
+#include "scm/traj.h"
+#include "testutil.h"
+
+static double max_diff(const double *a, const double *b, long n)
+{
+    double d = 0;
+    for (long i = 0; i < n; i++)
+        d = fmax(d, fabs(a[i] - b[i]));
+    return d;
+}
+
+static void test_solvers_agree(void)
+{
+    const int K = 4, M = 3;
+    scm_error e;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_erf, NULL, NULL, NULL, &e);
+    double Q0[16], R0[12];
+    CHECK(scm_init_random(m, 500, 1.0, 7, Q0, R0, &e) == SCM_OK, "init: %s", e.msg);
+    scm_traj_result r[3];
+    for (int s = 0; s < 3; s++) {
+        scm_traj_opts o;
+        scm_traj_opts_default(&o);
+        o.t_max = 30;
+        o.rtol = 1e-10;
+        o.atol = 1e-12;
+        o.eps_stop = o.grad_stop = 0;
+        o.method = s == 2 ? SCM_METHOD_ADAMS : SCM_METHOD_BDF;
+        o.linsol = s == 1 ? SCM_LINSOL_GMRES : SCM_LINSOL_DENSE;
+        CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r[s], &e) == SCM_OK, "run: %s", e.msg);
+        CHECK(r[s].stop == SCM_STOP_T_MAX, "solver %d stopped with %s (%s)", s,
+              scm_stop_reason_str(r[s].stop), r[s].err.msg);
+        CHECK(r[s].t == 30.0, "final t = %g", r[s].t);
+        CHECK(r[s].n_out == o.n_out + 1, "recorded %ld points", r[s].n_out);
+    }
+    for (int s = 1; s < 3; s++) {
+        CHECK(max_diff(r[0].Q, r[s].Q, K * K) < 1e-7, "solver %d Q differs by %g", s,
+              max_diff(r[0].Q, r[s].Q, K * K));
+        CHECK(max_diff(r[0].R, r[s].R, K * M) < 1e-7, "solver %d R differs by %g", s,
+              max_diff(r[0].R, r[s].R, K * M));
+    }
+    CHECK(max_diff(r[0].Q, Q0, K * K) > 1e-2, "the state did not move");
+    /* recorded times are 0 then increasing log-spaced up to t_max */
+    CHECK(r[0].out_t[0] == 0.0 && r[0].out_t[1] == 1e-2, "first times %g %g", r[0].out_t[0], r[0].out_t[1]);
+    int mono = 1;
+    for (long i = 1; i < r[0].n_out; i++)
+        mono &= r[0].out_t[i] > r[0].out_t[i - 1] && r[0].out_eps[i] <= r[0].out_eps[i - 1] * (1 + 1e-12);
+    CHECK(mono, "times not increasing or eps increasing along the record");
+    for (int s = 0; s < 3; s++)
+        scm_traj_result_free(&r[s]);
+    scm_model_free(m);
+}
+
+static void test_stop_reasons(void)
+{
+    scm_error e;
+    scm_model *m = scm_model_alloc(2, 2, &scm_act_relu, NULL, NULL, NULL, &e);
+    double Q0[4], R0[4];
+    scm_init_random(m, 1000, 1.0, 3, Q0, R0, &e);
+    scm_traj_opts o;
+    scm_traj_result r;
+    scm_traj_opts_default(&o);
+    o.eps_stop = 1e-6;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_OK, "run");
+    CHECK(r.stop == SCM_STOP_EPS && r.eps < 1e-6, "eps stop: %s eps %g", scm_stop_reason_str(r.stop), r.eps);
+    scm_traj_result_free(&r);
+
+    scm_traj_opts_default(&o);
+    o.eps_stop = 0;
+    o.grad_stop = 1e-6;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_OK, "run");
+    CHECK(r.stop == SCM_STOP_FIXED_POINT && r.max_F < 1e-6, "fixed-point stop: %s max_F %g",
+          scm_stop_reason_str(r.stop), r.max_F);
+    scm_traj_result_free(&r);
+
+    scm_traj_opts_default(&o);
+    o.max_steps = 5;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_OK, "run");
+    CHECK(r.stop == SCM_STOP_MAX_STEPS && r.n_steps == 5, "budget stop: %s after %ld steps",
+          scm_stop_reason_str(r.stop), r.n_steps);
+    scm_traj_result_free(&r);
+
+    /* CVODE refuses a tolerance below machine precision: a reported failure. */
+    scm_traj_opts_default(&o);
+    o.rtol = 1e-18;
+    o.atol = 1e-30;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_OK, "run");
+    CHECK(r.stop == SCM_STOP_FAILED && strstr(r.err.msg, "CVODE") != NULL, "CVODE failure: %s / %s",
+          scm_stop_reason_str(r.stop), r.err.msg);
+    CHECK(r.n_out >= 1 && isfinite(r.eps), "a failed run still reports its last valid state");
+    scm_traj_result_free(&r);
+
+    /* invalid initial states are input errors */
+    double Qbad[4] = {1, 0, 0, 1}, Rbad[4] = {1.2, 0, 0, 0.5};
+    scm_traj_opts_default(&o);
+    CHECK(scm_traj_run(m, &scm_rule_gd, Qbad, Rbad, &o, &r, &e) == SCM_ENOTPSD, "non-PSD start: %s", e.msg);
+    double Qdead[4] = {0, 0, 0, 1}, Rdead[4] = {0, 0, 0, 0.5};
+    CHECK(scm_traj_run(m, &scm_rule_gd, Qdead, Rdead, &o, &r, &e) == SCM_EDEAD, "dead start: %s", e.msg);
+    double Qnan[4] = {1, NAN, NAN, 1}, Rnan[4] = {0, 0, 0, 0.5};
+    CHECK(scm_traj_run(m, &scm_rule_gd, Qnan, Rnan, &o, &r, &e) == SCM_ENAN, "NaN start: %s", e.msg);
+    o.rtol = 2.0;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_EINVAL && strstr(e.msg, "rtol"),
+          "bad rtol: %s", e.msg);
+    scm_model_free(m);
+
+    /* A redundant student shrinks (K = 2, M = 1, student 1 = the teacher):
+     * with a high dead threshold the run must end as a dead-neuron failure. */
+    m = scm_model_alloc(2, 1, &scm_act_relu, NULL, NULL, NULL, &e);
+    double Q1[4] = {1, 0, 0, 1}, R1[2] = {1, 0};
+    scm_traj_opts_default(&o);
+    o.dead_tol = 0.5;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q1, R1, &o, &r, &e) == SCM_OK, "run");
+    CHECK(r.stop == SCM_STOP_FAILED && r.err.code == SCM_EDEAD, "dead neuron: %s / %s",
+          scm_stop_reason_str(r.stop), r.err.msg);
+    CHECK(r.Q[3] >= 0.5, "the reported state is the last valid one (Q_22 = %g)", r.Q[3]);
+    scm_traj_result_free(&r);
+    scm_model_free(m);
+}
+
+static void test_reproducible(void)
+{
+    scm_error e;
+    scm_model *m = scm_model_alloc(3, 3, &scm_act_relu, NULL, NULL, NULL, &e);
+    double Q0[9], R0[9], Q1[9], R1[9];
+    scm_init_random(m, 100, 0.5, 42, Q0, R0, &e);
+    scm_init_random(m, 100, 0.5, 42, Q1, R1, &e);
+    CHECK(memcmp(Q0, Q1, sizeof Q0) == 0 && memcmp(R0, R1, sizeof R0) == 0, "same seed, other init");
+    scm_init_random(m, 100, 0.5, 43, Q1, R1, &e);
+    CHECK(memcmp(Q0, Q1, sizeof Q0) != 0, "other seed, same init");
+    scm_traj_opts o;
+    scm_traj_opts_default(&o);
+    o.t_max = 50;
+    scm_traj_result a, b;
+    scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &a, &e);
+    scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &b, &e);
+    CHECK(a.n_out == b.n_out && memcmp(a.out_Q, b.out_Q, sizeof(double) * 9 * a.n_out) == 0 &&
+              memcmp(a.out_eps, b.out_eps, sizeof(double) * a.n_out) == 0,
+          "two identical runs differ");
+    scm_traj_result_free(&a);
+    scm_traj_result_free(&b);
+    scm_model_free(m);
+}
+
+/* Moments of the exact sampler over n seeds, each compared with theory. */
+static void test_init_moments(int K, int M, long d)
+{
+    const double sigma = 1.3;
+    double T[9] = {1.0, 0.3, 0.0, 0.3, 2.0, 0.5, 0.0, 0.5, 1.5}; /* M = 3 */
+    scm_error e;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_relu, T, NULL, NULL, &e);
+    CHECK(m != NULL, "model: %s", e.msg);
+    const long n = 40000;
+    double sq = 0, sq2 = 0, so = 0, so2 = 0, sr[3] = {0}, sr2[3] = {0};
+    double *Q = malloc(sizeof(double) * K * K), *R = malloc(sizeof(double) * K * M);
+    for (long s = 0; s < n; s++) {
+        scm_init_random(m, d, sigma, (unsigned long)s + 1, Q, R, &e);
+        sq += Q[0];
+        sq2 += Q[0] * Q[0];
+        so += Q[1];
+        so2 += Q[1] * Q[1];
+        for (int j = 0; j < M; j++) {
+            sr[j] += R[(K - 1) * M + j];
+            sr2[j] += R[(K - 1) * M + j] * R[(K - 1) * M + j];
+        }
+    }
+    double s2 = sigma * sigma, s4 = s2 * s2;
+    /* mean and variance with their own Monte Carlo error bars */
+    double mq = sq / n, vq = sq2 / n - mq * mq;
+    CHECK(fabs(mq - s2) < 5 * sqrt(vq / n), "K=%d d=%ld: E Q_11 = %g, want %g", K, d, mq, s2);
+    double vq_want = 2 * s4 / d;
+    CHECK(fabs(vq - vq_want) < 0.05 * vq_want, "K=%d d=%ld: Var Q_11 = %g, want %g", K, d, vq, vq_want);
+    double mo = so / n, vo = so2 / n - mo * mo;
+    CHECK(fabs(mo) < 5 * sqrt(vo / n), "E Q_12 = %g", mo);
+    CHECK(fabs(vo - s4 / d) < 0.05 * s4 / d, "Var Q_12 = %g, want %g", vo, s4 / d);
+    for (int j = 0; j < M; j++) {
+        double mr = sr[j] / n, vr = sr2[j] / n - mr * mr, want = s2 * T[j * M + j] / d;
+        CHECK(fabs(mr) < 5 * sqrt(vr / n), "E R_%d = %g", j, mr);
+        CHECK(fabs(vr - want) < 0.05 * want, "Var R_K%d = %g, want %g", j, vr, want);
+    }
+    free(Q);
+    free(R);
+    scm_model_free(m);
+}
+
+int main(void)
+{
+    gsl_set_error_handler_off();
+    test_solvers_agree();
+    test_stop_reasons();
+    test_reproducible();
+    test_init_moments(4, 3, 50); /* Bartlett branch: d - M >= K */
+    test_init_moments(6, 3, 6);  /* direct branch: d - M < K */
+    return TEST_SUMMARY();
+}
