@@ -291,7 +291,7 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
         return st;
     const char *method = NULL, *ls = NULL;
     if ((st = get_string(s, "integrator", "method", "bdf", &method, err)) ||
-        (st = get_string(s, "integrator", "linear_solver", "dense", &ls, err)))
+        (st = get_string(s, "integrator", "linear_solver", "auto", &ls, err)))
         return st;
     if (strcmp(method, "bdf") == 0)
         o->method = SCM_METHOD_BDF;
@@ -299,13 +299,15 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
         o->method = SCM_METHOD_ADAMS;
     else
         return scm_error_set(err, SCM_EINVAL, "'integrator.method' must be \"bdf\" or \"adams\", got \"%s\"", method);
-    if (strcmp(ls, "dense") == 0)
+    if (strcmp(ls, "auto") == 0)
+        o->linsol = SCM_LINSOL_AUTO;
+    else if (strcmp(ls, "dense") == 0)
         o->linsol = SCM_LINSOL_DENSE;
     else if (strcmp(ls, "gmres") == 0)
         o->linsol = SCM_LINSOL_GMRES;
     else
         return scm_error_set(err, SCM_EINVAL,
-                             "'integrator.linear_solver' must be \"dense\" or \"gmres\", got \"%s\"", ls);
+                             "'integrator.linear_solver' must be \"auto\", \"dense\" or \"gmres\", got \"%s\"", ls);
     double x;
     if ((st = get_number(s, "integrator", "rtol", o->rtol, &o->rtol, err)) ||
         (st = get_number(s, "integrator", "atol", o->atol, &o->atol, err)) ||
@@ -355,7 +357,9 @@ static cJSON *used_json(const scm_config *c)
     const scm_traj_opts *o = &c->traj;
     cJSON *g = cJSON_AddObjectToObject(root, "integrator");
     cJSON_AddStringToObject(g, "method", o->method == SCM_METHOD_ADAMS ? "adams" : "bdf");
-    cJSON_AddStringToObject(g, "linear_solver", o->linsol == SCM_LINSOL_GMRES ? "gmres" : "dense");
+    cJSON_AddStringToObject(g, "linear_solver", o->linsol == SCM_LINSOL_GMRES  ? "gmres"
+                                                : o->linsol == SCM_LINSOL_DENSE ? "dense"
+                                                                                : "auto");
     cJSON_AddNumberToObject(g, "rtol", o->rtol);
     cJSON_AddNumberToObject(g, "atol", o->atol);
     cJSON_AddNumberToObject(g, "t_max", o->t_max);

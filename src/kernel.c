@@ -1,7 +1,7 @@
 /* kernel.c: the closed forms of MATH.md section 2, written so that they keep
- * full relative precision at the edges: correlation near +-1 (atan2 instead
- * of arccos, a series for the cancellation at rho -> -1), tiny and huge
- * norms (sqrt a * sqrt b instead of sqrt(ab)). */
+ * full relative precision at the edges: correlation near +-1 (ab - c^2 by an
+ * fma determinant, atan2 instead of arccos, a series for the cancellation of
+ * f at rho -> -1), tiny and huge norms (exact power-of-4 scaling). */
 #include "scm/kernel.h"
 
 #include <math.h>
@@ -28,97 +28,162 @@ static double t_minus_atan(double t)
     return sum;
 }
 
-/* Correlation rho = c / sqrt(ab) and s = sqrt(ab - c^2), both robust.
- * Returns SCM_ENOTPSD if |rho| exceeds 1 by more than round-off. */
-static scm_status corr(double a, double b, double c, double *rho, double *s)
+/* ab - c^2 without cancellation, as d * 2^e: a and b are scaled by powers
+ * of 4 (exactly) to near 1, then the determinant is formed with Kahan's
+ * fma algorithm, accurate to a few ulps of the result even when rho -> +-1,
+ * where the naive form loses all digits. */
+static double det2(double a, double b, double c, int *e)
 {
+    int ea, eb;
+    frexp(a, &ea);
+    frexp(b, &eb);
+    int ka = ea / 2, kb = eb / 2;
+    double as = ldexp(a, -2 * ka), bs = ldexp(b, -2 * kb), cs = ldexp(c, -(ka + kb));
+    double p = as * bs, q = cs * cs;
+    *e = 2 * (ka + kb);
+    return (p - q) + (fma(as, bs, -p) - fma(cs, cs, -q));
+}
+
+static int all_finite3(double a, double b, double c)
+{
+    return isfinite(a) && isfinite(b) && isfinite(c);
+}
+
+/* s = sqrt(ab - c^2) for a, b >= 0.  A c beyond the Cauchy-Schwarz bound
+ * by at most RHO_SLACK (relative) is clamped onto it (*c is updated and
+ * s = 0); beyond that, SCM_ENOTPSD. */
+static scm_status gram_sqrt(double a, double b, double *c, double *s)
+{
+    int e;
+    double d = det2(a, b, *c, &e);
+    if (d >= 0.0) {
+        *s = ldexp(sqrt(d), e / 2);
+        return SCM_OK;
+    }
     double n = sqrt(a) * sqrt(b);
-    double r = c / n;
-    if (!(fabs(r) <= 1.0 + RHO_SLACK))
-        return isnan(r) ? SCM_ENAN : SCM_ENOTPSD;
-    if (r > 1.0)
-        r = 1.0;
-    if (r < -1.0)
-        r = -1.0;
-    *rho = r;
-    *s = n * sqrt((1.0 - r) * (1.0 + r));
+    if (!(fabs(*c) <= n * (1.0 + RHO_SLACK)))
+        return SCM_ENOTPSD;
+    *c = copysign(n, *c);
+    *s = 0.0;
     return SCM_OK;
+}
+
+/* A result that overflowed (only at extreme inputs, e.g. df/da with
+ * a ~ 1e-320 and b ~ 1e300) is reported, never returned as a number. */
+static scm_status pair_finite(scm_pair *out)
+{
+    if (isfinite(out->f) && isfinite(out->fa) && isfinite(out->fb) && isfinite(out->fc))
+        return SCM_OK;
+    *out = (scm_pair){0.0, 0.0, 0.0, 0.0};
+    return SCM_ENAN;
 }
 
 static scm_status relu_pair(double a, double b, double c, scm_pair *out)
 {
-    if (!(a > 0.0) || !(b > 0.0)) {
-        *out = (scm_pair){0.0, 0.0, 0.0, 0.0};
-        return (isnan(a) || isnan(b) || isnan(c)) ? SCM_ENAN : SCM_EDEAD;
-    }
-    double rho, s;
-    scm_status st = corr(a, b, c, &rho, &s);
+    *out = (scm_pair){0.0, 0.0, 0.0, 0.0};
+    if (isnan(a) || isnan(b) || isnan(c))
+        return SCM_ENAN;
+    if (!(a > 0.0) || !(b > 0.0))
+        return SCM_EDEAD;
+    if (!all_finite3(a, b, c))
+        return SCM_ENAN;
+    double s;
+    scm_status st = gram_sqrt(a, b, &c, &s);
     if (st)
         return st;
     double theta = atan2(s, -c); /* = pi - arccos(rho) */
     double f;
     if (c >= 0.0 || s >= 0.5 * -c)
-        f = (s + c * theta) / (2.0 * M_PI);
+        f = s / (2.0 * M_PI) + c * (theta / (2.0 * M_PI)); /* no overflow at DBL_MAX */
     else /* c < 0, s / |c| < 1/2: s - |c| atan(s/|c|) cancels */
         f = -c * t_minus_atan(s / -c) / (2.0 * M_PI);
-    double q = sqrt((1.0 - rho) * (1.0 + rho));
     out->f = f;
     out->fc = theta / (2.0 * M_PI);
-    out->fa = sqrt(b) / sqrt(a) * q / (4.0 * M_PI);
-    out->fb = sqrt(a) / sqrt(b) * q / (4.0 * M_PI);
-    return SCM_OK;
+    out->fa = s / sqrt(a) / (4.0 * M_PI) / sqrt(a);
+    out->fb = s / sqrt(b) / (4.0 * M_PI) / sqrt(b);
+    return pair_finite(out);
+}
+
+static int cov3_finite(const scm_cov3 *C)
+{
+    return all_finite3(C->uu, C->ww, C->zz) && all_finite3(C->uw, C->uz, C->wz);
 }
 
 /* E[Theta(u) w relu(z)] by Stein's lemma on w:
  * cov(u,w) E[delta(u) relu(z)] + cov(w,z) E[Theta(u) Theta(z)]. */
 static scm_status relu_i3(const scm_cov3 *C, double *out)
 {
+    *out = 0.0;
+    if (!cov3_finite(C))
+        return SCM_ENAN;
     scm_pair p;
     scm_status st = relu_pair(C->uu, C->zz, C->uz, &p);
-    *out = st ? 0.0 : C->uw * 2.0 * p.fa + C->wz * p.fc;
+    if (!st)
+        *out = C->uw * 2.0 * p.fa + C->wz * p.fc;
     return st;
+}
+
+/* D = (1 + a)(1 + b) - c^2 = 1 + a + b + (ab - c^2), every term >= 0, all
+ * scaled by 4^(-2k) with 4^k ~ max(1, a, b) so that nothing overflows.
+ * Fills the scaled c and sqrt(D), and k. */
+static scm_status erf_gram(double a, double b, double c, double *cs, double *sDs, int *k)
+{
+    if (!all_finite3(a, b, c))
+        return SCM_ENAN;
+    if (!(a >= 0.0) || !(b >= 0.0))
+        return SCM_ENOTPSD;
+    double s;
+    scm_status st = gram_sqrt(a, b, &c, &s);
+    if (st)
+        return st;
+    int eg;
+    frexp(fmax(1.0, fmax(a, b)), &eg);
+    *k = eg / 2;
+    double Ds = ldexp(1.0, -4 * *k) + ldexp(a, -4 * *k) + ldexp(b, -4 * *k);
+    double ss = ldexp(s, -2 * *k);
+    *sDs = sqrt(Ds + ss * ss);
+    *cs = ldexp(c, -2 * *k);
+    return SCM_OK;
 }
 
 static scm_status erf_pair(double a, double b, double c, scm_pair *out)
 {
-    double pa = 1.0 + a, pb = 1.0 + b;
-    double D = pa * pb - c * c;
-    if (isnan(D)) {
-        *out = (scm_pair){0.0, 0.0, 0.0, 0.0};
-        return SCM_ENAN;
-    }
-    if (!(a >= 0.0) || !(b >= 0.0) || !(D > 0.0) || fabs(c) > sqrt(a) * sqrt(b) * (1.0 + RHO_SLACK)) {
-        *out = (scm_pair){0.0, 0.0, 0.0, 0.0};
-        return SCM_ENOTPSD;
-    }
-    double sD = sqrt(D);
-    out->f = (2.0 / M_PI) * atan2(c, sD); /* = (2/pi) asin(c / sqrt(pa pb)) */
-    out->fc = (2.0 / M_PI) / sD;
-    out->fa = -c / (M_PI * pa * sD);
-    out->fb = -c / (M_PI * pb * sD);
-    return SCM_OK;
+    *out = (scm_pair){0.0, 0.0, 0.0, 0.0};
+    double cs, sDs;
+    int k;
+    scm_status st = erf_gram(a, b, c, &cs, &sDs, &k);
+    if (st)
+        return st;
+    out->f = (2.0 / M_PI) * atan2(cs, sDs); /* = (2/pi) asin(c / sqrt((1+a)(1+b))) */
+    out->fc = (2.0 / M_PI) * ldexp(1.0 / sDs, -2 * k);
+    out->fa = -(cs / sDs) / (M_PI * (1.0 + a));
+    out->fb = -(cs / sDs) / (M_PI * (1.0 + b));
+    return pair_finite(out);
 }
 
-/* Saad & Solla (1995), eq. for I3 with g = erf(x / sqrt 2):
+/* Saad & Solla (1995), I3 with g = erf(x / sqrt 2):
  * (2/pi) (C_wz (1 + C_uu) - C_uw C_uz) / ((1 + C_uu) sqrt(L3)),
- * L3 = (1 + C_uu)(1 + C_zz) - C_uz^2. */
+ * L3 = (1 + C_uu)(1 + C_zz) - C_uz^2, where (2/pi) / sqrt(L3) is the pair
+ * kernel's fc(C_uu, C_zz, C_uz) (which also validates the (u, z) pair). */
 static scm_status erf_i3(const scm_cov3 *C, double *out)
 {
-    double pu = 1.0 + C->uu;
-    double L3 = pu * (1.0 + C->zz) - C->uz * C->uz;
-    if (!(L3 > 0.0)) {
-        *out = 0.0;
-        return isnan(L3) ? SCM_ENAN : SCM_ENOTPSD;
-    }
-    *out = (2.0 / M_PI) * (C->wz * pu - C->uw * C->uz) / (pu * sqrt(L3));
-    return SCM_OK;
+    *out = 0.0;
+    if (!cov3_finite(C))
+        return SCM_ENAN;
+    scm_pair p;
+    scm_status st = erf_pair(C->uu, C->zz, C->uz, &p);
+    if (!st)
+        *out = p.fc * (C->wz - C->uw * C->uz / (1.0 + C->uu));
+    return st;
 }
 
 static scm_status linear_pair(double a, double b, double c, scm_pair *out)
 {
     *out = (scm_pair){c, 0.0, 0.0, 1.0};
-    if (isnan(a) || isnan(b) || isnan(c))
+    if (!all_finite3(a, b, c)) {
+        *out = (scm_pair){0.0, 0.0, 0.0, 0.0};
         return SCM_ENAN;
+    }
     if (!(a >= 0.0) || !(b >= 0.0) || fabs(c) > sqrt(a) * sqrt(b) * (1.0 + RHO_SLACK))
         return SCM_ENOTPSD;
     return SCM_OK;
@@ -127,7 +192,7 @@ static scm_status linear_pair(double a, double b, double c, scm_pair *out)
 static scm_status linear_i3(const scm_cov3 *C, double *out)
 {
     *out = C->wz; /* E[1 * w * z] */
-    return isnan(C->wz) ? SCM_ENAN : SCM_OK;
+    return cov3_finite(C) ? SCM_OK : SCM_ENAN;
 }
 
 static double relu_g(double x) { return x > 0.0 ? x : 0.0; }

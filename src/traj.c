@@ -21,7 +21,7 @@
 void scm_traj_opts_default(scm_traj_opts *o)
 {
     o->method = SCM_METHOD_BDF;
-    o->linsol = SCM_LINSOL_DENSE;
+    o->linsol = SCM_LINSOL_AUTO;
     o->rtol = 1e-8;
     o->atol = 1e-10;
     o->t_max = 1e5;
@@ -215,7 +215,9 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         st = scm_error_set(err, SCM_ESOLVER, "setting up CVODE failed: %s", c.cvode_msg);
         goto fail;
     }
-    if (o->linsol == SCM_LINSOL_GMRES) {
+    int gmres = o->linsol == SCM_LINSOL_GMRES ||
+                (o->linsol == SCM_LINSOL_AUTO && n > SCM_LINSOL_AUTO_DENSE_MAX);
+    if (gmres) {
         LS = SUNLinSol_SPGMR(y, SUN_PREC_NONE, 0, ctx);
     } else {
         J = SUNDenseMatrix(n, n, ctx);

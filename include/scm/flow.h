@@ -12,7 +12,10 @@
  * An scm_flow holds the scratch space of these evaluations; one flow per
  * thread.  All functions return SCM_OK, or SCM_EDEAD (a ReLU neuron of zero
  * norm), SCM_ENOTPSD (|Q_kl| or |R_km| beyond the Cauchy-Schwarz bound) or
- * SCM_ENAN; on failure the outputs are unspecified. */
+ * SCM_ENAN; on failure the outputs are unspecified.
+ *
+ * Q must be symmetric: only its upper triangle is read (A is still the
+ * derivative with respect to all K^2 entries, as in MATH.md). */
 #ifndef SCM_FLOW_H
 #define SCM_FLOW_H
 
@@ -45,7 +48,8 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
 
 /* The squared norm of the weight-space gradient in flow units,
  * sum_k |dw_k/dtau|^2 / d = tr(S Q S + 2 S R B^T + B T B^T); along the flow
- * d eps / dtau equals minus this. */
+ * d eps / dtau equals minus this.  It is a sum of cancelling traces, so at
+ * a fixed point it is zero only to round-off (it may be ~ -1e-15). */
 scm_status scm_flow_grad_norm2(scm_flow *fl, const double *Q, const double *R, double *g2);
 
 #endif

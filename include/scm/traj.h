@@ -13,7 +13,11 @@
 #include "scm/rule.h"
 
 typedef enum { SCM_METHOD_BDF, SCM_METHOD_ADAMS } scm_method;
-typedef enum { SCM_LINSOL_DENSE, SCM_LINSOL_GMRES } scm_linsol;
+/* AUTO: dense up to SCM_LINSOL_AUTO_DENSE_MAX state components, GMRES above
+ * (CVODE's dense LU is unblocked: at K = M = 17, 442 components, it takes
+ * ~80% of a dense run, and matrix-free GMRES is ~15x faster). */
+typedef enum { SCM_LINSOL_AUTO, SCM_LINSOL_DENSE, SCM_LINSOL_GMRES } scm_linsol;
+#define SCM_LINSOL_AUTO_DENSE_MAX 120
 
 typedef struct {
     scm_method method;
