@@ -19,6 +19,9 @@ static void usage(FILE *f)
             "commands:\n"
             "  run CONFIG.json       integrate the (Q, R) flow from one initial condition\n"
             "  fixed-points          enumerate the block-symmetric fixed-point families\n"
+            "  sweep CONFIG.json     many random initialisations, classified (JSON lines)\n"
+            "  merge RUNS.jsonl...   combine sweep shards into a summary\n"
+            "  compare               sweeps for several K side by side: a report\n"
             "\n"
             "options:\n"
             "  -h, --help            this message; `scm <command> --help` for a command\n"
@@ -43,10 +46,14 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "run") == 0)
         return scm_cmd_run(argc - 1, argv + 1);
-#ifdef SCM_HAVE_FIXED_POINTS
+    if (strcmp(cmd, "sweep") == 0)
+        return scm_cmd_sweep(argc - 1, argv + 1);
+    if (strcmp(cmd, "merge") == 0)
+        return scm_cmd_merge(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0)
+        return scm_cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "fixed-points") == 0)
         return scm_cmd_fixed_points(argc - 1, argv + 1);
-#endif
     fprintf(stderr, "scm: unknown command '%s' (see scm --help)\n", cmd);
     return 2;
 }

@@ -1,0 +1,808 @@
+/* ansatz.c: parsing and validating ansatz files, instantiating them at
+ * (K, M, k1), and the maps between the ansatz scalars and full (Q, R); see
+ * ansatz.h for the file format and MATH.md section 5 for the mathematics. */
+#include "scm/ansatz.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ansatz_internal.h"
+
+#define NAME_MAX_LEN 31
+#define MAX_GROUPS 64
+
+struct scm_ansatz {
+    char name[64];
+    char *description;
+    int nreq;
+    char **req;
+    char *k1min, *k1max;
+    int ns, nt;
+    char sname[MAX_GROUPS][NAME_MAX_LEN + 1], tname[MAX_GROUPS][NAME_MAX_LEN + 1];
+    char *sexpr[MAX_GROUPS], *texpr[MAX_GROUPS];
+    int spair[MAX_GROUPS], tpair[MAX_GROUPS];
+    int nguess;
+    char **gname;
+    double *gval;
+};
+
+/* ---- the expression language: integers, K, M, k1, + - *, (), unary - ---- */
+
+typedef struct {
+    const char *s;
+    double K, M, k1;
+    int bad;
+    int depth;
+} expr_parser;
+
+static void skip_ws(expr_parser *p)
+{
+    while (*p->s == ' ' || *p->s == '\t')
+        p->s++;
+}
+
+static double parse_sum(expr_parser *p);
+
+static double parse_atom(expr_parser *p)
+{
+    skip_ws(p);
+    if (++p->depth > 100) { /* bounded recursion for hostile input */
+        p->bad = 1;
+        return 0.0;
+    }
+    double v = 0.0;
+    if (*p->s == '(') {
+        p->s++;
+        v = parse_sum(p);
+        skip_ws(p);
+        if (*p->s != ')')
+            p->bad = 1;
+        else
+            p->s++;
+    } else if (*p->s == '-') {
+        p->s++;
+        v = -parse_atom(p);
+    } else if (isdigit((unsigned char)*p->s)) {
+        int n = 0;
+        while (isdigit((unsigned char)*p->s)) {
+            v = 10.0 * v + (*p->s - '0');
+            p->s++;
+            if (++n > 9)
+                p->bad = 1;
+        }
+    } else if (strncmp(p->s, "k1", 2) == 0 && !isalnum((unsigned char)p->s[2])) {
+        v = p->k1;
+        p->s += 2;
+    } else if ((*p->s == 'K' || *p->s == 'M') && !isalnum((unsigned char)p->s[1])) {
+        v = *p->s == 'K' ? p->K : p->M;
+        p->s++;
+    } else {
+        p->bad = 1;
+    }
+    p->depth--;
+    return v;
+}
+
+static double parse_prod(expr_parser *p)
+{
+    double v = parse_atom(p);
+    for (;;) {
+        skip_ws(p);
+        if (*p->s != '*' || p->bad)
+            return v;
+        p->s++;
+        v *= parse_atom(p);
+    }
+}
+
+static double parse_sum(expr_parser *p)
+{
+    double v = parse_prod(p);
+    for (;;) {
+        skip_ws(p);
+        if ((*p->s != '+' && *p->s != '-') || p->bad)
+            return v;
+        char op = *p->s++;
+        double w = parse_prod(p);
+        v = op == '+' ? v + w : v - w;
+    }
+}
+
+/* Evaluate expression s; returns 0 and *out on success, -1 on a syntax
+ * error (with the offending position in *where). */
+static int expr_eval(const char *s, double K, double M, double k1, double *out, int *where)
+{
+    expr_parser p = {s, K, M, k1, 0, 0};
+    double v = parse_sum(&p);
+    skip_ws(&p);
+    if (p.bad || *p.s != '\0') {
+        if (where)
+            *where = (int)(p.s - s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- parsing the file ---- */
+
+void scm_ansatz_free(scm_ansatz *a)
+{
+    if (!a)
+        return;
+    free(a->description);
+    for (int i = 0; i < a->nreq; i++)
+        free(a->req[i]);
+    free(a->req);
+    free(a->k1min);
+    free(a->k1max);
+    for (int i = 0; i < a->ns; i++)
+        free(a->sexpr[i]);
+    for (int i = 0; i < a->nt; i++)
+        free(a->texpr[i]);
+    for (int i = 0; i < a->nguess; i++)
+        free(a->gname[i]);
+    free(a->gname);
+    free(a->gval);
+    free(a);
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static int valid_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > NAME_MAX_LEN)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+            return 0;
+    return 1;
+}
+
+/* Check the syntax of an expression field and return a copy (NULL with err
+ * set on failure). */
+static char *take_expr(const cJSON *it, const char *src, const char *what, scm_error *err)
+{
+    if (!cJSON_IsString(it) && !cJSON_IsNumber(it)) {
+        scm_error_set(err, SCM_EINVAL, "%s: %s must be a string expression in K, M, k1", src,
+                      what);
+        return NULL;
+    }
+    char buf[64];
+    const char *s = it->valuestring;
+    if (cJSON_IsNumber(it)) {
+        if (it->valuedouble != floor(it->valuedouble) || fabs(it->valuedouble) > 1e9) {
+            scm_error_set(err, SCM_EINVAL, "%s: %s must be an integer or an expression", src,
+                          what);
+            return NULL;
+        }
+        snprintf(buf, sizeof buf, "%.0f", it->valuedouble);
+        s = buf;
+    }
+    double v;
+    int where = 0;
+    if (strlen(s) > 200 || expr_eval(s, 1.0, 1.0, 1.0, &v, &where)) {
+        scm_error_set(err, SCM_EINVAL,
+                      "%s: %s: cannot parse expression '%s' at position %d (allowed: integers, "
+                      "K, M, k1, + - *, parentheses)",
+                      src, what, s, where);
+        return NULL;
+    }
+    char *d = dup_str(s);
+    if (!d)
+        scm_error_set(err, SCM_ENOMEM, "%s: out of memory", src);
+    return d;
+}
+
+static int find_group(char names[][NAME_MAX_LEN + 1], int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return i;
+    return -1;
+}
+
+static scm_status parse_groups(const cJSON *obj, const char *src, const char *key,
+                               char names[][NAME_MAX_LEN + 1], char **expr, int *n,
+                               scm_error *err)
+{
+    if (!cJSON_IsObject(obj) || !obj->child)
+        return scm_error_set(err, SCM_EINVAL,
+                             "%s: \"%s\" must be a non-empty object {group name: size expression}",
+                             src, key);
+    for (const cJSON *g = obj->child; g; g = g->next) {
+        if (*n >= MAX_GROUPS)
+            return scm_error_set(err, SCM_EINVAL, "%s: more than %d %s groups", src, MAX_GROUPS,
+                                 key);
+        if (!valid_name(g->string))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "%s: group name '%s' in \"%s\" must be 1-%d letters, digits or _",
+                                 src, g->string, key, NAME_MAX_LEN);
+        if (find_group(names, *n, g->string) >= 0)
+            return scm_error_set(err, SCM_EINVAL, "%s: group '%s' appears twice in \"%s\"", src,
+                                 g->string, key);
+        char what[96];
+        snprintf(what, sizeof what, "size of %s group '%s'", key, g->string);
+        expr[*n] = take_expr(g, src, what, err);
+        if (!expr[*n])
+            return err ? err->code : SCM_EINVAL;
+        snprintf(names[*n], NAME_MAX_LEN + 1, "%s", g->string);
+        (*n)++;
+    }
+    return SCM_OK;
+}
+
+static scm_status parse_json(scm_ansatz *a, const cJSON *root, const char *src, scm_error *err)
+{
+    static const char *known[] = {"name",  "description", "require", "k1",
+                                  "students", "teachers", "pairs",  "guess"};
+    if (!cJSON_IsObject(root))
+        return scm_error_set(err, SCM_EINVAL, "%s: an ansatz must be a JSON object", src);
+    for (const cJSON *it = root->child; it; it = it->next) {
+        int ok = 0;
+        for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+            ok |= strcmp(it->string, known[i]) == 0;
+        if (!ok)
+            return scm_error_set(err, SCM_EINVAL,
+                                 "%s: unknown key \"%s\" (known: name, description, require, k1, "
+                                 "students, teachers, pairs, guess)",
+                                 src, it->string);
+        for (const cJSON *jt = it->next; jt; jt = jt->next)
+            if (strcmp(it->string, jt->string) == 0)
+                return scm_error_set(err, SCM_EINVAL, "%s: key \"%s\" appears twice", src,
+                                     it->string);
+    }
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
+    if (!cJSON_IsString(name) || !valid_name(name->valuestring))
+        return scm_error_set(err, SCM_EINVAL,
+                             "%s: \"name\" must be a string of 1-%d letters, digits or _", src,
+                             NAME_MAX_LEN);
+    snprintf(a->name, sizeof a->name, "%s", name->valuestring);
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(root, "description");
+    if (desc && !cJSON_IsString(desc))
+        return scm_error_set(err, SCM_EINVAL, "%s: \"description\" must be a string", src);
+    a->description = dup_str(desc ? desc->valuestring : "");
+    if (!a->description)
+        return scm_error_set(err, SCM_ENOMEM, "%s: out of memory", src);
+
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(root, "require");
+    if (req) {
+        if (!cJSON_IsArray(req))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "%s: \"require\" must be an array of expressions that vanish",
+                                 src);
+        int n = cJSON_GetArraySize(req);
+        a->req = calloc((size_t)n + 1, sizeof *a->req);
+        if (!a->req)
+            return scm_error_set(err, SCM_ENOMEM, "%s: out of memory", src);
+        for (const cJSON *it = req->child; it; it = it->next) {
+            a->req[a->nreq] = take_expr(it, src, "\"require\" entry", err);
+            if (!a->req[a->nreq])
+                return err ? err->code : SCM_EINVAL;
+            a->nreq++;
+        }
+    }
+    const cJSON *k1 = cJSON_GetObjectItemCaseSensitive(root, "k1");
+    if (k1) {
+        if (!cJSON_IsArray(k1) || cJSON_GetArraySize(k1) != 2)
+            return scm_error_set(err, SCM_EINVAL,
+                                 "%s: \"k1\" must be [min, max] (expressions in K, M)", src);
+        if (!(a->k1min = take_expr(cJSON_GetArrayItem(k1, 0), src, "k1 min", err)) ||
+            !(a->k1max = take_expr(cJSON_GetArrayItem(k1, 1), src, "k1 max", err)))
+            return err ? err->code : SCM_EINVAL;
+    }
+    scm_status st;
+    if ((st = parse_groups(cJSON_GetObjectItemCaseSensitive(root, "students"), src, "students",
+                           a->sname, a->sexpr, &a->ns, err)))
+        return st;
+    if ((st = parse_groups(cJSON_GetObjectItemCaseSensitive(root, "teachers"), src, "teachers",
+                           a->tname, a->texpr, &a->nt, err)))
+        return st;
+    for (int i = 0; i < a->ns; i++)
+        if (find_group(a->tname, a->nt, a->sname[i]) >= 0)
+            return scm_error_set(err, SCM_EINVAL,
+                                 "%s: '%s' names both a student and a teacher group", src,
+                                 a->sname[i]);
+    for (int i = 0; i < MAX_GROUPS; i++)
+        a->spair[i] = a->tpair[i] = -1;
+    const cJSON *pairs = cJSON_GetObjectItemCaseSensitive(root, "pairs");
+    if (!cJSON_IsObject(pairs))
+        return scm_error_set(err, SCM_EINVAL,
+                             "%s: \"pairs\" must be an object {student group: teacher group} "
+                             "(it may be empty)",
+                             src);
+    for (const cJSON *it = pairs->child; it; it = it->next) {
+        int s = find_group(a->sname, a->ns, it->string);
+        if (s < 0)
+            return scm_error_set(err, SCM_EINVAL, "%s: pairs: '%s' is not a student group", src,
+                                 it->string);
+        if (!cJSON_IsString(it))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "%s: pairs: the partner of '%s' must be a teacher group name",
+                                 src, it->string);
+        int t = find_group(a->tname, a->nt, it->valuestring);
+        if (t < 0)
+            return scm_error_set(err, SCM_EINVAL, "%s: pairs: '%s' is not a teacher group", src,
+                                 it->valuestring);
+        if (a->spair[s] >= 0)
+            return scm_error_set(err, SCM_EINVAL, "%s: pairs: student group '%s' paired twice",
+                                 src, it->string);
+        if (a->tpair[t] >= 0)
+            return scm_error_set(err, SCM_EINVAL,
+                                 "%s: pairs: teacher group '%s' paired with both '%s' and '%s'",
+                                 src, it->valuestring, a->sname[a->tpair[t]], it->string);
+        a->spair[s] = t;
+        a->tpair[t] = s;
+    }
+    const cJSON *guess = cJSON_GetObjectItemCaseSensitive(root, "guess");
+    if (guess) {
+        if (!cJSON_IsObject(guess))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "%s: \"guess\" must be an object {scalar name: number}", src);
+        int n = cJSON_GetArraySize(guess);
+        a->gname = calloc((size_t)n + 1, sizeof *a->gname);
+        a->gval = calloc((size_t)n + 1, sizeof *a->gval);
+        if (!a->gname || !a->gval)
+            return scm_error_set(err, SCM_ENOMEM, "%s: out of memory", src);
+        for (const cJSON *it = guess->child; it; it = it->next) {
+            if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+                return scm_error_set(err, SCM_EINVAL, "%s: guess '%s' must be a finite number",
+                                     src, it->string);
+            a->gname[a->nguess] = dup_str(it->string);
+            if (!a->gname[a->nguess])
+                return scm_error_set(err, SCM_ENOMEM, "%s: out of memory", src);
+            a->gval[a->nguess++] = it->valuedouble;
+        }
+    }
+    return SCM_OK;
+}
+
+scm_ansatz *scm_ansatz_parse(const char *text, size_t len, const char *source, scm_error *err)
+{
+    const char *src = source ? source : "ansatz";
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root) {
+        const char *e = cJSON_GetErrorPtr();
+        long off = (e && e >= text && e <= text + len) ? (long)(e - text) : -1;
+        scm_error_set(err, SCM_EINVAL, "%s: not valid JSON (near byte %ld)", src, off);
+        return NULL;
+    }
+    scm_ansatz *a = calloc(1, sizeof *a);
+    if (!a) {
+        cJSON_Delete(root);
+        scm_error_set(err, SCM_ENOMEM, "%s: out of memory", src);
+        return NULL;
+    }
+    scm_status st = parse_json(a, root, src, err);
+    cJSON_Delete(root);
+    if (st) {
+        scm_ansatz_free(a);
+        return NULL;
+    }
+    /* Validate the guesses' names against a generic instance: a guess for
+     * a scalar that can never exist is a typo. */
+    for (int g = 0; g < a->nguess; g++) {
+        int found = 0;
+        char buf[80];
+        for (int i = 0; i < a->ns && !found; i++) {
+            for (int j = 0; j < a->ns && !found; j++) {
+                if (i == j) {
+                    snprintf(buf, sizeof buf, "Q[%s,%s].diag", a->sname[i], a->sname[i]);
+                    found |= strcmp(buf, a->gname[g]) == 0;
+                    snprintf(buf, sizeof buf, "Q[%s,%s].off", a->sname[i], a->sname[i]);
+                    found |= strcmp(buf, a->gname[g]) == 0;
+                } else if (i < j) {
+                    snprintf(buf, sizeof buf, "Q[%s,%s]", a->sname[i], a->sname[j]);
+                    found |= strcmp(buf, a->gname[g]) == 0;
+                }
+            }
+            for (int t = 0; t < a->nt && !found; t++) {
+                if (a->spair[i] == t) {
+                    snprintf(buf, sizeof buf, "R[%s,%s].diag", a->sname[i], a->tname[t]);
+                    found |= strcmp(buf, a->gname[g]) == 0;
+                    snprintf(buf, sizeof buf, "R[%s,%s].off", a->sname[i], a->tname[t]);
+                    found |= strcmp(buf, a->gname[g]) == 0;
+                } else {
+                    snprintf(buf, sizeof buf, "R[%s,%s]", a->sname[i], a->tname[t]);
+                    found |= strcmp(buf, a->gname[g]) == 0;
+                }
+            }
+        }
+        if (!found) {
+            scm_error_set(err, SCM_EINVAL, "%s: guess '%s' is not a scalar of this ansatz", src,
+                          a->gname[g]);
+            scm_ansatz_free(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+scm_ansatz *scm_ansatz_load(const char *path, scm_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        scm_error_set(err, SCM_EIO, "cannot open ansatz file '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (len < cap)
+            break;
+        if (cap > (1u << 24)) {
+            free(buf);
+            fclose(f);
+            scm_error_set(err, SCM_EINVAL, "ansatz file '%s' is larger than 16 MB", path);
+            return NULL;
+        }
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (!buf) {
+        scm_error_set(err, SCM_ENOMEM, "out of memory reading '%s'", path);
+        return NULL;
+    }
+    if (rerr) {
+        free(buf);
+        scm_error_set(err, SCM_EIO, "cannot read ansatz file '%s'", path);
+        return NULL;
+    }
+    scm_ansatz *a = scm_ansatz_parse(buf, len, path, err);
+    free(buf);
+    return a;
+}
+
+const char *scm_ansatz_name(const scm_ansatz *a) { return a->name; }
+const char *scm_ansatz_description(const scm_ansatz *a) { return a->description; }
+
+int scm_ansatz_applies(const scm_ansatz *a, int K, int M, int *k1_min, int *k1_max)
+{
+    for (int i = 0; i < a->nreq; i++) {
+        double v;
+        if (expr_eval(a->req[i], K, M, 0.0, &v, NULL))
+            return -1;
+        if (v != 0.0)
+            return 0;
+    }
+    double lo = 0.0, hi = 0.0;
+    if (a->k1min && (expr_eval(a->k1min, K, M, 0.0, &lo, NULL) ||
+                     expr_eval(a->k1max, K, M, 0.0, &hi, NULL)))
+        return -1;
+    if (hi < lo)
+        return 0;
+    if (k1_min)
+        *k1_min = (int)lo;
+    if (k1_max)
+        *k1_max = (int)hi;
+    return 1;
+}
+
+/* ---- instances ---- */
+
+void scm_ansatz_inst_free(scm_ansatz_inst *in)
+{
+    if (!in)
+        return;
+    free(in->ssize);
+    free(in->tsize);
+    free(in->spair);
+    free(in->tpair);
+    free(in->sname);
+    free(in->tname);
+    free(in->sc);
+    free(in->qd);
+    free(in->qo);
+    free(in->qc);
+    free(in->rd);
+    free(in->ro);
+    free(in->rc);
+    free(in->soff);
+    free(in->toff);
+    free(in);
+}
+
+static void add_scalar(scm_ansatz_inst *in, char mat, int i, int j, int cls)
+{
+    scm_scalar_info *s = &in->sc[in->nsc];
+    s->mat = mat;
+    s->i = i;
+    s->j = j;
+    s->cls = cls;
+    const char *b = mat == 'Q' ? in->sname[j] : in->tname[j];
+    const char *suf = cls == SCM_CLS_DIAG ? ".diag" : cls == SCM_CLS_OFF ? ".off" : "";
+    snprintf(s->name, sizeof s->name, "%c[%s,%s]%s", mat, in->sname[i], b, suf);
+    in->nsc++;
+}
+
+scm_ansatz_inst *scm_ansatz_instantiate(const scm_ansatz *a, double K, double M, double k1,
+                                        scm_error *err)
+{
+    if (!(isfinite(K) && isfinite(M) && isfinite(k1))) {
+        scm_error_set(err, SCM_EINVAL, "ansatz '%s': K, M, k1 must be finite", a->name);
+        return NULL;
+    }
+    scm_ansatz_inst *in = calloc(1, sizeof *in);
+    if (!in) {
+        scm_error_set(err, SCM_ENOMEM, "out of memory");
+        return NULL;
+    }
+    int ns = a->ns, nt = a->nt;
+    snprintf(in->name, sizeof in->name, "%s", a->name);
+    in->K = K;
+    in->M = M;
+    in->k1 = k1;
+    in->ns = ns;
+    in->nt = nt;
+    size_t nsc_max = (size_t)(2 * ns + ns * ns + 2 * ns * nt + 1);
+    in->ssize = calloc((size_t)ns, sizeof *in->ssize);
+    in->tsize = calloc((size_t)nt, sizeof *in->tsize);
+    in->spair = calloc((size_t)ns, sizeof *in->spair);
+    in->tpair = calloc((size_t)nt, sizeof *in->tpair);
+    in->sname = calloc((size_t)ns, sizeof *in->sname);
+    in->tname = calloc((size_t)nt, sizeof *in->tname);
+    in->sc = calloc(nsc_max, sizeof *in->sc);
+    in->qd = calloc((size_t)ns, sizeof(int));
+    in->qo = calloc((size_t)ns, sizeof(int));
+    in->qc = calloc((size_t)(ns * ns), sizeof(int));
+    in->rd = calloc((size_t)(ns * nt), sizeof(int));
+    in->ro = calloc((size_t)(ns * nt), sizeof(int));
+    in->rc = calloc((size_t)(ns * nt), sizeof(int));
+    in->soff = calloc((size_t)ns + 1, sizeof(int));
+    in->toff = calloc((size_t)nt + 1, sizeof(int));
+    if (!in->ssize || !in->tsize || !in->spair || !in->tpair || !in->sname || !in->tname ||
+        !in->sc || !in->qd || !in->qo || !in->qc || !in->rd || !in->ro || !in->rc || !in->soff ||
+        !in->toff) {
+        scm_ansatz_inst_free(in);
+        scm_error_set(err, SCM_ENOMEM, "out of memory");
+        return NULL;
+    }
+    double ssum = 0.0, tsum = 0.0;
+    in->integral = 1;
+    for (int g = 0; g < ns + nt; g++) {
+        int st = g < ns;
+        int i = st ? g : g - ns;
+        const char *e = st ? a->sexpr[i] : a->texpr[i];
+        double v = 0.0;
+        expr_eval(e, K, M, k1, &v, NULL); /* syntax was checked at parse time */
+        if (v < -SCM_SIZE_TINY) {
+            scm_error_set(err, SCM_EINVAL,
+                          "ansatz '%s': %s group '%s' has size %s = %g < 0 at K = %g, M = %g, "
+                          "k1 = %g",
+                          a->name, st ? "student" : "teacher", st ? a->sname[i] : a->tname[i], e,
+                          v, K, M, k1);
+            scm_ansatz_inst_free(in);
+            return NULL;
+        }
+        if (v < SCM_SIZE_TINY)
+            v = 0.0;
+        if (v != floor(v))
+            in->integral = 0;
+        if (st) {
+            in->ssize[i] = v;
+            ssum += v;
+            snprintf(in->sname[i], sizeof in->sname[i], "%s", a->sname[i]);
+            in->spair[i] = a->spair[i];
+        } else {
+            in->tsize[i] = v;
+            tsum += v;
+            snprintf(in->tname[i], sizeof in->tname[i], "%s", a->tname[i]);
+            in->tpair[i] = a->tpair[i];
+        }
+    }
+    if (fabs(ssum - K) > 1e-9 * fmax(1.0, fabs(K)) || fabs(tsum - M) > 1e-9 * fmax(1.0, fabs(M))) {
+        scm_error_set(err, SCM_EINVAL,
+                      "ansatz '%s': group sizes do not add up at K = %g, M = %g, k1 = %g: "
+                      "students sum to %g (want K), teachers to %g (want M)",
+                      a->name, K, M, k1, ssum, tsum);
+        scm_ansatz_inst_free(in);
+        return NULL;
+    }
+    for (int i = 0; i < ns; i++) {
+        int t = in->spair[i];
+        if (t >= 0 && fabs(in->ssize[i] - in->tsize[t]) > 1e-12) {
+            scm_error_set(err, SCM_EINVAL,
+                          "ansatz '%s': paired groups '%s' (size %g) and '%s' (size %g) differ in "
+                          "size at K = %g, M = %g, k1 = %g",
+                          a->name, a->sname[i], in->ssize[i], a->tname[t], in->tsize[t], K, M, k1);
+            scm_ansatz_inst_free(in);
+            return NULL;
+        }
+    }
+    if (K < 1.0 || M < 1.0) {
+        scm_error_set(err, SCM_EINVAL, "ansatz '%s': K and M must be >= 1 (got %g, %g)", a->name,
+                      K, M);
+        scm_ansatz_inst_free(in);
+        return NULL;
+    }
+    /* the scalars: Q first (diagonal blocks, then constant blocks), then R */
+    for (int i = 0; i < ns; i++) {
+        in->qd[i] = in->qo[i] = -1;
+        for (int j = 0; j < ns; j++)
+            in->qc[i * ns + j] = -1;
+        for (int t = 0; t < nt; t++)
+            in->rd[i * nt + t] = in->ro[i * nt + t] = in->rc[i * nt + t] = -1;
+    }
+    for (int i = 0; i < ns; i++) {
+        if (scm_size_zero(in->ssize[i]))
+            continue;
+        in->qd[i] = in->nsc;
+        add_scalar(in, 'Q', i, i, SCM_CLS_DIAG);
+        if (scm_size_has_off(in->ssize[i])) {
+            in->qo[i] = in->nsc;
+            add_scalar(in, 'Q', i, i, SCM_CLS_OFF);
+        }
+    }
+    for (int i = 0; i < ns; i++)
+        for (int j = i + 1; j < ns; j++) {
+            if (scm_size_zero(in->ssize[i]) || scm_size_zero(in->ssize[j]))
+                continue;
+            in->qc[i * ns + j] = in->qc[j * ns + i] = in->nsc;
+            add_scalar(in, 'Q', i, j, SCM_CLS_CONST);
+        }
+    for (int i = 0; i < ns; i++)
+        for (int t = 0; t < nt; t++) {
+            if (scm_size_zero(in->ssize[i]) || scm_size_zero(in->tsize[t]))
+                continue;
+            if (in->spair[i] == t) {
+                in->rd[i * nt + t] = in->nsc;
+                add_scalar(in, 'R', i, t, SCM_CLS_DIAG);
+                if (scm_size_has_off(in->ssize[i])) {
+                    in->ro[i * nt + t] = in->nsc;
+                    add_scalar(in, 'R', i, t, SCM_CLS_OFF);
+                }
+            } else {
+                in->rc[i * nt + t] = in->nsc;
+                add_scalar(in, 'R', i, t, SCM_CLS_CONST);
+            }
+        }
+    if (in->integral) {
+        in->Ki = (int)lround(K);
+        in->Mi = (int)lround(M);
+        for (int i = 0; i < ns; i++)
+            in->soff[i + 1] = in->soff[i] + (int)lround(in->ssize[i]);
+        for (int t = 0; t < nt; t++)
+            in->toff[t + 1] = in->toff[t] + (int)lround(in->tsize[t]);
+    }
+    return in;
+}
+
+int scm_ansatz_inst_nscalars(const scm_ansatz_inst *in) { return in->nsc; }
+const char *scm_ansatz_inst_scalar_name(const scm_ansatz_inst *in, int i)
+{
+    return (i >= 0 && i < in->nsc) ? in->sc[i].name : NULL;
+}
+const char *scm_ansatz_inst_name(const scm_ansatz_inst *in) { return in->name; }
+int scm_ansatz_inst_integral(const scm_ansatz_inst *in) { return in->integral; }
+double scm_ansatz_inst_K(const scm_ansatz_inst *in) { return in->K; }
+double scm_ansatz_inst_M(const scm_ansatz_inst *in) { return in->M; }
+double scm_ansatz_inst_k1(const scm_ansatz_inst *in) { return in->k1; }
+
+int scm_ansatz_inst_find(const scm_ansatz_inst *in, const char *name)
+{
+    for (int i = 0; i < in->nsc; i++)
+        if (strcmp(in->sc[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int scm_ansatz_guess(const scm_ansatz *a, const scm_ansatz_inst *in, int i, double *value)
+{
+    if (i < 0 || i >= in->nsc)
+        return 0;
+    for (int g = 0; g < a->nguess; g++)
+        if (strcmp(a->gname[g], in->sc[i].name) == 0) {
+            *value = a->gval[g];
+            return 1;
+        }
+    return 0;
+}
+
+/* ---- full maps ---- */
+
+/* The scalar index of full entry Q[k][l] (kg, lg its groups), or of R. */
+static int q_class(const scm_ansatz_inst *in, int kg, int lg, int same_index)
+{
+    if (kg == lg)
+        return same_index ? in->qd[kg] : in->qo[kg];
+    return in->qc[kg * in->ns + lg];
+}
+
+static int r_class(const scm_ansatz_inst *in, int kg, int tg, int same_pos)
+{
+    int c = kg * in->nt + tg;
+    if (in->spair[kg] == tg)
+        return same_pos ? in->rd[c] : in->ro[c];
+    return in->rc[c];
+}
+
+scm_status scm_ansatz_to_full(const scm_ansatz_inst *in, const double *x, double *Q,
+                              double *R)
+{
+    if (!in->integral)
+        return SCM_EINVAL;
+    int K = in->Ki, M = in->Mi;
+    for (int i = 0; i < in->ns; i++)
+        for (int k = in->soff[i]; k < in->soff[i + 1]; k++) {
+            for (int j = 0; j < in->ns; j++)
+                for (int l = in->soff[j]; l < in->soff[j + 1]; l++) {
+                    int c = q_class(in, i, j, k - in->soff[i] == l - in->soff[j]);
+                    Q[k * K + l] = x[c];
+                }
+            for (int t = 0; t < in->nt; t++)
+                for (int n = in->toff[t]; n < in->toff[t + 1]; n++) {
+                    int c = r_class(in, i, t, k - in->soff[i] == n - in->toff[t]);
+                    R[k * M + n] = x[c];
+                }
+        }
+    return SCM_OK;
+}
+
+scm_status scm_ansatz_project(const scm_ansatz_inst *in, const double *Q, const double *R,
+                              double *x, double *dev)
+{
+    if (!in->integral)
+        return SCM_EINVAL;
+    int K = in->Ki, M = in->Mi, n = in->nsc;
+    double *cnt = calloc((size_t)n + 1, sizeof *cnt);
+    if (!cnt)
+        return SCM_ENOMEM;
+    for (int c = 0; c < n; c++)
+        x[c] = 0.0;
+    for (int pass = 0; pass < 2; pass++) {
+        double d = 0.0;
+        for (int i = 0; i < in->ns; i++)
+            for (int k = in->soff[i]; k < in->soff[i + 1]; k++) {
+                for (int j = 0; j < in->ns; j++)
+                    for (int l = in->soff[j]; l < in->soff[j + 1]; l++) {
+                        int c = q_class(in, i, j, k - in->soff[i] == l - in->soff[j]);
+                        if (pass == 0) {
+                            x[c] += Q[k * K + l];
+                            cnt[c] += 1.0;
+                        } else {
+                            d = fmax(d, fabs(Q[k * K + l] - x[c]));
+                        }
+                    }
+                for (int t = 0; t < in->nt; t++)
+                    for (int m = in->toff[t]; m < in->toff[t + 1]; m++) {
+                        int c = r_class(in, i, t, k - in->soff[i] == m - in->toff[t]);
+                        if (pass == 0) {
+                            x[c] += R[k * M + m];
+                            cnt[c] += 1.0;
+                        } else {
+                            d = fmax(d, fabs(R[k * M + m] - x[c]));
+                        }
+                    }
+            }
+        if (pass == 0)
+            for (int c = 0; c < n; c++)
+                x[c] /= cnt[c];
+        else if (dev)
+            *dev = d;
+    }
+    free(cnt);
+    return SCM_OK;
+}

@@ -1,0 +1,482 @@
+/* cmd_fixed_points.c: `scm fixed-points`: enumerate the fixed points of the
+ * flow inside the block-symmetric ansätze (the built-in ones, or files
+ * given with --ansatz) at given K and M, print a table and write a JSON
+ * result file atomically.  Solutions found in several ansätze (a more
+ * symmetric point is also a point of a less symmetric ansatz) are listed
+ * once, under the ansatz with the fewest scalars. */
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "scm/fixedpoint.h"
+#include "scm/output.h"
+#include "scm_version.h"
+
+#define MAX_ANSATZ 64
+
+static void fp_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: scm fixed-points --K K --M M [--k1 N] [--ansatz FILE]... [-o OUT.json]\n"
+            "\n"
+            "Enumerate the fixed points of the population gradient flow (T = I,\n"
+            "v = v* = 1) inside block-symmetric ansätze: Newton's method on the\n"
+            "block-level residual from many starts, deduplicated, non-PSD solutions\n"
+            "rejected, each checked (and, for small K, polished) in the full (Q, R)\n"
+            "space.  Without --ansatz the built-in ansätze (ansatz/*.json) are used.\n"
+            "\n"
+            "  --K K, --M M       numbers of students and teachers\n"
+            "  --k1 N             only this k1\n"
+            "  --ansatz FILE      an ansatz file (repeatable)\n"
+            "  --activation NAME  relu (default), erf or linear\n"
+            "  --starts N         random Newton starts per (ansatz, k1) (default 200)\n"
+            "  --seed S           seed of the random starts (default 1)\n"
+            "  --polish-max-K N   full-space Newton polish when K <= N (default 24)\n"
+            "  --continue-to M1   follow each solution in M (group sizes real) up to M1\n"
+            "  --all              list every solution of every ansatz (no merging)\n"
+            "  -o FILE            JSON result file\n"
+            "  -q, --quiet        no table\n"
+            "\n"
+            "exit status: 0 done, 1 a computation failed, 2 bad input.\n");
+}
+
+static int parse_int(const char *s, const char *opt, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "scm fixed-points: %s needs an integer in [%ld, %ld], got '%s'\n", opt,
+                lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+typedef struct {
+    int ansatz;          /* index into the ansatz list */
+    scm_ansatz_inst *in; /* owned */
+    scm_fp_point *pt;    /* into the set */
+    scm_fp_structure st;
+    int merged_into;     /* -1 or the solution this one duplicates */
+    scm_fp_branch br;
+    int has_branch;
+} solution;
+
+static int same_orbit(const solution *a, const solution *b)
+{
+    double tol = 1e-9;
+    return fabs(a->pt->eps - b->pt->eps) <= tol * fmax(1e-3, fabs(a->pt->eps)) &&
+           fabs(a->st.trQ - b->st.trQ) <= tol * fmax(1.0, fabs(a->st.trQ)) &&
+           fabs(a->st.normR2 - b->st.normR2) <= tol * fmax(1.0, fabs(a->st.normR2));
+}
+
+/* Fewest scalars first (the most symmetric description represents a
+ * solution found in several ansätze), then by loss. */
+static int cmp_sol(const void *pa, const void *pb)
+{
+    const solution *a = pa, *b = pb;
+    if (a->pt->nsc != b->pt->nsc)
+        return a->pt->nsc - b->pt->nsc;
+    if (a->pt->eps != b->pt->eps)
+        return a->pt->eps < b->pt->eps ? -1 : 1;
+    return 0;
+}
+
+static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+int scm_cmd_fixed_points(int argc, char **argv)
+{
+    long K = -1, M = -1, k1 = -1, starts = 200, seed = 1, polish = 24, cont = -1;
+    int all = 0, quiet = 0, na = 0;
+    const char *files[MAX_ANSATZ], *out = NULL, *actname = "relu";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fp_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--all") == 0) {
+            all = 1;
+            takes = 0;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+            takes = 0;
+        }
+        if (takes && !v) {
+            fprintf(stderr, "scm fixed-points: unknown option or missing value: '%s'\n", a);
+            fp_usage(stderr);
+            return 2;
+        }
+        if (!takes)
+            continue;
+        int bad = 0;
+        if (strcmp(a, "--K") == 0)
+            bad = parse_int(v, a, 1, 100000, &K);
+        else if (strcmp(a, "--M") == 0)
+            bad = parse_int(v, a, 1, 100000, &M);
+        else if (strcmp(a, "--k1") == 0)
+            bad = parse_int(v, a, 0, 100000, &k1);
+        else if (strcmp(a, "--starts") == 0)
+            bad = parse_int(v, a, 0, 1000000, &starts);
+        else if (strcmp(a, "--seed") == 0)
+            bad = parse_int(v, a, 0, 2147483647L, &seed);
+        else if (strcmp(a, "--polish-max-K") == 0)
+            bad = parse_int(v, a, 0, 100000, &polish);
+        else if (strcmp(a, "--continue-to") == 0)
+            bad = parse_int(v, a, 1, 1000000, &cont);
+        else if (strcmp(a, "--activation") == 0)
+            actname = v;
+        else if (strcmp(a, "-o") == 0)
+            out = v;
+        else if (strcmp(a, "--ansatz") == 0) {
+            if (na == MAX_ANSATZ) {
+                fprintf(stderr, "scm fixed-points: at most %d --ansatz files\n", MAX_ANSATZ);
+                return 2;
+            }
+            files[na++] = v;
+        } else {
+            fprintf(stderr, "scm fixed-points: unknown option '%s'\n", a);
+            fp_usage(stderr);
+            return 2;
+        }
+        if (bad)
+            return 2;
+        i++;
+    }
+    if (K < 0 || M < 0) {
+        fprintf(stderr, "scm fixed-points: --K and --M are required\n");
+        fp_usage(stderr);
+        return 2;
+    }
+    const scm_activation *act = scm_activation_find(actname);
+    if (!act) {
+        fprintf(stderr, "scm fixed-points: unknown activation '%s' (relu, erf, linear)\n",
+                actname);
+        return 2;
+    }
+    if (cont >= 0 && cont <= M) {
+        fprintf(stderr, "scm fixed-points: --continue-to must exceed M = %ld\n", M);
+        return 2;
+    }
+    gsl_set_error_handler_off();
+
+    scm_ansatz *ans[MAX_ANSATZ];
+    int nans = 0, rc = 0;
+    scm_error err;
+    if (na > 0) {
+        for (int i = 0; i < na; i++) {
+            ans[nans] = scm_ansatz_load(files[i], &err);
+            if (!ans[nans]) {
+                fprintf(stderr, "scm fixed-points: %s\n", err.msg);
+                rc = 2;
+                goto cleanup;
+            }
+            nans++;
+        }
+    } else {
+        for (int i = 0; i < scm_ansatz_builtin_count() && nans < MAX_ANSATZ; i++) {
+            const char *file, *text = scm_ansatz_builtin_text(i, &file);
+            ans[nans] = scm_ansatz_parse(text, strlen(text), file, &err);
+            if (!ans[nans]) {
+                fprintf(stderr, "scm fixed-points: built-in %s\n", err.msg);
+                rc = 1;
+                goto cleanup;
+            }
+            nans++;
+        }
+    }
+
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.n_random = (int)starts;
+    o.seed = (unsigned long)seed;
+    o.polish_max_K = (int)polish;
+    scm_fp_set set;
+    scm_fp_set_init(&set);
+    int nsol = 0, cap = 0, applied = 0;
+    solution *sol = NULL;
+    cJSON *runs = cJSON_CreateArray();
+    for (int a = 0; a < nans; a++) {
+        int lo, hi, ap = scm_ansatz_applies(ans[a], (int)K, (int)M, &lo, &hi);
+        if (ap < 0) {
+            fprintf(stderr, "scm fixed-points: ansatz '%s': cannot evaluate its conditions\n",
+                    scm_ansatz_name(ans[a]));
+            rc = 2;
+            goto cleanup_set;
+        }
+        if (ap == 0) {
+            if (na > 0) {
+                fprintf(stderr,
+                        "scm fixed-points: ansatz '%s' does not apply at K = %ld, M = %ld (its "
+                        "\"require\" conditions fail)\n",
+                        scm_ansatz_name(ans[a]), K, M);
+                rc = 2;
+                goto cleanup_set;
+            }
+            continue;
+        }
+        for (int kk = lo; kk <= hi; kk++) {
+            if (k1 >= 0 && kk != k1)
+                continue;
+            scm_ansatz_inst *in = scm_ansatz_instantiate(ans[a], (double)K, (double)M, kk, &err);
+            if (!in) {
+                fprintf(stderr, "scm fixed-points: %s\n", err.msg);
+                rc = 2;
+                goto cleanup_set;
+            }
+            applied++;
+            int first = set.n;
+            scm_fp_set one;
+            scm_fp_set_init(&one);
+            if (scm_fp_enumerate(ans[a], in, act, &o, NULL, 0, &one, &err)) {
+                fprintf(stderr, "scm fixed-points: %s\n", err.msg);
+                scm_fp_set_free(&one);
+                scm_ansatz_inst_free(in);
+                rc = 1;
+                goto cleanup_set;
+            }
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddStringToObject(r, "ansatz", scm_ansatz_name(ans[a]));
+            cJSON_AddNumberToObject(r, "k1", kk);
+            cJSON_AddNumberToObject(r, "starts", one.n_starts);
+            cJSON_AddNumberToObject(r, "converged", one.n_converged);
+            cJSON_AddNumberToObject(r, "no_progress_singular", one.n_noprog);
+            cJSON_AddNumberToObject(r, "max_iterations", one.n_maxiter);
+            cJSON_AddNumberToObject(r, "left_domain", one.n_domain);
+            cJSON_AddNumberToObject(r, "rejected_not_psd", one.n_notpsd);
+            cJSON_AddNumberToObject(r, "distinct", one.n);
+            cJSON_AddItemToArray(runs, r);
+            /* move the points into the common set */
+            for (int p = 0; p < one.n; p++) {
+                if (set.n == set.cap) {
+                    int nc = set.cap ? 2 * set.cap : 64;
+                    scm_fp_point *np = realloc(set.pt, sizeof *np * (size_t)nc);
+                    if (!np) {
+                        fprintf(stderr, "scm fixed-points: out of memory\n");
+                        rc = 1;
+                        scm_fp_set_free(&one);
+                        scm_ansatz_inst_free(in);
+                        goto cleanup_set;
+                    }
+                    set.pt = np;
+                    set.cap = nc;
+                }
+                set.pt[set.n++] = one.pt[p];
+            }
+            free(one.pt);
+            for (int p = first; p < set.n; p++) {
+                if (nsol == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    solution *ns = realloc(sol, sizeof *ns * (size_t)cap);
+                    if (!ns) {
+                        fprintf(stderr, "scm fixed-points: out of memory\n");
+                        rc = 1;
+                        scm_ansatz_inst_free(in);
+                        goto cleanup_set;
+                    }
+                    sol = ns;
+                }
+                memset(&sol[nsol], 0, sizeof sol[nsol]);
+                sol[nsol].ansatz = a;
+                sol[nsol].in = p == first ? in : NULL; /* the first owns it */
+                sol[nsol].merged_into = -1;
+                nsol++;
+            }
+            if (set.n == first)
+                scm_ansatz_inst_free(in);
+            else
+                for (int p = first + 1; p < set.n; p++)
+                    sol[nsol - (set.n - p)].in = sol[nsol - (set.n - first)].in;
+        }
+    }
+    if (applied == 0) {
+        fprintf(stderr, "scm fixed-points: no ansatz applies at K = %ld, M = %ld%s\n", K, M,
+                k1 >= 0 ? " with this k1" : "");
+        rc = 2;
+        goto cleanup_set;
+    }
+    for (int s = 0; s < nsol; s++) {
+        sol[s].pt = &set.pt[s];
+        scm_fp_classify(sol[s].in, sol[s].pt->x, &sol[s].st);
+    }
+    /* ownership of instances: remember which entry frees which */
+    int *owner = calloc((size_t)nsol + 1, sizeof *owner);
+    for (int s = 0; s < nsol; s++)
+        owner[s] = s == 0 || sol[s].in != sol[s - 1].in;
+    scm_ansatz_inst **owned = calloc((size_t)nsol + 1, sizeof *owned);
+    for (int s = 0; s < nsol; s++)
+        owned[s] = owner[s] ? sol[s].in : NULL;
+    qsort(sol, (size_t)nsol, sizeof *sol, cmp_sol);
+    if (!all)
+        for (int s = 0; s < nsol; s++)
+            for (int t = 0; t < s && sol[s].merged_into < 0; t++)
+                if (sol[t].merged_into < 0 && same_orbit(&sol[s], &sol[t]))
+                    sol[s].merged_into = t;
+    /* display order: by loss (insertion sort; the lists are short) */
+    int *order = malloc(sizeof *order * ((size_t)nsol + 1));
+    if (!order) {
+        fprintf(stderr, "scm fixed-points: out of memory\n");
+        rc = 1;
+        nsol = 0;
+    }
+    for (int s = 0; s < nsol; s++) {
+        int j = s;
+        while (j > 0 && sol[order[j - 1]].pt->eps > sol[s].pt->eps) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = s;
+    }
+    /* continuation */
+    if (cont > 0)
+        for (int s = 0; s < nsol; s++) {
+            if (sol[s].merged_into >= 0)
+                continue;
+            scm_error ce;
+            if (scm_fp_continue(ans[sol[s].ansatz], (double)(K - M), sol[s].pt->k1, (double)M,
+                                sol[s].pt->x, (double)cont, 0.0, act, &o, &sol[s].br, &ce) ==
+                SCM_OK)
+                sol[s].has_branch = 1;
+        }
+
+    int bad_res = 0;
+    if (!quiet) {
+        printf("scm fixed-points: K = %ld, M = %ld, %s, T = I, v = v* = 1\n", K, M, act->name);
+        printf("%-12s %4s %5s %5s %5s  %-18s %-9s %-9s %-9s %-9s  %s\n", "ansatz", "k1", "anti",
+               "align", "other", "loss", "res_blk", "res_full", "res_pol", "gram_min",
+               "scalars");
+    }
+    int shown = 0;
+    for (int si = 0; si < nsol; si++) {
+        int s = order[si];
+        if (sol[s].merged_into >= 0)
+            continue;
+        scm_fp_point *p = sol[s].pt;
+        double r = p->polished ? p->res_polish : p->full ? p->res_full : p->res_block;
+        if (!(r < 1e-12))
+            bad_res++;
+        shown++;
+        if (quiet)
+            continue;
+        printf("%-12s %4g %5g %5g %5g  %-18.12g %-9.2e %-9.2e %-9.2e %-9.2e ",
+               scm_ansatz_name(ans[sol[s].ansatz]), p->k1, sol[s].st.n_anti, sol[s].st.n_aligned,
+               sol[s].st.n_other, p->eps, p->res_block, p->res_full, p->res_polish, p->gram_min);
+        for (int c = 0; c < p->nsc; c++)
+            printf(" %s=%.6g", scm_ansatz_inst_scalar_name(sol[s].in, c), p->x[c]);
+        printf("\n");
+        if (p->full && p->inv_dev > 1e-12)
+            printf("  warning: the ansatz is not invariant under the flow here (defect %.3g)\n",
+                   p->inv_dev);
+        if (sol[s].has_branch && sol[s].br.ended_early)
+            printf("  continuation: ends at M = %.6g: %s\n", sol[s].br.M_last, sol[s].br.why);
+        else if (sol[s].has_branch)
+            printf("  continuation: reached M = %ld, loss there %.12g\n", cont,
+                   sol[s].br.eps[sol[s].br.n - 1]);
+    }
+    if (!quiet)
+        printf("%d distinct fixed points (%d solutions before merging)\n", shown, nsol);
+
+    if (out) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "scmode_version", SCM_VERSION);
+        cJSON_AddStringToObject(root, "command", "fixed-points");
+        cJSON_AddStringToObject(root, "status", bad_res ? "residual_above_1e-12" : "ok");
+        cJSON_AddNumberToObject(root, "K", (double)K);
+        cJSON_AddNumberToObject(root, "M", (double)M);
+        cJSON_AddStringToObject(root, "activation", act->name);
+        cJSON_AddStringToObject(root, "teacher", "T = I, v = v* = 1");
+        cJSON_AddItemToObject(root, "searches", runs);
+        runs = NULL;
+        cJSON *arr = cJSON_AddArrayToObject(root, "fixed_points");
+        for (int si = 0; si < nsol; si++) {
+            int s = order[si];
+            if (sol[s].merged_into >= 0)
+                continue;
+            scm_fp_point *p = sol[s].pt;
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "ansatz", scm_ansatz_name(ans[sol[s].ansatz]));
+            cJSON_AddNumberToObject(j, "k1", p->k1);
+            cJSON *st = cJSON_AddObjectToObject(j, "structure");
+            cJSON_AddNumberToObject(st, "anti", sol[s].st.n_anti);
+            cJSON_AddNumberToObject(st, "aligned", sol[s].st.n_aligned);
+            cJSON_AddNumberToObject(st, "other", sol[s].st.n_other);
+            cJSON_AddItemToObject(j, "loss", num_or_null(p->eps));
+            cJSON_AddItemToObject(j, "residual_block", num_or_null(p->res_block));
+            cJSON_AddItemToObject(j, "residual_full", num_or_null(p->res_full));
+            cJSON_AddItemToObject(j, "invariance_defect", num_or_null(p->inv_dev));
+            cJSON_AddItemToObject(j, "block_vs_full", num_or_null(p->block_vs_full));
+            cJSON_AddBoolToObject(j, "polished", p->polished);
+            cJSON_AddItemToObject(j, "residual_polished", num_or_null(p->res_polish));
+            cJSON_AddItemToObject(j, "loss_polished", num_or_null(p->eps_polish));
+            cJSON_AddItemToObject(j, "polish_shift", num_or_null(p->polish_shift));
+            cJSON_AddItemToObject(j, "gram_min_eigenvalue", num_or_null(p->gram_min));
+            cJSON_AddItemToObject(j, "jacobian_sv_min", num_or_null(p->jac_smin));
+            cJSON_AddItemToObject(j, "jacobian_sv_max", num_or_null(p->jac_smax));
+            cJSON_AddNumberToObject(j, "hits", p->hits);
+            int dups = 0;
+            for (int t = 0; t < nsol; t++)
+                dups += sol[t].merged_into == s;
+            cJSON_AddNumberToObject(j, "also_found_in_other_ansatze", dups);
+            cJSON *sc = cJSON_AddObjectToObject(j, "scalars");
+            for (int c = 0; c < p->nsc; c++)
+                cJSON_AddNumberToObject(sc, scm_ansatz_inst_scalar_name(sol[s].in, c), p->x[c]);
+            if (p->Q) {
+                cJSON_AddItemToObject(j, "Q", scm_output_matrix(p->Q, (int)K, (int)K));
+                cJSON_AddItemToObject(j, "R", scm_output_matrix(p->R, (int)K, (int)M));
+            } else {
+                cJSON_AddNullToObject(j, "Q");
+                cJSON_AddNullToObject(j, "R");
+            }
+            if (sol[s].has_branch) {
+                scm_fp_branch *b = &sol[s].br;
+                cJSON *c = cJSON_AddObjectToObject(j, "continuation");
+                cJSON_AddItemToObject(c, "M", scm_output_vector(b->M, b->n));
+                cJSON_AddItemToObject(c, "loss", scm_output_vector(b->eps, b->n));
+                cJSON_AddItemToObject(c, "residual", scm_output_vector(b->res, b->n));
+                cJSON_AddBoolToObject(c, "ended_early", b->ended_early);
+                cJSON_AddNumberToObject(c, "M_last", b->M_last);
+                if (b->ended_early)
+                    cJSON_AddStringToObject(c, "why", b->why);
+            }
+            cJSON_AddItemToArray(arr, j);
+        }
+        if (scm_output_write_json(out, root, 0, &err)) {
+            fprintf(stderr, "scm fixed-points: %s\n", err.msg);
+            rc = 1;
+        }
+        cJSON_Delete(root);
+    }
+    if (bad_res && !rc) {
+        fprintf(stderr, "scm fixed-points: %d fixed point(s) with a residual above 1e-12\n",
+                bad_res);
+        rc = 1;
+    }
+    for (int s = 0; s < nsol; s++)
+        scm_fp_branch_free(&sol[s].br);
+    for (int s = 0; s < nsol; s++)
+        scm_ansatz_inst_free(owned[s]);
+    free(owned);
+    free(owner);
+    free(order);
+    free(sol);
+    sol = NULL;
+cleanup_set:
+    if (sol) {
+        /* error path before ownership was recorded: free distinct instances */
+        for (int s = 0; s < nsol; s++)
+            if (s == 0 || sol[s].in != sol[s - 1].in)
+                scm_ansatz_inst_free(sol[s].in);
+        free(sol);
+    }
+    cJSON_Delete(runs);
+    scm_fp_set_free(&set);
+cleanup:
+    for (int i = 0; i < nans; i++)
+        scm_ansatz_free(ans[i]);
+    return rc;
+}

@@ -1,0 +1,1283 @@
+/* cmd_sweep.c: `scm sweep` (random-initialisation sweeps written as JSON
+ * lines, resumable and shardable) and `scm merge` (shard files -> one
+ * summary with Wilson intervals).  The library (sweep.h) does the runs; this
+ * file owns the files, the progress line and the exit codes.  Records go to
+ * the runs file in index order, each flushed and fsync'ed as it is written,
+ * so a killed sweep loses at most the line being written, which --resume
+ * drops and rewrites. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "scm/config.h"
+#include "scm/init.h"
+#include "scm/output.h"
+#include "scm/sweep.h"
+
+#define MAX_SETS 256
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The whole file as a NUL-terminated string (*len its length); NULL with
+ * errno set on failure. */
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (n + 1 < cap)
+            break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        errno = bad ? EIO : ENOMEM;
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static scm_status load_families(const char *path, scm_sweep_families *fams, scm_error *err)
+{
+    size_t len;
+    char *text = read_all(path, &len);
+    if (!text)
+        return scm_error_set(err, SCM_EIO, "cannot read families file '%s': %s", path,
+                             strerror(errno));
+    scm_status st = scm_sweep_families_parse(text, path, fams, err);
+    free(text);
+    return st;
+}
+
+/* ---- scm sweep --------------------------------------------------------- */
+
+static void sweep_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: scm sweep CONFIG.json --runs N [--seed S] [--threads T] [-o RUNS.jsonl]\n"
+            "                 [--resume] [--shard i/n] [--families FP.json] [--summary FILE]\n"
+            "                 [--set key=value]... [--loose-grad-stop G] [--dead-q Q]\n"
+            "                 [--match-rtol R] [--quiet]\n"
+            "\n"
+            "Run N random initialisations of the configured model (init.type random):\n"
+            "run i draws its initial state with a seed derived from the base seed S\n"
+            "(default: init.seed of the config) and i, integrates to its end and is\n"
+            "classified; one JSON line per run is appended to RUNS.jsonl in index order\n"
+            "(default: CONFIG's name with .runs.jsonl).  See docs/sweeps.md.\n"
+            "\n"
+            "  --runs N           number of runs of the whole sweep (>= 1)\n"
+            "  --threads T        worker threads (default 1); output does not depend on T\n"
+            "  --resume           continue an existing RUNS.jsonl (a truncated last line\n"
+            "                     is dropped and rewritten); without it an existing file\n"
+            "                     is an error\n"
+            "  --shard i/n        only the runs with index = i mod n (0 <= i < n)\n"
+            "  --families FILE    families to match final losses against (an array of\n"
+            "                     {\"family\", \"k1\", \"loss\"}, or scm fixed-points output)\n"
+            "  --summary FILE     also write the summary JSON (as scm merge would)\n"
+            "  --loose-grad-stop G  two-stage stopping: stop at max|dy/dtau| < G when the\n"
+            "                     state matches a family with k1 = anti-aligned count,\n"
+            "                     else go on to integrator.grad_stop (default 0: off)\n"
+            "  --dead-q Q         a student with Q_kk < Q counts as dead (default 1e-3)\n"
+            "  --match-rtol R     relative loss tolerance of a family match (default 1e-8)\n"
+            "  -q, --quiet        no progress line and no final summary on stderr\n"
+            "\n"
+            "exit status: 0 done, 1 an I/O failure during the sweep, 2 bad input.\n");
+}
+
+typedef struct {
+    FILE *f;
+    const char *path;
+    scm_sweep_summary *sum;
+    long total, done0, done;
+    int progress;
+    double t0, last;
+    int io_failed;
+    char io_msg[512];
+} emit_ctx;
+
+static void progress_line(emit_ctx *e, int final)
+{
+    double t = now_s();
+    if (!final && t - e->last < 0.2)
+        return;
+    e->last = t;
+    long new_runs = e->done - e->done0;
+    double rate = t > e->t0 ? (double)new_runs / (t - e->t0) : 0.0;
+    double eta = rate > 0.0 ? (double)(e->total - e->done) / rate : 0.0;
+    char brief[200];
+    scm_sweep_summary_brief(e->sum, brief, sizeof brief);
+    fprintf(stderr, "\r\033[K%ld/%ld  %.2f runs/s  ETA %.0f s  %s%s", e->done, e->total, rate,
+            eta, brief, final ? "\n" : "");
+    fflush(stderr);
+}
+
+static int emit_record(const scm_sweep_record *r, void *user)
+{
+    emit_ctx *e = user;
+    char *line = scm_sweep_record_json(r);
+    if (!line) {
+        snprintf(e->io_msg, sizeof e->io_msg, "out of memory");
+        e->io_failed = 1;
+        return 1;
+    }
+    int ok = fputs(line, e->f) >= 0 && fputc('\n', e->f) != EOF && fflush(e->f) == 0 &&
+             fsync(fileno(e->f)) == 0;
+    free(line);
+    if (!ok) {
+        snprintf(e->io_msg, sizeof e->io_msg, "cannot write '%s': %s", e->path, strerror(errno));
+        e->io_failed = 1;
+        return 1;
+    }
+    if (scm_sweep_summary_add(e->sum, r)) {
+        snprintf(e->io_msg, sizeof e->io_msg, "out of memory");
+        e->io_failed = 1;
+        return 1;
+    }
+    e->done++;
+    if (e->progress)
+        progress_line(e, 0);
+    return 0;
+}
+
+static char *default_runs_name(const char *config)
+{
+    const char *base = strrchr(config, '/');
+    base = base ? base + 1 : config;
+    size_t n = strlen(base);
+    if (n > 5 && strcmp(base + n - 5, ".json") == 0)
+        n -= 5;
+    char *out = malloc(n + 12);
+    if (out) {
+        memcpy(out, base, n);
+        strcpy(out + n, ".runs.jsonl");
+    }
+    return out;
+}
+
+/* Validate an existing runs file for --resume: the header must equal
+ * header, the records must be the first *ndone of idx with the right seeds.
+ * A last line without its newline (a kill mid-write) is dropped; *keep is
+ * the length of the valid prefix (0: rewrite from scratch, the header itself
+ * was cut).  Records found are added to sum.  Returns 0 or an exit code 2
+ * with a message printed. */
+static int resume_scan(const char *path, const char *header, uint64_t base, const long *idx,
+                       long nidx, scm_sweep_summary *sum, long *ndone, off_t *keep)
+{
+    size_t len;
+    char *text = read_all(path, &len);
+    *ndone = 0;
+    *keep = 0;
+    if (!text) {
+        fprintf(stderr, "scm sweep: cannot read '%s' to resume: %s\n", path, strerror(errno));
+        return 2;
+    }
+    int rc = 0;
+    char *p = text, *end = text + len;
+    long lineno = 0;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) {
+            /* Cut by a kill: drop it. */
+            break;
+        }
+        *nl = '\0';
+        lineno++;
+        if (lineno == 1) {
+            if (strcmp(p, header) != 0) {
+                fprintf(stderr,
+                        "scm sweep: '%s' was written by a different sweep (its header "
+                        "differs: config, seed, runs, shard or families); not resuming\n",
+                        path);
+                rc = 2;
+                goto out;
+            }
+        } else {
+            scm_sweep_record r;
+            scm_error err;
+            if (scm_sweep_record_parse(p, &r, &err)) {
+                fprintf(stderr, "scm sweep: '%s' line %ld: %s\n", path, lineno, err.msg);
+                rc = 2;
+                goto out;
+            }
+            if (*ndone >= nidx || r.index != idx[*ndone]) {
+                fprintf(stderr, "scm sweep: '%s' line %ld: run index %ld, expected %ld\n", path,
+                        lineno, r.index, *ndone < nidx ? idx[*ndone] : -1L);
+                rc = 2;
+                goto out;
+            }
+            if (r.seed != scm_sweep_seed(base, r.index)) {
+                fprintf(stderr, "scm sweep: '%s' line %ld: seed %lu is not that of run %ld\n",
+                        path, lineno, r.seed, r.index);
+                rc = 2;
+                goto out;
+            }
+            if (scm_sweep_summary_add(sum, &r)) {
+                fprintf(stderr, "scm sweep: out of memory\n");
+                rc = 2;
+                goto out;
+            }
+            (*ndone)++;
+        }
+        *keep = (off_t)(nl + 1 - text);
+        p = nl + 1;
+    }
+out:
+    free(text);
+    return rc;
+}
+
+static void print_final_summary(const scm_sweep_summary *sum, long total, long new_runs,
+                                double secs, int threads)
+{
+    cJSON *js = scm_sweep_summary_json(sum);
+    if (!js)
+        return;
+    const cJSON *done = cJSON_GetObjectItemCaseSensitive(js, "done");
+    const cJSON *conv = cJSON_GetObjectItemCaseSensitive(js, "converged");
+    fprintf(stderr, "sweep      %.0f of %ld runs done, %.0f converged\n", done->valuedouble,
+            total, conv->valuedouble);
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(js, "classes");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cl)
+    {
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(c, "wilson95");
+        fprintf(stderr, "  %-28s %6.0f  %.4f  [%.4f, %.4f]\n",
+                cJSON_GetObjectItemCaseSensitive(c, "class")->valuestring,
+                cJSON_GetObjectItemCaseSensitive(c, "count")->valuedouble,
+                cJSON_GetObjectItemCaseSensitive(c, "fraction")->valuedouble,
+                cJSON_GetArrayItem(w, 0)->valuedouble, cJSON_GetArrayItem(w, 1)->valuedouble);
+    }
+    fprintf(stderr, "timing     %ld runs in %.3f s on %d thread%s: %.3f runs/s, %.4f s per run\n",
+            new_runs, secs, threads, threads == 1 ? "" : "s",
+            secs > 0 ? (double)new_runs / secs : 0.0,
+            new_runs > 0 ? secs * threads / (double)new_runs : 0.0);
+    cJSON_Delete(js);
+}
+
+int scm_cmd_sweep(int argc, char **argv)
+{
+    const char *config = NULL, *out = NULL, *fam_path = NULL, *sum_path = NULL;
+    const char *sets[MAX_SETS];
+    int nsets = 0, quiet = 0, resume = 0, have_seed = 0;
+    long runs = -1, threads = 1, shard_i = 0, shard_n = 1;
+    double seedd = 0;
+    scm_sweep_opts so;
+    scm_sweep_opts_default(&so);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            sweep_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (strcmp(a, "--resume") == 0) {
+            resume = 1;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--runs") == 0 || strcmp(a, "--seed") == 0 ||
+                   strcmp(a, "--threads") == 0 || strcmp(a, "--shard") == 0 ||
+                   strcmp(a, "--families") == 0 || strcmp(a, "--summary") == 0 ||
+                   strcmp(a, "--set") == 0 || strcmp(a, "--loose-grad-stop") == 0 ||
+                   strcmp(a, "--dead-q") == 0 || strcmp(a, "--match-rtol") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "scm sweep: option %s needs an argument\n", a);
+                return 2;
+            }
+            const char *v = argv[++i];
+            if (strcmp(a, "-o") == 0) {
+                out = v;
+            } else if (strcmp(a, "--runs") == 0) {
+                if (!parse_long(v, 1, 1000000000L, &runs)) {
+                    fprintf(stderr, "scm sweep: --runs must be an integer in [1, 1e9], got '%s'\n", v);
+                    return 2;
+                }
+            } else if (strcmp(a, "--seed") == 0) {
+                long s;
+                if (!parse_long(v, 0, 9007199254740991L, &s)) {
+                    fprintf(stderr, "scm sweep: --seed must be an integer in [0, 2^53), got '%s'\n", v);
+                    return 2;
+                }
+                seedd = (double)s;
+                have_seed = 1;
+            } else if (strcmp(a, "--threads") == 0) {
+                if (!parse_long(v, 1, 1024, &threads)) {
+                    fprintf(stderr, "scm sweep: --threads must be an integer in [1, 1024], got '%s'\n", v);
+                    return 2;
+                }
+            } else if (strcmp(a, "--shard") == 0) {
+                char buf[64];
+                snprintf(buf, sizeof buf, "%s", v);
+                char *slash = strchr(buf, '/');
+                if (slash)
+                    *slash = '\0';
+                if (!slash || !parse_long(buf, 0, 1000000, &shard_i) ||
+                    !parse_long(slash + 1, 1, 1000000, &shard_n) || shard_i >= shard_n) {
+                    fprintf(stderr, "scm sweep: --shard must be i/n with 0 <= i < n, got '%s'\n", v);
+                    return 2;
+                }
+            } else if (strcmp(a, "--families") == 0) {
+                fam_path = v;
+            } else if (strcmp(a, "--summary") == 0) {
+                sum_path = v;
+            } else if (strcmp(a, "--set") == 0) {
+                if (nsets >= MAX_SETS) {
+                    fprintf(stderr, "scm sweep: more than %d --set options\n", MAX_SETS);
+                    return 2;
+                }
+                sets[nsets++] = v;
+            } else {
+                double x;
+                if (!parse_double(v, &x) || x < 0) {
+                    fprintf(stderr, "scm sweep: %s must be a number >= 0, got '%s'\n", a, v);
+                    return 2;
+                }
+                if (strcmp(a, "--loose-grad-stop") == 0)
+                    so.loose_grad_stop = x;
+                else if (strcmp(a, "--dead-q") == 0)
+                    so.dead_q = x;
+                else
+                    so.match_rtol = x;
+            }
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "scm sweep: unknown option '%s' (see scm sweep --help)\n", a);
+            return 2;
+        } else if (!config) {
+            config = a;
+        } else {
+            fprintf(stderr, "scm sweep: more than one config file ('%s' and '%s')\n", config, a);
+            return 2;
+        }
+    }
+    if (!config) {
+        sweep_usage(stderr);
+        return 2;
+    }
+    if (runs < 0) {
+        fprintf(stderr, "scm sweep: --runs N is required\n");
+        return 2;
+    }
+
+    scm_error err;
+    scm_error_clear(&err);
+    scm_config *c = NULL;
+    scm_sweep_families fams = {0, NULL};
+    scm_sweep_summary *sum = NULL;
+    char *header = NULL, *out_alloc = NULL;
+    long *idx = NULL;
+    FILE *f = NULL;
+    int rc = 2;
+
+    if (scm_sweep_opts_check(&so, &err)) {
+        fprintf(stderr, "scm sweep: %s\n", err.msg);
+        goto done;
+    }
+    if (scm_config_load(config, sets, nsets, &c, &err)) {
+        fprintf(stderr, "scm sweep: %s\n", err.msg);
+        goto done;
+    }
+    if (c->init != SCM_INIT_RANDOM) {
+        fprintf(stderr, "scm sweep: %s: a sweep needs init.type = \"random\"\n", config);
+        goto done;
+    }
+    uint64_t base = have_seed ? (uint64_t)seedd : (uint64_t)c->seed;
+    if (fam_path && load_families(fam_path, &fams, &err)) {
+        fprintf(stderr, "scm sweep: %s\n", err.msg);
+        goto done;
+    }
+    if (!out)
+        out = out_alloc = default_runs_name(config);
+    header = scm_sweep_header_json(c, base, runs, (int)shard_i, (int)shard_n, &fams);
+    long nidx = shard_i < runs ? (runs - 1 - shard_i) / shard_n + 1 : 0;
+    idx = malloc(sizeof *idx * (size_t)(nidx > 0 ? nidx : 1));
+    sum = scm_sweep_summary_alloc(nidx);
+    if (!out || !header || !idx || !sum) {
+        fprintf(stderr, "scm sweep: out of memory\n");
+        goto done;
+    }
+    for (long j = 0; j < nidx; j++)
+        idx[j] = shard_i + j * shard_n;
+
+    long ndone = 0;
+    off_t keep = 0;
+    struct stat sb;
+    int exists = stat(out, &sb) == 0;
+    if (exists && !resume) {
+        fprintf(stderr, "scm sweep: '%s' exists: continue it with --resume, or remove it\n", out);
+        goto done;
+    }
+    if (exists && (rc = resume_scan(out, header, base, idx, nidx, sum, &ndone, &keep)) != 0)
+        goto done;
+    rc = 2;
+    if (exists && truncate(out, keep) != 0) {
+        fprintf(stderr, "scm sweep: cannot truncate '%s': %s\n", out, strerror(errno));
+        rc = 1;
+        goto done;
+    }
+    f = fopen(out, "ab");
+    if (!f) {
+        fprintf(stderr, "scm sweep: cannot open '%s': %s\n", out, strerror(errno));
+        rc = 1;
+        goto done;
+    }
+    if (keep == 0 && (fputs(header, f) < 0 || fputc('\n', f) == EOF || fflush(f) != 0 ||
+                      fsync(fileno(f)) != 0)) {
+        fprintf(stderr, "scm sweep: cannot write '%s': %s\n", out, strerror(errno));
+        rc = 1;
+        goto done;
+    }
+
+    emit_ctx e;
+    memset(&e, 0, sizeof e);
+    e.f = f;
+    e.path = out;
+    e.sum = sum;
+    e.total = nidx;
+    e.done0 = e.done = ndone;
+    e.progress = !quiet && isatty(2);
+    e.t0 = e.last = now_s();
+    if (!quiet && ndone > 0)
+        fprintf(stderr, "scm sweep: resuming '%s' after %ld of %ld runs\n", out, ndone, nidx);
+    scm_status st = scm_sweep_exec(c, base, idx + ndone, nidx - ndone, (int)threads, &fams, &so,
+                                   emit_record, &e, &err);
+    double secs = now_s() - e.t0;
+    if (e.progress)
+        progress_line(&e, 1);
+    if (e.io_failed) {
+        fprintf(stderr, "scm sweep: %s\n", e.io_msg);
+        rc = 1;
+        goto done;
+    }
+    if (st) {
+        fprintf(stderr, "scm sweep: %s\n", err.msg);
+        rc = st == SCM_ENOMEM ? 1 : 2;
+        goto done;
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        fprintf(stderr, "scm sweep: cannot close '%s': %s\n", out, strerror(errno));
+        rc = 1;
+        goto done;
+    }
+    f = NULL;
+    rc = 0;
+    if (sum_path) {
+        cJSON *js = scm_sweep_summary_json(sum);
+        if (!js || scm_output_write_json(sum_path, js, 0, &err)) {
+            fprintf(stderr, "scm sweep: %s\n", js ? err.msg : "out of memory");
+            rc = 1;
+        }
+        cJSON_Delete(js);
+    }
+    if (!quiet)
+        print_final_summary(sum, nidx, nidx - ndone, secs, (int)threads);
+done:
+    if (f)
+        fclose(f);
+    free(idx);
+    free(header);
+    free(out_alloc);
+    scm_sweep_summary_free(sum);
+    scm_sweep_families_free(&fams);
+    scm_config_free(c);
+    return rc;
+}
+
+/* ---- scm merge --------------------------------------------------------- */
+
+static void merge_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: scm merge RUNS.jsonl... -o SUMMARY.json [--quiet]\n"
+            "\n"
+            "Combine the runs files of one sweep (its shards, or a single file) into a\n"
+            "summary: counts and fractions per class with 95%% Wilson intervals, runs by\n"
+            "anti-aligned count, distinct unmatched losses, the loss histogram, solver\n"
+            "work.  The files must come from the same sweep (config, seed, runs and\n"
+            "families); a run present twice is an error; missing runs are reported.\n"
+            "\n"
+            "exit status: 0 merged, 1 the summary could not be written, 2 bad input.\n");
+}
+
+typedef struct {
+    scm_sweep_record *r;
+    const char *file;
+} merge_rec;
+
+static int merge_cmp(const void *a, const void *b)
+{
+    const merge_rec *x = a, *y = b;
+    return (x->r->index > y->r->index) - (x->r->index < y->r->index);
+}
+
+int scm_cmd_merge(int argc, char **argv)
+{
+    const char *out = NULL;
+    const char **files = calloc((size_t)argc, sizeof *files);
+    int nfiles = 0, quiet = 0;
+    if (!files) {
+        fprintf(stderr, "scm merge: out of memory\n");
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            merge_usage(stdout);
+            free(files);
+            return 0;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (strcmp(a, "-o") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "scm merge: option -o needs an argument\n");
+                free(files);
+                return 2;
+            }
+            out = argv[++i];
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "scm merge: unknown option '%s' (see scm merge --help)\n", a);
+            free(files);
+            return 2;
+        } else {
+            files[nfiles++] = a;
+        }
+    }
+    if (nfiles == 0 || !out) {
+        merge_usage(stderr);
+        free(files);
+        return 2;
+    }
+
+    int rc = 2;
+    cJSON *ref = NULL, *summary = NULL;
+    char *ref_text = NULL;
+    long runs = 0, nrec = 0, caprec = 0;
+    uint64_t base = 0;
+    merge_rec *recs = NULL;
+    int *shard_i = calloc((size_t)nfiles, sizeof *shard_i);
+    int *shard_n = calloc((size_t)nfiles, sizeof *shard_n);
+    scm_sweep_summary *sum = NULL;
+    if (!shard_i || !shard_n)
+        goto nomem;
+
+    for (int fi = 0; fi < nfiles; fi++) {
+        size_t len;
+        char *text = read_all(files[fi], &len);
+        if (!text) {
+            fprintf(stderr, "scm merge: cannot read '%s': %s\n", files[fi], strerror(errno));
+            goto done;
+        }
+        char *p = text, *end = text + len;
+        long lineno = 0;
+        int bad = 0;
+        while (p < end && !bad) {
+            char *nl = memchr(p, '\n', (size_t)(end - p));
+            lineno++;
+            if (!nl) {
+                fprintf(stderr,
+                        "scm merge: '%s' line %ld: truncated line (no newline; a killed sweep? "
+                        "finish it with scm sweep --resume)\n",
+                        files[fi], lineno);
+                bad = 1;
+                break;
+            }
+            *nl = '\0';
+            if (lineno == 1) {
+                cJSON *h = cJSON_Parse(p);
+                const cJSON *tag = cJSON_GetObjectItemCaseSensitive(h, "scm_sweep");
+                const cJSON *sh = cJSON_GetObjectItemCaseSensitive(h, "shard");
+                const cJSON *rn = cJSON_GetObjectItemCaseSensitive(h, "runs");
+                const cJSON *sd = cJSON_GetObjectItemCaseSensitive(h, "seed");
+                if (!cJSON_IsObject(h) || !cJSON_IsNumber(tag) || tag->valuedouble != 1 ||
+                    !cJSON_IsArray(sh) || cJSON_GetArraySize(sh) != 2 || !cJSON_IsNumber(rn) ||
+                    !cJSON_IsNumber(sd)) {
+                    fprintf(stderr, "scm merge: '%s' line 1: not a scm sweep header\n", files[fi]);
+                    cJSON_Delete(h);
+                    bad = 1;
+                    break;
+                }
+                shard_i[fi] = (int)cJSON_GetArrayItem(sh, 0)->valuedouble;
+                shard_n[fi] = (int)cJSON_GetArrayItem(sh, 1)->valuedouble;
+                cJSON_DeleteItemFromObjectCaseSensitive(h, "shard");
+                char *ht = cJSON_PrintUnformatted(h);
+                if (!ht) {
+                    cJSON_Delete(h);
+                    free(text);
+                    goto nomem;
+                }
+                if (!ref) {
+                    ref = h;
+                    ref_text = ht;
+                    runs = (long)rn->valuedouble;
+                    base = (uint64_t)sd->valuedouble;
+                } else {
+                    int same = strcmp(ht, ref_text) == 0;
+                    free(ht);
+                    cJSON_Delete(h);
+                    if (!same) {
+                        fprintf(stderr,
+                                "scm merge: '%s' is from a different sweep than '%s' (config, "
+                                "seed, runs or families differ)\n",
+                                files[fi], files[0]);
+                        bad = 1;
+                        break;
+                    }
+                }
+                for (int fj = 0; fj < fi; fj++)
+                    if (shard_n[fj] == shard_n[fi] && shard_i[fj] == shard_i[fi]) {
+                        fprintf(stderr, "scm merge: '%s' and '%s' are the same shard %d/%d\n",
+                                files[fj], files[fi], shard_i[fi], shard_n[fi]);
+                        bad = 1;
+                    }
+            } else {
+                if (nrec == caprec) {
+                    long cap = caprec ? 2 * caprec : 1024;
+                    merge_rec *nr = realloc(recs, sizeof *nr * (size_t)cap);
+                    if (!nr) {
+                        free(text);
+                        goto nomem;
+                    }
+                    recs = nr;
+                    caprec = cap;
+                }
+                scm_sweep_record *r = malloc(sizeof *r);
+                if (!r) {
+                    free(text);
+                    goto nomem;
+                }
+                scm_error err;
+                if (scm_sweep_record_parse(p, r, &err)) {
+                    fprintf(stderr, "scm merge: '%s' line %ld: %s\n", files[fi], lineno, err.msg);
+                    free(r);
+                    bad = 1;
+                    break;
+                }
+                if (r->index >= runs || r->index % shard_n[fi] != shard_i[fi] ||
+                    r->seed != scm_sweep_seed(base, r->index)) {
+                    fprintf(stderr,
+                            "scm merge: '%s' line %ld: run %ld does not belong to this sweep "
+                            "(runs %ld, shard %d/%d, or its seed)\n",
+                            files[fi], lineno, r->index, runs, shard_i[fi], shard_n[fi]);
+                    free(r);
+                    bad = 1;
+                    break;
+                }
+                recs[nrec].r = r;
+                recs[nrec].file = files[fi];
+                nrec++;
+            }
+            p = nl + 1;
+        }
+        if (!bad && lineno == 0) {
+            fprintf(stderr, "scm merge: '%s' is empty\n", files[fi]);
+            bad = 1;
+        }
+        free(text);
+        if (bad)
+            goto done;
+    }
+    qsort(recs, (size_t)nrec, sizeof *recs, merge_cmp);
+    for (long j = 1; j < nrec; j++)
+        if (recs[j].r->index == recs[j - 1].r->index) {
+            fprintf(stderr, "scm merge: run %ld appears twice ('%s' and '%s')\n",
+                    recs[j].r->index, recs[j - 1].file, recs[j].file);
+            goto done;
+        }
+    sum = scm_sweep_summary_alloc(runs);
+    if (!sum)
+        goto nomem;
+    for (long j = 0; j < nrec; j++)
+        if (scm_sweep_summary_add(sum, recs[j].r))
+            goto nomem;
+    summary = cJSON_CreateObject();
+    if (!summary)
+        goto nomem;
+    cJSON_AddStringToObject(summary, "command", "merge");
+    cJSON_AddItemToObject(summary, "sweep", ref);
+    ref = NULL;
+    cJSON *sj = scm_sweep_summary_json(sum);
+    if (!sj)
+        goto nomem;
+    cJSON_AddItemToObject(summary, "summary", sj);
+    /* Missing runs: indices in [0, runs) not present. */
+    cJSON *mi = cJSON_AddObjectToObject(sj, "missing");
+    cJSON_AddNumberToObject(mi, "count", (double)(runs - nrec));
+    cJSON *first = cJSON_AddArrayToObject(mi, "first");
+    long j = 0, listed = 0;
+    for (long i = 0; i < runs && listed < 20; i++) {
+        while (j < nrec && recs[j].r->index < i)
+            j++;
+        if (j >= nrec || recs[j].r->index != i) {
+            cJSON_AddItemToArray(first, cJSON_CreateNumber((double)i));
+            listed++;
+        }
+    }
+    scm_error err;
+    if (scm_output_write_json(out, summary, 0, &err)) {
+        fprintf(stderr, "scm merge: %s\n", err.msg);
+        rc = 1;
+        goto done;
+    }
+    if (runs - nrec > 0)
+        fprintf(stderr, "scm merge: %ld of %ld runs missing (first: run %.0f)\n", runs - nrec,
+                runs, cJSON_GetArrayItem(first, 0)->valuedouble);
+    if (!quiet) {
+        char brief[400];
+        scm_sweep_summary_brief(sum, brief, sizeof brief);
+        fprintf(stderr, "merged     %ld runs from %d file%s: %s\nwrote      %s\n", nrec, nfiles,
+                nfiles == 1 ? "" : "s", brief, out);
+    }
+    rc = 0;
+    goto done;
+nomem:
+    fprintf(stderr, "scm merge: out of memory\n");
+    rc = 2;
+done:
+    for (long k = 0; k < nrec; k++)
+        free(recs[k].r);
+    free(recs);
+    cJSON_Delete(ref);
+    cJSON_Delete(summary);
+    free(ref_text);
+    free(shard_i);
+    free(shard_n);
+    free(files);
+    scm_sweep_summary_free(sum);
+    return rc;
+}
+
+/* ---- scm compare ------------------------------------------------------- */
+
+static void compare_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: scm compare --M M --K K1,K2,... --runs N [CONFIG.json] [--seed S]\n"
+            "                   [--threads T] [--families K=FP.json]... [--traces n]\n"
+            "                   [--set key=value]... [-o PREFIX] [--quiet]\n"
+            "\n"
+            "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
+            "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES, seed 1), run\n"
+            "or resumed in PREFIX.K<K>.runs.jsonl and summarised in\n"
+            "PREFIX.K<K>.summary.json, then one report: PREFIX.json (fractions per k1\n"
+            "and per K with 95%% Wilson intervals, the families, the loss histograms,\n"
+            "loss-vs-time traces of the first n runs of each K) and PREFIX.md.  Plots:\n"
+            "python3 scripts/plot_compare.py PREFIX.json.  Rows are the matched k1 when\n"
+            "--families is given for that K, else the anti-aligned count of converged\n"
+            "runs.  Default PREFIX: compare_M<M>.\n"
+            "\n"
+            "exit status: 0 done, 1 a failure while running or writing, 2 bad input.\n");
+}
+
+/* Append a row count into the k1 table column (k1 < 0: unmatched). */
+static void table_add(long *tab, int nrows, int col, int ncols, int row, long v)
+{
+    if (row >= 0 && row < nrows)
+        tab[row * ncols + col] += v;
+}
+
+static cJSON *read_json_file(const char *path)
+{
+    size_t len;
+    char *t = read_all(path, &len);
+    if (!t)
+        return NULL;
+    cJSON *j = cJSON_Parse(t);
+    free(t);
+    return j;
+}
+
+int scm_cmd_compare(int argc, char **argv)
+{
+    const char *config = NULL, *prefix = NULL, *seed = NULL, *threads = "1";
+    const char *sets[MAX_SETS], *fam_for[64] = {0};
+    int nsets = 0, quiet = 0, ntr = 3;
+    long M = -1, runs = -1, Ks[64];
+    int nK = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            compare_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "scm compare: option %s needs an argument\n", a);
+                return 2;
+            }
+            const char *v = argv[++i];
+            if (strcmp(a, "--M") == 0) {
+                if (!parse_long(v, 1, 100000, &M)) {
+                    fprintf(stderr, "scm compare: --M must be an integer >= 1, got '%s'\n", v);
+                    return 2;
+                }
+            } else if (strcmp(a, "--K") == 0) {
+                char buf[512];
+                snprintf(buf, sizeof buf, "%s", v);
+                for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                    if (nK >= 64 || !parse_long(tok, 1, 100000, &Ks[nK])) {
+                        fprintf(stderr, "scm compare: --K must be a list of up to 64 integers "
+                                        ">= 1, got '%s'\n", v);
+                        return 2;
+                    }
+                    nK++;
+                }
+            } else if (strcmp(a, "--runs") == 0) {
+                if (!parse_long(v, 1, 1000000000L, &runs)) {
+                    fprintf(stderr, "scm compare: --runs must be an integer in [1, 1e9], got '%s'\n", v);
+                    return 2;
+                }
+            } else if (strcmp(a, "--traces") == 0) {
+                long t;
+                if (!parse_long(v, 0, 100, &t)) {
+                    fprintf(stderr, "scm compare: --traces must be in [0, 100], got '%s'\n", v);
+                    return 2;
+                }
+                ntr = (int)t;
+            } else if (strcmp(a, "--seed") == 0) {
+                seed = v;
+            } else if (strcmp(a, "--threads") == 0) {
+                threads = v;
+            } else if (strcmp(a, "-o") == 0) {
+                prefix = v;
+            } else if (strcmp(a, "--set") == 0) {
+                if (nsets >= MAX_SETS - 2) {
+                    fprintf(stderr, "scm compare: too many --set options\n");
+                    return 2;
+                }
+                sets[nsets++] = v;
+            } else if (strcmp(a, "--families") == 0) {
+                long k;
+                char buf[32];
+                const char *eq = strchr(v, '=');
+                size_t n = eq ? (size_t)(eq - v) : 0;
+                if (n >= sizeof buf)
+                    n = sizeof buf - 1;
+                memcpy(buf, v, n);
+                buf[n] = '\0';
+                if (!eq || !parse_long(buf, 1, 100000, &k)) {
+                    fprintf(stderr, "scm compare: --families must be K=FILE, got '%s'\n", v);
+                    return 2;
+                }
+                int j = 0;
+                while (j < nK && Ks[j] != k)
+                    j++;
+                if (j == nK) {
+                    fprintf(stderr, "scm compare: --families %s: K = %ld is not in --K (give "
+                                    "--K first)\n", v, k);
+                    return 2;
+                }
+                fam_for[j] = eq + 1;
+            } else {
+                fprintf(stderr, "scm compare: unknown option '%s' (see scm compare --help)\n", a);
+                return 2;
+            }
+        } else if (!config) {
+            config = a;
+        } else {
+            fprintf(stderr, "scm compare: more than one config file\n");
+            return 2;
+        }
+    }
+    if (M < 0 || nK == 0 || runs < 0) {
+        fprintf(stderr, "scm compare: --M, --K and --runs are required\n");
+        compare_usage(stderr);
+        return 2;
+    }
+    char pbuf[64];
+    if (!prefix) {
+        snprintf(pbuf, sizeof pbuf, "compare_M%ld", M);
+        prefix = pbuf;
+    }
+    const char *base_text =
+        "{\"model\": {\"K\": 1, \"M\": 1, \"activation\": \"relu\"},\n"
+        " \"init\": {\"type\": \"random\", \"d\": 1000, \"sigma\": 1, \"seed\": 1},\n"
+        " \"integrator\": {\"linear_solver\": \"gmres\", \"grad_stop\": 1e-10}}\n";
+    char *text = NULL;
+    size_t tlen = 0;
+    if (config) {
+        text = read_all(config, &tlen);
+        if (!text) {
+            fprintf(stderr, "scm compare: cannot read '%s': %s\n", config, strerror(errno));
+            return 2;
+        }
+    }
+    int rc = 2;
+    cJSON *report = cJSON_CreateObject(), *summ[64] = {0};
+    char path[4096];
+    long nrows_max = 0;
+    for (int j = 0; j < nK; j++)
+        if (Ks[j] + 1 > nrows_max)
+            nrows_max = Ks[j] + 1;
+    long *cnt = calloc((size_t)(nrows_max + 2) * (size_t)nK, sizeof *cnt);
+    long *done = calloc((size_t)nK, sizeof *done);
+    FILE *md = NULL;
+    if (!report || !cnt || !done) {
+        fprintf(stderr, "scm compare: out of memory\n");
+        goto out;
+    }
+    cJSON *fam_arr = cJSON_CreateArray(), *hist_arr = cJSON_CreateArray(),
+          *trace_arr = cJSON_CreateArray(), *files_arr = cJSON_CreateArray();
+    for (int j = 0; j < nK; j++) {
+        /* The configuration of this K, written next to its runs. */
+        char kset[64], mset[64];
+        snprintf(kset, sizeof kset, "model.K=%ld", Ks[j]);
+        snprintf(mset, sizeof mset, "model.M=%ld", M);
+        const char *all[MAX_SETS];
+        int na = 0;
+        for (int s = 0; s < nsets; s++)
+            all[na++] = sets[s];
+        all[na++] = kset;
+        all[na++] = mset;
+        scm_config *c = NULL;
+        scm_error err;
+        if (scm_config_parse(text ? text : base_text, config ? config : "(default config)", all,
+                             na, &c, &err)) {
+            fprintf(stderr, "scm compare: K = %ld: %s\n", Ks[j], err.msg);
+            goto out;
+        }
+        char cfg[4096], runsf[4096], sumf[4096];
+        snprintf(cfg, sizeof cfg, "%s.K%ld.config.json", prefix, Ks[j]);
+        snprintf(runsf, sizeof runsf, "%s.K%ld.runs.jsonl", prefix, Ks[j]);
+        snprintf(sumf, sizeof sumf, "%s.K%ld.summary.json", prefix, Ks[j]);
+        if (scm_output_write_json(cfg, c->used, 0, &err)) {
+            fprintf(stderr, "scm compare: %s\n", err.msg);
+            scm_config_free(c);
+            rc = 1;
+            goto out;
+        }
+        char rbuf[32];
+        snprintf(rbuf, sizeof rbuf, "%ld", runs);
+        const char *sargv[20];
+        int sa = 0;
+        sargv[sa++] = "sweep";
+        sargv[sa++] = cfg;
+        sargv[sa++] = "--runs";
+        sargv[sa++] = rbuf;
+        sargv[sa++] = "-o";
+        sargv[sa++] = runsf;
+        sargv[sa++] = "--threads";
+        sargv[sa++] = threads;
+        sargv[sa++] = "--resume";
+        sargv[sa++] = "--summary";
+        sargv[sa++] = sumf;
+        if (seed) {
+            sargv[sa++] = "--seed";
+            sargv[sa++] = seed;
+        }
+        if (fam_for[j]) {
+            sargv[sa++] = "--families";
+            sargv[sa++] = fam_for[j];
+        }
+        if (quiet)
+            sargv[sa++] = "--quiet";
+        sargv[sa] = NULL;
+        if (!quiet)
+            fprintf(stderr, "scm compare: K = %ld, M = %ld: %s\n", Ks[j], M, runsf);
+        int src = scm_cmd_sweep(sa, (char **)sargv);
+        if (src) {
+            scm_config_free(c);
+            rc = src;
+            goto out;
+        }
+        summ[j] = read_json_file(sumf);
+        if (!summ[j]) {
+            fprintf(stderr, "scm compare: cannot read back '%s'\n", sumf);
+            scm_config_free(c);
+            rc = 1;
+            goto out;
+        }
+        cJSON *fo = cJSON_CreateObject();
+        cJSON_AddNumberToObject(fo, "K", (double)Ks[j]);
+        cJSON_AddStringToObject(fo, "config", cfg);
+        cJSON_AddStringToObject(fo, "runs", runsf);
+        cJSON_AddStringToObject(fo, "summary", sumf);
+        if (fam_for[j])
+            cJSON_AddStringToObject(fo, "families", fam_for[j]);
+        else
+            cJSON_AddNullToObject(fo, "families");
+        cJSON_AddItemToArray(files_arr, fo);
+        /* The table column: by matched k1 with families, else by anti count. */
+        const cJSON *S = summ[j];
+        done[j] = (long)cJSON_GetObjectItemCaseSensitive(S, "done")->valuedouble;
+        const int nrows = (int)nrows_max;
+        const cJSON *it;
+        if (fam_for[j]) {
+            cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(S, "classes"))
+            {
+                const cJSON *k1 = cJSON_GetObjectItemCaseSensitive(it, "k1");
+                long n = (long)cJSON_GetObjectItemCaseSensitive(it, "count")->valuedouble;
+                const char *cl = cJSON_GetObjectItemCaseSensitive(it, "class")->valuestring;
+                if (cJSON_IsNumber(k1))
+                    table_add(cnt, nrows + 2, j, nK, (int)k1->valuedouble, n);
+                else
+                    table_add(cnt, nrows + 2, j, nK,
+                              strcmp(cl, "unmatched") == 0 ? nrows : nrows + 1, n);
+            }
+        } else {
+            cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(S, "by_anti"))
+            table_add(cnt, nrows + 2, j, nK,
+                      (int)cJSON_GetObjectItemCaseSensitive(it, "anti")->valuedouble,
+                      (long)cJSON_GetObjectItemCaseSensitive(it, "count")->valuedouble);
+            long conv = (long)cJSON_GetObjectItemCaseSensitive(S, "converged")->valuedouble;
+            table_add(cnt, nrows + 2, j, nK, nrows + 1, done[j] - conv);
+        }
+        /* Families with their losses. */
+        if (fam_for[j]) {
+            scm_sweep_families fams;
+            if (load_families(fam_for[j], &fams, &err) == SCM_OK) {
+                for (int q = 0; q < fams.n; q++) {
+                    cJSON *o = cJSON_CreateObject();
+                    cJSON_AddNumberToObject(o, "K", (double)Ks[j]);
+                    cJSON_AddStringToObject(o, "family", fams.f[q].name);
+                    cJSON_AddNumberToObject(o, "k1", fams.f[q].k1);
+                    cJSON_AddNumberToObject(o, "loss", fams.f[q].eps);
+                    cJSON_AddItemToArray(fam_arr, o);
+                }
+                scm_sweep_families_free(&fams);
+            }
+        }
+        cJSON *ho = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ho, "K", (double)Ks[j]);
+        cJSON_AddItemToObject(ho, "histogram",
+                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(S, "loss_histogram"), 1));
+        cJSON_AddItemToObject(ho, "classes",
+                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(S, "classes"), 1));
+        cJSON_AddItemToArray(hist_arr, ho);
+        /* Loss-vs-time traces of the first runs (recorded trajectories). */
+        scm_model *m = scm_config_model(c, &err);
+        double *Q0 = m ? malloc(sizeof(double) * (size_t)(c->K * c->K)) : NULL;
+        double *R0 = m ? malloc(sizeof(double) * (size_t)(c->K * c->M)) : NULL;
+        uint64_t base = seed ? (uint64_t)strtoull(seed, NULL, 10) : (uint64_t)c->seed;
+        for (int t = 0; m && Q0 && R0 && t < ntr && t < runs; t++) {
+            scm_traj_result tr;
+            if (scm_init_random(m, c->d, c->sigma, scm_sweep_seed(base, t), Q0, R0, &err))
+                break;
+            if (c->scale != 1.0)
+                scm_init_scale(m, c->scale, Q0, R0);
+            scm_traj_opts to = c->traj;
+            to.record = 1;
+            if (scm_traj_run(m, c->rule, Q0, R0, &to, &tr, &err))
+                break;
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "K", (double)Ks[j]);
+            cJSON_AddNumberToObject(o, "index", t);
+            cJSON_AddItemToObject(o, "t", scm_output_vector(tr.out_t, (int)tr.n_out));
+            cJSON_AddItemToObject(o, "eps", scm_output_vector(tr.out_eps, (int)tr.n_out));
+            cJSON_AddItemToArray(trace_arr, o);
+            scm_traj_result_free(&tr);
+        }
+        free(Q0);
+        free(R0);
+        scm_model_free(m);
+        scm_config_free(c);
+    }
+    /* The fraction table. */
+    const int nrows = (int)nrows_max;
+    cJSON_AddStringToObject(report, "command", "compare");
+    cJSON_AddNumberToObject(report, "M", (double)M);
+    cJSON *kc = cJSON_AddArrayToObject(report, "K");
+    for (int j = 0; j < nK; j++)
+        cJSON_AddItemToArray(kc, cJSON_CreateNumber((double)Ks[j]));
+    cJSON_AddNumberToObject(report, "runs", (double)runs);
+    cJSON *tab = cJSON_AddObjectToObject(report, "fractions");
+    cJSON_AddStringToObject(tab, "rows_are",
+                            "k1 (matched family, or anti-aligned count without families), "
+                            "then unmatched, then not_converged; columns K");
+    cJSON *rows = cJSON_AddArrayToObject(tab, "rows");
+    cJSON *cnts = cJSON_AddArrayToObject(tab, "count");
+    cJSON *frs = cJSON_AddArrayToObject(tab, "fraction");
+    cJSON *wis = cJSON_AddArrayToObject(tab, "wilson95");
+    for (int r = 0; r < nrows + 2; r++) {
+        long any = 0;
+        for (int j = 0; j < nK; j++)
+            any += cnt[r * nK + j];
+        if (!any && r < nrows)
+            continue;
+        char name[32];
+        if (r < nrows)
+            snprintf(name, sizeof name, "%d", r);
+        else
+            snprintf(name, sizeof name, "%s", r == nrows ? "unmatched" : "not_converged");
+        cJSON_AddItemToArray(rows, cJSON_CreateString(name));
+        cJSON *cr = cJSON_CreateArray(), *fr = cJSON_CreateArray(), *wr = cJSON_CreateArray();
+        for (int j = 0; j < nK; j++) {
+            long k = cnt[r * nK + j];
+            double lo, hi;
+            scm_sweep_wilson(k, done[j], &lo, &hi);
+            cJSON_AddItemToArray(cr, cJSON_CreateNumber((double)k));
+            cJSON_AddItemToArray(fr, cJSON_CreateNumber(done[j] ? (double)k / (double)done[j] : 0));
+            cJSON *w = cJSON_CreateArray();
+            cJSON_AddItemToArray(w, cJSON_CreateNumber(lo));
+            cJSON_AddItemToArray(w, cJSON_CreateNumber(hi));
+            cJSON_AddItemToArray(wr, w);
+        }
+        cJSON_AddItemToArray(cnts, cr);
+        cJSON_AddItemToArray(frs, fr);
+        cJSON_AddItemToArray(wis, wr);
+    }
+    cJSON_AddItemToObject(report, "families", fam_arr);
+    cJSON_AddItemToObject(report, "histograms", hist_arr);
+    cJSON_AddItemToObject(report, "traces", trace_arr);
+    cJSON_AddItemToObject(report, "files", files_arr);
+    snprintf(path, sizeof path, "%s.json", prefix);
+    scm_error err;
+    if (scm_output_write_json(path, report, 0, &err)) {
+        fprintf(stderr, "scm compare: %s\n", err.msg);
+        rc = 1;
+        goto out;
+    }
+    /* Markdown: the same tables. */
+    snprintf(path, sizeof path, "%s.md", prefix);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    md = fopen(tmp, "w");
+    if (!md) {
+        fprintf(stderr, "scm compare: cannot write '%s': %s\n", tmp, strerror(errno));
+        rc = 1;
+        goto out;
+    }
+    fprintf(md, "# Where training ends: M = %ld, K = ", M);
+    for (int j = 0; j < nK; j++)
+        fprintf(md, "%s%ld", j ? ", " : "", Ks[j]);
+    fprintf(md, "\n\n%ld random initialisations per K.  Fractions of all runs, with 95%% "
+                "Wilson intervals.  Rows: k1 (the matched family where a family list was "
+                "given, else the number of anti-aligned students of a converged run), "
+                "unmatched, not converged.\n\n| k1 |", runs);
+    for (int j = 0; j < nK; j++)
+        fprintf(md, " K = %ld |", Ks[j]);
+    fprintf(md, "\n| --- |");
+    for (int j = 0; j < nK; j++)
+        fprintf(md, " --- |");
+    fprintf(md, "\n");
+    for (int r = 0; r < cJSON_GetArraySize(rows); r++) {
+        fprintf(md, "| %s |", cJSON_GetArrayItem(rows, r)->valuestring);
+        for (int j = 0; j < nK; j++) {
+            const cJSON *w = cJSON_GetArrayItem(cJSON_GetArrayItem(wis, r), j);
+            fprintf(md, " %.4f [%.4f, %.4f] (%.0f) |",
+                    cJSON_GetArrayItem(cJSON_GetArrayItem(frs, r), j)->valuedouble,
+                    cJSON_GetArrayItem(w, 0)->valuedouble, cJSON_GetArrayItem(w, 1)->valuedouble,
+                    cJSON_GetArrayItem(cJSON_GetArrayItem(cnts, r), j)->valuedouble);
+        }
+        fprintf(md, "\n");
+    }
+    fprintf(md, "\n## Classes reached, per K\n\n| K | class | count | fraction | eps range |\n"
+                "| --- | --- | --- | --- | --- |\n");
+    for (int j = 0; j < nK; j++) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(summ[j], "classes"))
+        fprintf(md, "| %ld | %s | %.0f | %.4f | %.10g .. %.10g |\n", Ks[j],
+                cJSON_GetObjectItemCaseSensitive(it, "class")->valuestring,
+                cJSON_GetObjectItemCaseSensitive(it, "count")->valuedouble,
+                cJSON_GetObjectItemCaseSensitive(it, "fraction")->valuedouble,
+                cJSON_GetObjectItemCaseSensitive(it, "eps_min")->valuedouble,
+                cJSON_GetObjectItemCaseSensitive(it, "eps_max")->valuedouble);
+    }
+    fprintf(md, "\n## Converged runs by anti-aligned count, per K\n\n| K | anti | count | fraction |\n"
+                "| --- | --- | --- | --- |\n");
+    for (int j = 0; j < nK; j++) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(summ[j], "by_anti"))
+        fprintf(md, "| %ld | %.0f | %.0f | %.4f |\n", Ks[j],
+                cJSON_GetObjectItemCaseSensitive(it, "anti")->valuedouble,
+                cJSON_GetObjectItemCaseSensitive(it, "count")->valuedouble,
+                cJSON_GetObjectItemCaseSensitive(it, "fraction")->valuedouble);
+    }
+    if (cJSON_GetArraySize(fam_arr) > 0) {
+        fprintf(md, "\n## Families given (lowest 12 losses per K)\n\n| K | family | k1 | loss |\n"
+                    "| --- | --- | --- | --- |\n");
+        for (int j = 0; j < nK; j++) {
+            int shown = 0;
+            double last = -1;
+            for (;;) { /* ascending loss, distinct */
+                double best = INFINITY;
+                const cJSON *bi = NULL, *it;
+                cJSON_ArrayForEach(it, fam_arr)
+                {
+                    double l = cJSON_GetObjectItemCaseSensitive(it, "loss")->valuedouble;
+                    if ((long)cJSON_GetObjectItemCaseSensitive(it, "K")->valuedouble == Ks[j] &&
+                        l > last + 1e-12 && l < best) {
+                        best = l;
+                        bi = it;
+                    }
+                }
+                if (!bi || shown++ >= 12)
+                    break;
+                last = best;
+                fprintf(md, "| %ld | %s | %.0f | %.10g |\n", Ks[j],
+                        cJSON_GetObjectItemCaseSensitive(bi, "family")->valuestring,
+                        cJSON_GetObjectItemCaseSensitive(bi, "k1")->valuedouble, best);
+            }
+        }
+    }
+    fprintf(md, "\nFiles: %s.json; plots with `python3 scripts/plot_compare.py %s.json`.\n",
+            prefix, prefix);
+    if (fclose(md) != 0 || rename(tmp, path) != 0) {
+        md = NULL;
+        fprintf(stderr, "scm compare: cannot write '%s': %s\n", path, strerror(errno));
+        remove(tmp);
+        rc = 1;
+        goto out;
+    }
+    md = NULL;
+    if (!quiet)
+        fprintf(stderr, "scm compare: wrote %s.json and %s.md\n", prefix, prefix);
+    rc = 0;
+out:
+    if (md)
+        fclose(md);
+    for (int j = 0; j < nK; j++)
+        cJSON_Delete(summ[j]);
+    cJSON_Delete(report);
+    free(cnt);
+    free(done);
+    free(text);
+    return rc;
+}

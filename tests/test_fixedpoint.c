@@ -1,0 +1,468 @@
+/* test_fixedpoint.c: the Newton enumeration, checked against computations
+ * of another kind:
+ *  - the published K = M = 7, k1 = 1 point (eps ~ 0.02320, overlap ~ -0.633)
+ *    and, to 12 digits, a BFGS minimisation of the population loss in
+ *    weight space (gradient (1/d)(S W + B W*), weights realised here by a
+ *    Cholesky factor of the Gram matrix) started near it;
+ *  - every solution: full-flow residual, invariance, a Gram matrix that
+ *    model.c's Cholesky check accepts, and a CVODE run from a tiny
+ *    perturbation whose loss agrees with the fixed point's;
+ *  - continuation in M (real group sizes) against a fresh enumeration at
+ *    the end point;
+ *  - the global minimum k1 = 0 (eps = 0 exactly, Q = R = I);
+ *  - the flow from random initial conditions (small K) ends at fixed
+ *    points whose losses are among the enumerated ones. */
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_multimin.h>
+#include <gsl/gsl_rng.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/fixedpoint.h"
+#include "scm/init.h"
+#include "scm/traj.h"
+#include "testutil.h"
+
+static scm_ansatz *load_builtin(const char *name)
+{
+    for (int i = 0; i < scm_ansatz_builtin_count(); i++) {
+        const char *t = scm_ansatz_builtin_text(i, NULL);
+        scm_error e;
+        scm_ansatz *a = scm_ansatz_parse(t, strlen(t), "builtin", &e);
+        if (a && strcmp(scm_ansatz_name(a), name) == 0)
+            return a;
+        scm_ansatz_free(a);
+    }
+    return NULL;
+}
+
+/* W (K x d) and W* (M x d) with W W^T / d = Q etc., from a lower Cholesky
+ * factor L of G = [[T, R^T], [R, Q]] (teachers first), d = K + M:
+ * row i of [W*; W] is sqrt(d) L_i. */
+static int realise(int K, int M, const double *Q, const double *R, double *W, double *Ws)
+{
+    int n = K + M;
+    double *L = calloc((size_t)(n * n), sizeof *L);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            L[i * n + j] = i < M && j < M ? (i == j)
+                           : i < M       ? R[(j - M) * M + i]
+                           : j < M       ? R[(i - M) * M + j]
+                                         : Q[(i - M) * K + (j - M)];
+    for (int i = 0; i < n; i++) { /* semidefinite-tolerant Cholesky */
+        for (int j = 0; j <= i; j++) {
+            double s = L[i * n + j];
+            for (int k = 0; k < j; k++)
+                s -= L[i * n + k] * L[j * n + k];
+            if (i == j)
+                L[i * n + i] = s > 0.0 ? sqrt(s) : 0.0;
+            else
+                L[i * n + j] = L[j * n + j] > 1e-12 ? s / L[j * n + j] : 0.0;
+        }
+        for (int j = i + 1; j < n; j++)
+            L[i * n + j] = 0.0;
+    }
+    double sd = sqrt((double)n);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double v = sd * L[i * n + j];
+            if (i < M)
+                Ws[i * n + j] = v;
+            else
+                W[(i - M) * n + j] = v;
+        }
+    free(L);
+    return n;
+}
+
+typedef struct {
+    scm_flow *fl;
+    int K, M, d;
+    const double *Ws;
+    double *Q, *R, *A, *B;
+} wparams;
+
+static void overlaps(wparams *p, const double *W)
+{
+    int K = p->K, M = p->M, d = p->d;
+    for (int k = 0; k < K; k++) {
+        for (int l = 0; l < K; l++) {
+            double s = 0.0;
+            for (int i = 0; i < d; i++)
+                s += W[k * d + i] * W[l * d + i];
+            p->Q[k * K + l] = s / d;
+        }
+        for (int m = 0; m < M; m++) {
+            double s = 0.0;
+            for (int i = 0; i < d; i++)
+                s += W[k * d + i] * p->Ws[m * d + i];
+            p->R[k * M + m] = s / d;
+        }
+    }
+}
+
+static double w_f(const gsl_vector *w, void *vp)
+{
+    wparams *p = vp;
+    overlaps(p, w->data);
+    double e;
+    if (scm_flow_loss(p->fl, p->Q, p->R, &e))
+        return GSL_NAN;
+    return e;
+}
+
+static void w_df(const gsl_vector *w, void *vp, gsl_vector *g)
+{
+    wparams *p = vp;
+    int K = p->K, M = p->M, d = p->d;
+    overlaps(p, w->data);
+    if (scm_flow_grad(p->fl, p->Q, p->R, NULL, p->A, p->B)) {
+        gsl_vector_set_all(g, GSL_NAN);
+        return;
+    }
+    for (int k = 0; k < K; k++)
+        for (int i = 0; i < d; i++) {
+            double s = 0.0;
+            for (int l = 0; l < K; l++)
+                s += (p->A[k * K + l] + p->A[l * K + k]) * w->data[l * d + i];
+            for (int m = 0; m < M; m++)
+                s += p->B[k * M + m] * p->Ws[m * d + i];
+            g->data[k * d + i] = s / d;
+        }
+}
+
+static void w_fdf(const gsl_vector *w, void *vp, double *f, gsl_vector *g)
+{
+    *f = w_f(w, vp);
+    w_df(w, vp, g);
+}
+
+/* The published point and the weight-space cross-check. */
+static void test_reference_m7(void)
+{
+    scm_ansatz *a = load_builtin("k1");
+    CHECK(a != NULL, "no k1 ansatz");
+    if (!a)
+        return;
+    int K = 7, M = 7;
+    scm_error e;
+    scm_ansatz_inst *in = scm_ansatz_instantiate(a, K, M, 1, &e);
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    scm_fp_set s;
+    scm_fp_set_init(&s);
+    CHECK(scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s, &e) == SCM_OK, "%s", e.msg);
+    int best = -1, ianti = scm_ansatz_inst_find(in, "R[anti,tanti].diag");
+    for (int p = 0; p < s.n; p++) {
+        scm_fp_structure st;
+        scm_fp_classify(in, s.pt[p].x, &st);
+        if (st.n_anti == 1 && st.n_aligned == 6 && (best < 0 || s.pt[p].eps < s.pt[best].eps))
+            best = p;
+    }
+    CHECK(best >= 0, "no k1 = 1 solution with one anti-aligned student");
+    if (best >= 0) {
+        scm_fp_point *p = &s.pt[best];
+        /* the published values, to their quoted digits */
+        CHECK(fabs(p->eps - 0.02320) < 5e-6, "eps = %.10g, published ~ 0.02320", p->eps);
+        CHECK(fabs(p->x[ianti] - (-0.633)) < 5e-4, "overlap %.6g, published ~ -0.633",
+              p->x[ianti]);
+        CHECK(p->res_block < 1e-12 && p->res_full < 1e-12 && p->res_polish < 1e-12,
+              "residuals %g %g %g", p->res_block, p->res_full, p->res_polish);
+        CHECK(p->inv_dev < 1e-14 && p->block_vs_full < 1e-13, "invariance %g, block/full %g",
+              p->inv_dev, p->block_vs_full);
+        /* weight space: perturb, minimise with BFGS, compare */
+        int n = K + M, dim = K * n;
+        double *W = malloc(sizeof(double) * (size_t)(K * n)), *Ws = malloc(sizeof(double) * (size_t)(M * n));
+        realise(K, M, p->Q, p->R, W, Ws);
+        scm_model *m = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, &e);
+        wparams wp = {scm_flow_alloc(m), K, M, n, Ws, malloc(sizeof(double) * 49),
+                      malloc(sizeof(double) * 49), malloc(sizeof(double) * 49),
+                      malloc(sizeof(double) * 49)};
+        gsl_vector *w = gsl_vector_alloc((size_t)dim);
+        gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+        for (int i = 0; i < dim; i++)
+            w->data[i] = W[i] + 1e-3 * (gsl_rng_uniform(r) - 0.5);
+        double e_start = w_f(w, &wp);
+        CHECK(e_start > p->eps, "perturbation raises the loss");
+        gsl_multimin_function_fdf fn = {w_f, w_df, w_fdf, (size_t)dim, &wp};
+        gsl_multimin_fdfminimizer *mn =
+            gsl_multimin_fdfminimizer_alloc(gsl_multimin_fdfminimizer_vector_bfgs2, (size_t)dim);
+        gsl_multimin_fdfminimizer_set(mn, &fn, w, 1e-3, 0.1);
+        /* BFGS stalls in its line search well before round-off; restart it
+         * from its best point until the gradient is below 1e-13 */
+        int it = 0, gst = GSL_CONTINUE;
+        for (int restart = 0; restart < 50 && gst != GSL_SUCCESS; restart++) {
+            gsl_vector_memcpy(w, mn->x);
+            gsl_multimin_fdfminimizer_set(mn, &fn, w, 1e-6, 0.1);
+            do {
+                gst = gsl_multimin_fdfminimizer_iterate(mn);
+                if (gst)
+                    break;
+                gst = gsl_multimin_test_gradient(mn->gradient, 1e-13);
+            } while (gst == GSL_CONTINUE && ++it < 20000);
+        }
+        /* BFGS stalls once loss differences reach round-off (|grad| ~ 1e-8);
+         * finish with plain gradient descent, which needs gradients only */
+        gsl_vector_memcpy(w, mn->x);
+        gsl_vector *g = gsl_vector_alloc((size_t)dim);
+        double eta = 4.0, gn = INFINITY;
+        int gd = 0;
+        for (; gd < 400000; gd++) {
+            w_df(w, &wp, g);
+            double gnew = gsl_blas_dnrm2(g);
+            if (gnew < 1e-13)
+                break;
+            if (gnew > 2.0 * gn)
+                eta *= 0.5;
+            gn = gnew;
+            gsl_blas_daxpy(-eta, g, w);
+        }
+        w_df(w, &wp, g);
+        CHECK(gsl_blas_dnrm2(g) < 1e-13, "weight-space descent: |grad| = %g after %d steps",
+              gsl_blas_dnrm2(g), gd);
+        gsl_vector_free(g);
+        double e_w = w_f(w, &wp);
+        CHECK_CLOSE(e_w, p->eps, 1e-12, 0.0, "weight-space minimum vs fixed point loss");
+        overlaps(&wp, w->data);
+        double dr = 0.0;
+        for (int i = 0; i < K * M; i++)
+            dr = fmax(dr, fabs(wp.R[i] - p->R[i]));
+        CHECK(dr < 1e-5, "weight-space minimum's R differs by %g", dr);
+        printf("M = 7, k1 = 1: eps = %.13g (fixed point), %.13g (BFGS + GD in W, %d BFGS iterations), "
+               "R[anti,tanti] = %.10g\n",
+               p->eps, e_w, it, p->x[ianti]);
+        (void)gst;
+        gsl_multimin_fdfminimizer_free(mn);
+        gsl_vector_free(w);
+        gsl_rng_free(r);
+        free(wp.Q);
+        free(wp.R);
+        free(wp.A);
+        free(wp.B);
+        scm_flow_free(wp.fl);
+        scm_model_free(m);
+        free(W);
+        free(Ws);
+    }
+    scm_fp_set_free(&s);
+    scm_ansatz_inst_free(in);
+    scm_ansatz_free(a);
+}
+
+/* All families at K = M = 5: residuals, PSD, global minimum, CVODE. */
+static void test_all_families(int K, int M, const char *name, double *losses, int *nloss)
+{
+    scm_ansatz *a = load_builtin(name);
+    CHECK(a != NULL, "no %s ansatz", name);
+    if (!a)
+        return;
+    int lo, hi;
+    CHECK(scm_ansatz_applies(a, K, M, &lo, &hi) == 1, "%s applies at %d, %d", name, K, M);
+    scm_model *m = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, NULL);
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    for (int k1 = lo; k1 <= hi; k1++) {
+        scm_error e;
+        scm_ansatz_inst *in = scm_ansatz_instantiate(a, K, M, k1, &e);
+        scm_fp_set s;
+        scm_fp_set_init(&s);
+        CHECK(scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s, &e) == SCM_OK, "%s",
+              e.msg);
+        CHECK(s.n > 0, "%s k1 = %d: no solution", name, k1);
+        int found_zero = 0;
+        for (int p = 0; p < s.n; p++) {
+            scm_fp_point *pt = &s.pt[p];
+            CHECK(pt->res_block < 1e-12 && pt->res_full < 1e-12 && pt->res_polish < 1e-12,
+                  "%s k1=%d eps %.6g: residuals %g %g %g", name, k1, pt->eps, pt->res_block,
+                  pt->res_full, pt->res_polish);
+            CHECK(pt->inv_dev < 1e-13, "invariance defect %g", pt->inv_dev);
+            CHECK(pt->block_vs_full < 1e-13, "block vs full %g", pt->block_vs_full);
+            CHECK_CLOSE(pt->eps_full, pt->eps, 1e-10, 1e-13, "full vs block loss");
+            CHECK(scm_model_check_state(m, pt->Q, pt->R, 1e-8, &e) == SCM_OK,
+                  "model.c rejects a solution's Gram matrix: %s", e.msg);
+            for (int q = 0; q < p; q++) {
+                double d = 0.0;
+                for (int c = 0; c < pt->nsc; c++)
+                    d = fmax(d, fabs(pt->x[c] - s.pt[q].x[c]));
+                CHECK(d >= o.dedup_tol, "duplicate solutions %d, %d", p, q);
+            }
+            if (fabs(pt->eps) < 1e-14)
+                found_zero = 1;
+            if (*nloss < 4096)
+                losses[(*nloss)++] = pt->eps;
+        }
+        if (k1 == 0 && strcmp(name, "k1") == 0)
+            CHECK(found_zero, "k1 = 0 must contain the global minimum eps = 0");
+        /* the lowest solution: CVODE from a tiny perturbation */
+        int best = 0;
+        for (int p = 1; p < s.n; p++)
+            if (s.pt[p].eps < s.pt[best].eps)
+                best = p;
+        if (s.n > 0 && k1 == lo + 1) {
+            scm_fp_point *pt = &s.pt[best];
+            double *Q = malloc(sizeof(double) * (size_t)(K * K + K * M));
+            double *R = Q + K * K;
+            /* perturb in weight space, where the fixed point has zero
+             * gradient: the loss changes at second order only */
+            int d = K + M;
+            double *W = malloc(sizeof(double) * (size_t)(K * d));
+            double *Ws = malloc(sizeof(double) * (size_t)(M * d));
+            realise(K, M, pt->Q, pt->R, W, Ws);
+            for (int i = 0; i < K * d; i++)
+                W[i] += 1e-6 * ((i * 7919) % 13 - 6);
+            wparams wp = {NULL, K, M, d, Ws, Q, R, NULL, NULL};
+            overlaps(&wp, W);
+            free(W);
+            free(Ws);
+            scm_traj_opts to;
+            scm_traj_opts_default(&to);
+            to.t_max = 50.0;
+            to.record = 1;
+            to.grad_stop = 0.0;
+            scm_traj_result res;
+            CHECK(scm_traj_run(m, &scm_rule_gd, Q, R, &to, &res, &e) == SCM_OK, "%s", e.msg);
+            CHECK(res.stop != SCM_STOP_FAILED, "CVODE failed: %s", res.err.msg);
+            CHECK_CLOSE(res.out_eps[0], pt->eps, 0.0, 1e-9, "loss at the perturbed start (second order)");
+            CHECK(res.eps <= pt->eps + 1e-9, "the flow raised the loss: %.12g > %.12g", res.eps,
+                  pt->eps);
+            scm_traj_result_free(&res);
+            free(Q);
+        }
+        scm_fp_set_free(&s);
+        scm_ansatz_inst_free(in);
+    }
+    scm_model_free(m);
+    scm_ansatz_free(a);
+}
+
+/* Continuation from M = 7 to 12 vs a fresh enumeration at M = 12. */
+static void test_continuation(void)
+{
+    scm_ansatz *a = load_builtin("k1");
+    if (!a)
+        return;
+    scm_error e;
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.polish_max_K = 0;
+    double eps_at[2] = {NAN, NAN};
+    double *x7 = NULL;
+    int nsc = 0;
+    for (int w = 0; w < 2; w++) {
+        int M = w ? 12 : 7;
+        scm_ansatz_inst *in = scm_ansatz_instantiate(a, M, M, 1, &e);
+        scm_fp_set s;
+        scm_fp_set_init(&s);
+        scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s, &e);
+        int best = -1;
+        for (int p = 0; p < s.n; p++) {
+            scm_fp_structure st;
+            scm_fp_classify(in, s.pt[p].x, &st);
+            if (st.n_anti == 1 && st.n_aligned == M - 1 &&
+                (best < 0 || s.pt[p].eps < s.pt[best].eps))
+                best = p;
+        }
+        CHECK(best >= 0, "no k1 = 1 family at M = %d", M);
+        if (best >= 0) {
+            eps_at[w] = s.pt[best].eps;
+            if (!w) {
+                nsc = s.pt[best].nsc;
+                x7 = malloc(sizeof(double) * (size_t)nsc);
+                memcpy(x7, s.pt[best].x, sizeof(double) * (size_t)nsc);
+            }
+        }
+        scm_fp_set_free(&s);
+        scm_ansatz_inst_free(in);
+    }
+    if (x7) {
+        scm_fp_branch b;
+        CHECK(scm_fp_continue(a, 0.0, 1.0, 7.0, x7, 12.0, 0.5, &scm_act_relu, &o, &b, &e) ==
+                  SCM_OK,
+              "%s", e.msg);
+        CHECK(!b.ended_early, "branch ended at M = %g: %s", b.M_last, b.why);
+        CHECK(b.n > 0 && b.M[b.n - 1] == 12.0, "branch end");
+        if (b.n > 0)
+            CHECK_CLOSE(b.eps[b.n - 1], eps_at[1], 1e-12, 0.0, "continued vs enumerated at M=12");
+        for (int i = 1; i < b.n; i++)
+            CHECK(b.res[i] < 1e-11, "residual %g at M = %g", b.res[i], b.M[i]);
+        scm_fp_branch_free(&b);
+        free(x7);
+    }
+    scm_ansatz_free(a);
+}
+
+/* Bad options and non-convergence are reported, not aborted on. */
+static void test_errors(void)
+{
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.max_iter = 0;
+    scm_error e;
+    CHECK(scm_fp_opts_check(&o, &e) == SCM_EINVAL && strstr(e.msg, "max_iter"), "max_iter");
+    scm_ansatz *a = load_builtin("k1");
+    if (!a)
+        return;
+    scm_ansatz_inst *in = scm_ansatz_instantiate(a, 5, 5, 2, &e);
+    scm_blockflow *bf = scm_blockflow_alloc(in, &scm_act_relu);
+    scm_fp_opts_default(&o);
+    o.max_iter = 1;
+    double x[32] = {0}, res;
+    for (int c = 0; c < scm_ansatz_inst_nscalars(in); c++)
+        x[c] = 0.3 + 0.01 * c;
+    scm_blockflow_set_q_from_r(bf, x, 0.5);
+    scm_status st = scm_fp_solve(bf, x, &o, &res);
+    CHECK(st == SCM_ENOCONV || st == SCM_ESINGULAR, "one iteration from afar: %s",
+          scm_status_str(st));
+    scm_blockflow_free(bf);
+    scm_ansatz_inst_free(in);
+    scm_ansatz_free(a);
+}
+
+/* The flow from random initial conditions stops at enumerated losses. */
+static void test_random_flow(int K, int M, const double *losses, int nloss, int runs)
+{
+    scm_model *m = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, NULL);
+    double *Q = malloc(sizeof(double) * (size_t)(K * K + K * M)), *R = Q + K * K;
+    scm_traj_opts to;
+    scm_traj_opts_default(&to);
+    to.record = 0;
+    to.t_max = 1e7;
+    int matched = 0, global = 0;
+    for (int s = 1; s <= runs; s++) {
+        scm_error e;
+        scm_init_random(m, 1000, 1.0, (unsigned long)s, Q, R, &e);
+        scm_traj_result res;
+        scm_traj_run(m, &scm_rule_gd, Q, R, &to, &res, &e);
+        if (res.stop == SCM_STOP_EPS || res.eps < 1e-9) {
+            global++;
+        } else if (res.stop == SCM_STOP_FIXED_POINT) {
+            int ok = 0;
+            for (int i = 0; i < nloss && !ok; i++)
+                ok = fabs(losses[i] - res.eps) < 1e-8;
+            CHECK(ok, "K=%d M=%d seed %d: the flow stops at eps %.12g, not enumerated", K, M, s,
+                  res.eps);
+            matched += ok;
+        }
+        scm_traj_result_free(&res);
+    }
+    printf("K = %d, M = %d: %d runs, %d global minima, %d at enumerated spurious points\n", K,
+           M, runs, global, matched);
+    free(Q);
+    scm_model_free(m);
+}
+
+int main(void)
+{
+    gsl_set_error_handler_off();
+    static double losses[4096];
+    int nloss = 0;
+    test_reference_m7();
+    test_errors();
+    test_all_families(5, 5, "k1", losses, &nloss);
+    test_random_flow(5, 5, losses, nloss, 30);
+    nloss = 0;
+    test_all_families(4, 3, "k1_extra", losses, &nloss);
+    test_continuation();
+    return TEST_SUMMARY();
+}
