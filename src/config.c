@@ -281,7 +281,7 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
 {
     static const char *const keys[] = {"method", "linear_solver", "rtol", "atol", "t_max",
                                        "t_first", "n_out", "eps_stop", "grad_stop",
-                                       "max_steps", "psd_tol", "dead_tol", NULL};
+                                       "max_steps", "psd_tol", "dead_tol", "dead_fail", NULL};
     const cJSON *s = NULL;
     scm_status st;
     scm_traj_opts *o = &c->traj;
@@ -318,6 +318,10 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
         (st = get_number(s, "integrator", "psd_tol", o->psd_tol, &o->psd_tol, err)) ||
         (st = get_number(s, "integrator", "dead_tol", o->dead_tol, &o->dead_tol, err)))
         return st;
+    const cJSON *df = s ? cJSON_GetObjectItemCaseSensitive(s, "dead_fail") : NULL;
+    if (df && !cJSON_IsBool(df))
+        return scm_error_set(err, SCM_EINVAL, "'integrator.dead_fail' must be true or false");
+    o->dead_fail = df ? cJSON_IsTrue(df) : 0;
     if ((st = get_integer(s, "integrator", "n_out", o->n_out, 1, 1000000, &x, err)))
         return st;
     o->n_out = (int)x;
@@ -370,6 +374,7 @@ static cJSON *used_json(const scm_config *c)
     cJSON_AddNumberToObject(g, "max_steps", (double)o->max_steps);
     cJSON_AddNumberToObject(g, "psd_tol", o->psd_tol);
     cJSON_AddNumberToObject(g, "dead_tol", o->dead_tol);
+    cJSON_AddBoolToObject(g, "dead_fail", o->dead_fail);
     return root;
 }
 

@@ -32,6 +32,7 @@ void scm_traj_opts_default(scm_traj_opts *o)
     o->max_steps = 1000000;
     o->psd_tol = 1e-6;
     o->dead_tol = 1e-10;
+    o->dead_fail = 0;
     o->record = 1;
 }
 
@@ -82,6 +83,7 @@ void scm_traj_result_free(scm_traj_result *res)
     free(res->out_eps);
     free(res->out_Q);
     free(res->out_R);
+    free(res->dead);
     memset(res, 0, sizeof *res);
 }
 
@@ -170,7 +172,8 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     res->out_eps = malloc(sizeof(double) * (size_t)cap);
     res->out_Q = malloc(sizeof(double) * (size_t)(cap * KK));
     res->out_R = malloc(sizeof(double) * (size_t)(cap * KM));
-    if (!c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
+    res->dead = calloc((size_t)K, sizeof(int));
+    if (!res->dead || !c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
         !res->out_Q || !res->out_R) {
         st = scm_error_set(err, SCM_ENOMEM, "out of memory setting up the trajectory");
         goto fail;
@@ -292,13 +295,22 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             res->stop = SCM_STOP_FAILED;
             break;
         }
-        dk = dead_neuron(m, Q, o->dead_tol);
-        if (dk >= 0) {
-            scm_error_set(&res->err, SCM_EDEAD,
-                          "student %d became a dead ReLU neuron at t = %.6g (Q_kk = %g)", dk, tret,
-                          Q[dk * K + dk]);
-            res->stop = SCM_STOP_FAILED;
-            break;
+        if (m->act == &scm_act_relu) {
+            int died = -1;
+            for (int k = 0; k < K; k++)
+                if (!res->dead[k] && !(Q[k * K + k] >= o->dead_tol)) {
+                    res->dead[k] = 1;
+                    res->n_dead++;
+                    if (died < 0)
+                        died = k;
+                }
+            if (died >= 0 && o->dead_fail) {
+                scm_error_set(&res->err, SCM_EDEAD,
+                              "student %d became a dead ReLU neuron at t = %.6g (Q_kk = %g)", died,
+                              tret, Q[died * K + died]);
+                res->stop = SCM_STOP_FAILED;
+                break;
+            }
         }
         scm_status rs = rule->rhs(c.fl, yv, yd, &eps, c.scratch);
         if (rs) {

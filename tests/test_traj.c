@@ -125,10 +125,20 @@ static void test_stop_reasons(void)
     double Q1[4] = {1, 0, 0, 1}, R1[2] = {1, 0};
     scm_traj_opts_default(&o);
     o.dead_tol = 0.5;
+    o.dead_fail = 1;
     CHECK(scm_traj_run(m, &scm_rule_gd, Q1, R1, &o, &r, &e) == SCM_OK, "run");
     CHECK(r.stop == SCM_STOP_FAILED && r.err.code == SCM_EDEAD, "dead neuron: %s / %s",
           scm_stop_reason_str(r.stop), r.err.msg);
     CHECK(r.Q[3] >= 0.5, "the reported state is the last valid one (Q_22 = %g)", r.Q[3]);
+    scm_traj_result_free(&r);
+    /* without dead_fail the death is recorded and the run goes on to the end */
+    o.dead_fail = 0;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q1, R1, &o, &r, &e) == SCM_OK, "run");
+    CHECK(r.stop != SCM_STOP_FAILED && r.n_dead == 1 && r.dead[1] == 1 && r.dead[0] == 0,
+          "dead neuron recorded: %s, n_dead %d (%s)", scm_stop_reason_str(r.stop), r.n_dead,
+          r.err.msg);
+    CHECK(r.Q[3] < 0.5 && r.eps < 1e-3, "the run went on past the death (Q_22 = %g, eps = %g)",
+          r.Q[3], r.eps);
     scm_traj_result_free(&r);
     scm_model_free(m);
 }

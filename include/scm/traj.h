@@ -4,8 +4,12 @@
  * eps < eps_stop (the global minimum, up to the threshold); max |dy/dtau| <
  * grad_stop (a fixed point); the step budget.  It fails (stop ==
  * SCM_STOP_FAILED, err says why) on a CVODE error, a NaN, a state whose Gram
- * matrix [[Q, R], [R^T, T]] is no longer PSD beyond round-off, or a dead
- * ReLU neuron (Q_kk below dead_tol).  The state is recorded at t = 0 and at
+ * matrix [[Q, R], [R^T, T]] is no longer PSD beyond round-off, or (with
+ * dead_fail) a dead ReLU neuron (Q_kk below dead_tol).  Without dead_fail a
+ * neuron that dies is recorded (res->dead) and the run goes on: with the
+ * subgradient g'(0) = 0 a dead neuron stays dead and the others' flow is
+ * well defined, which is how a spare student of an over-parameterised
+ * student ends.  The state is recorded at t = 0 and at
  * log-spaced times from t_first to t_max, plus the final state. */
 #ifndef SCM_TRAJ_H
 #define SCM_TRAJ_H
@@ -31,6 +35,7 @@ typedef struct {
     long max_steps;   /* budget of internal CVODE steps */
     double psd_tol;   /* relative round-off allowed in the PSD check */
     double dead_tol;  /* a ReLU neuron with Q_kk < dead_tol is dead */
+    int dead_fail;    /* a neuron dying ends the run as a failure */
     int record;       /* record the trajectory (else only the final state) */
 } scm_traj_opts;
 
@@ -59,6 +64,8 @@ typedef struct {
     double *Q, *R;     /* final state, K x K and K x M */
     long n_out;        /* recorded points (including the final one) */
     double *out_t, *out_eps, *out_Q, *out_R; /* n_out entries / matrices */
+    int *dead;         /* K flags: the student died during the run */
+    int n_dead;        /* how many did */
     long n_steps, n_rhs, n_jac_evals, n_lin_iters;
 } scm_traj_result;
 

@@ -69,6 +69,10 @@ static cJSON *result_json(const scm_config *c, const scm_traj_result *r)
     cJSON_AddNumberToObject(fin, "max_abs_F", r->max_F);
     cJSON_AddItemToObject(fin, "Q", scm_output_matrix(r->Q, K, K));
     cJSON_AddItemToObject(fin, "R", scm_output_matrix(r->R, K, M));
+    cJSON *dead = cJSON_AddArrayToObject(fin, "dead_neurons");
+    for (int k = 0; k < K; k++)
+        if (r->dead && r->dead[k])
+            cJSON_AddItemToArray(dead, cJSON_CreateNumber(k));
     cJSON *st = cJSON_AddObjectToObject(root, "solver");
     cJSON_AddNumberToObject(st, "steps", (double)r->n_steps);
     cJSON_AddNumberToObject(st, "rhs_evals", (double)r->n_rhs);
@@ -161,6 +165,9 @@ static void summary(const scm_config *c, const scm_traj_result *r, double secs,
     else
         printf("stopped    %s at t = %.6g (max |dQ/dt, dR/dt| = %.3g)\n",
                scm_stop_reason_str(r->stop), r->t, r->max_F);
+    if (r->n_dead > 0)
+        printf("dead       %d ReLU student%s fell below dead_tol (final.dead_neurons)\n", r->n_dead,
+               r->n_dead > 1 ? "s" : "");
     printf("solver     %ld steps, %ld rhs evaluations, %ld Jacobians, %.3f s\n", r->n_steps,
            r->n_rhs, r->n_jac_evals, secs);
     int show = c->K <= 6 && c->M <= 6;
