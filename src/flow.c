@@ -72,6 +72,24 @@ const scm_model *scm_flow_model(const scm_flow *fl) { return fl->m; }
  * unit (ReLU), whose terms vanish; on the student side it is an error. */
 static int teacher_dead(scm_status st) { return st == SCM_EDEAD; }
 
+/* A ReLU student with Q_kk = 0 exactly is dead: with the subgradient
+ * g'(0) = 0 it contributes nothing to eps and receives no gradient, so it
+ * stays at zero.  Returns 1 for a dead student, 0 for a live one, and -1
+ * for Q_kk = 0 with a non-zero overlap (not a Gram matrix). */
+static int student_dead(const scm_model *m, const double *Q, const double *R, int k)
+{
+    const int K = m->K, M = m->M;
+    if (m->act != &scm_act_relu || Q[k * K + k] != 0.0)
+        return 0;
+    for (int l = 0; l < K; l++)
+        if (Q[k * K + l] != 0.0 || Q[l * K + k] != 0.0)
+            return -1;
+    for (int n = 0; n < M; n++)
+        if (R[k * M + n] != 0.0)
+            return -1;
+    return 1;
+}
+
 scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double *eps,
                          double *A, double *B)
 {
@@ -81,9 +99,18 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
     double e = fl->eps_tt;
     if (A)
         memset(A, 0, sizeof(double) * (size_t)K * (size_t)K);
+    if (B)
+        memset(B, 0, sizeof(double) * (size_t)K * (size_t)M);
     for (int k = 0; k < K; k++) {
+        int dk = student_dead(m, Q, R, k);
+        if (dk < 0)
+            return SCM_ENOTPSD;
+        if (dk)
+            continue;
         for (int l = k; l < K; l++) {
             scm_pair p;
+            if (l > k && student_dead(m, Q, R, l))
+                continue;
             scm_status st = m->act->pair(Q[k * K + k], Q[l * K + l], Q[k * K + l], &p);
             if (st)
                 return st;
@@ -189,6 +216,16 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
     double *G = fl->P; /* G_ik = v_i E[(phi* - phi) g'(lambda_i) lambda_k] */
     scm_status st;
     for (int i = 0; i < K; i++) {
+        int di = student_dead(m, Q, R, i);
+        if (di < 0)
+            return SCM_ENOTPSD;
+        if (di) { /* g'(lambda_i) = 0 */
+            for (int k = 0; k < K; k++)
+                G[i * K + k] = 0.0;
+            for (int n = 0; n < M; n++)
+                FR[i * M + n] = 0.0;
+            continue;
+        }
         for (int k = 0; k < K; k++) {
             double s = 0.0, t;
             for (int n = 0; n < M; n++) {
@@ -199,6 +236,8 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
                 s += vs[n] * t;
             }
             for (int j = 0; j < K; j++) {
+                if (student_dead(m, Q, R, j)) /* g(lambda_j) = 0 */
+                    continue;
                 scm_cov3 C = {Q[i * K + i], Q[k * K + k], Q[j * K + j],
                               Q[i * K + k], Q[i * K + j], Q[k * K + j]};
                 if ((st = i3_term(act, &C, 0, &t)))
@@ -217,6 +256,8 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
                 s += vs[p] * t;
             }
             for (int j = 0; j < K; j++) {
+                if (student_dead(m, Q, R, j))
+                    continue;
                 scm_cov3 C = {Q[i * K + i], T[n * M + n], Q[j * K + j],
                               R[i * M + n], Q[i * K + j], R[j * M + n]};
                 if ((st = i3_term(act, &C, 0, &t)))

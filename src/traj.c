@@ -94,14 +94,48 @@ typedef struct {
     double *scratch;
     scm_status last_rhs_status; /* of the most recent failing call */
     char cvode_msg[256];        /* the last message CVODE wanted to print */
+    const scm_model *m;
+    const int *dead;  /* K flags: students frozen at zero */
+    int n_dead;
+    double *ytmp, *Qs, *Rs; /* room to clean a state of its dead rows */
 } traj_ctx;
+
+/* Zero the rows (and columns) of the dead students. */
+static void zero_dead(const scm_model *m, const int *dead, double *Q, double *R)
+{
+    const int K = m->K, M = m->M;
+    for (int k = 0; k < K; k++)
+        if (dead[k]) {
+            for (int l = 0; l < K; l++)
+                Q[k * K + l] = Q[l * K + k] = 0.0;
+            for (int p = 0; p < M; p++)
+                R[k * M + p] = 0.0;
+        }
+}
+
+/* y with the dead students' entries set to zero, in place. */
+static void clean_state(traj_ctx *c, double *y)
+{
+    if (!c->n_dead)
+        return;
+    c->rule->unpack(c->m, y, c->Qs, c->Rs);
+    zero_dead(c->m, c->dead, c->Qs, c->Rs);
+    c->rule->pack(c->m, c->Qs, c->Rs, y);
+}
 
 static int cvode_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user)
 {
     (void)t;
     traj_ctx *c = user;
-    scm_status st = c->rule->rhs(c->fl, N_VGetArrayPointer(y), N_VGetArrayPointer(ydot), NULL,
-                                 c->scratch);
+    const double *yv = N_VGetArrayPointer(y);
+    if (c->n_dead) {
+        /* CVODE's difference quotients and Newton iterates may perturb the
+         * frozen entries; the flow sees them at zero (and keeps them there). */
+        memcpy(c->ytmp, yv, sizeof(double) * (size_t)c->rule->dim(c->m));
+        clean_state(c, c->ytmp);
+        yv = c->ytmp;
+    }
+    scm_status st = c->rule->rhs(c->fl, yv, N_VGetArrayPointer(ydot), NULL, c->scratch);
     if (st) {
         c->last_rhs_status = st;
         return 1; /* recoverable: CVODE retries with a smaller step */
@@ -131,6 +165,20 @@ static scm_status record_point(scm_traj_result *r, long cap, int K, int M, doubl
     return SCM_OK;
 }
 
+/* Add CVODE's counters (which CVodeReInit resets) to the result's. */
+static void add_counters(void *cv, scm_traj_result *res)
+{
+    long v;
+    if (CVodeGetNumSteps(cv, &v) == CV_SUCCESS)
+        res->n_steps += v;
+    if (CVodeGetNumRhsEvals(cv, &v) == CV_SUCCESS)
+        res->n_rhs += v;
+    if (CVodeGetNumJacEvals(cv, &v) == CV_SUCCESS)
+        res->n_jac_evals += v;
+    if (CVodeGetNumLinIters(cv, &v) == CV_SUCCESS)
+        res->n_lin_iters += v;
+}
+
 /* The first dead ReLU neuron of Q, or -1. */
 static int dead_neuron(const scm_model *m, const double *Q, double tol)
 {
@@ -154,7 +202,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     const long n = rule->dim(m), KK = (long)K * K, KM = (long)K * M;
     long cap = o->record ? o->n_out + 2 : 1;
 
-    traj_ctx c = {rule, NULL, NULL, SCM_OK, ""};
+    traj_ctx c = {rule, NULL, NULL, SCM_OK, "", m, NULL, 0, NULL, NULL, NULL};
     SUNContext ctx = NULL;
     N_Vector y = NULL, yout = NULL, ydot = NULL;
     SUNMatrix J = NULL;
@@ -173,7 +221,11 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     res->out_Q = malloc(sizeof(double) * (size_t)(cap * KK));
     res->out_R = malloc(sizeof(double) * (size_t)(cap * KM));
     res->dead = calloc((size_t)K, sizeof(int));
-    if (!res->dead || !c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
+    c.ytmp = malloc(sizeof(double) * (size_t)n);
+    c.Qs = malloc(sizeof(double) * (size_t)KK);
+    c.Rs = malloc(sizeof(double) * (size_t)KM);
+    c.dead = res->dead;
+    if (!res->dead || !c.ytmp || !c.Qs || !c.Rs || !c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
         !res->out_Q || !res->out_R) {
         st = scm_error_set(err, SCM_ENOMEM, "out of memory setting up the trajectory");
         goto fail;
@@ -279,14 +331,16 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         /* Interpolated output points passed by this step. */
         while (o->record && next < o->n_out && OUT_TIME(next) <= tret) {
             double to = OUT_TIME(next), eo;
-            if (CVodeGetDky(cv, to, 0, yout) != CV_SUCCESS ||
-                rule->rhs(c.fl, yo, yd, &eo, c.scratch) != SCM_OK)
+            int ok = CVodeGetDky(cv, to, 0, yout) == CV_SUCCESS;
+            clean_state(&c, yo);
+            if (!ok || rule->rhs(c.fl, yo, yd, &eo, c.scratch) != SCM_OK)
                 eo = NAN;
             rule->unpack(m, yo, Q, R);
             record_point(res, cap, K, M, to, eo, Q, R);
             next++;
         }
         /* The new state: valid, alive, finite? */
+        clean_state(&c, yv);
         rule->unpack(m, yv, Q, R);
         scm_error chk;
         scm_status vs = scm_model_check_state(m, Q, R, o->psd_tol, &chk);
@@ -310,6 +364,22 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
                               tret, Q[died * K + died]);
                 res->stop = SCM_STOP_FAILED;
                 break;
+            }
+            if (died >= 0) {
+                /* Freeze the dead students exactly at zero, where the flow
+                 * keeps them (flow.h): a vanishing norm would otherwise
+                 * make their correlations, and the steps, ill-conditioned. */
+                c.n_dead = res->n_dead;
+                zero_dead(m, res->dead, Q, R);
+                rule->pack(m, Q, R, yv);
+                add_counters(cv, res);
+                if (CVodeReInit(cv, tret, y) != CV_SUCCESS) {
+                    scm_error_set(&res->err, SCM_ESOLVER,
+                                  "CVodeReInit failed after student %d died at t = %.6g: %s", died,
+                                  tret, c.cvode_msg);
+                    res->stop = SCM_STOP_FAILED;
+                    break;
+                }
             }
         }
         scm_status rs = rule->rhs(c.fl, yv, yd, &eps, c.scratch);
@@ -335,15 +405,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     } else {
         record_point(res, cap, K, M, t, eps, res->Q, res->R);
     }
-    long v;
-    if (CVodeGetNumSteps(cv, &v) == CV_SUCCESS)
-        res->n_steps = v;
-    if (CVodeGetNumRhsEvals(cv, &v) == CV_SUCCESS)
-        res->n_rhs = v;
-    if (CVodeGetNumJacEvals(cv, &v) == CV_SUCCESS)
-        res->n_jac_evals = v;
-    if (CVodeGetNumLinIters(cv, &v) == CV_SUCCESS)
-        res->n_lin_iters = v;
+    add_counters(cv, res);
     st = SCM_OK;
     goto done;
 
@@ -366,6 +428,9 @@ done:
         SUNContext_Free(&ctx);
     scm_flow_free(c.fl);
     free(c.scratch);
+    free(c.ytmp);
+    free(c.Qs);
+    free(c.Rs);
     free(Q);
     free(R);
     return st;

@@ -5,7 +5,8 @@
  *    at random states, for all activations, K != M, non-identity T and
  *    second layers;
  *  - the global minimum is a fixed point with eps = 0;
- *  - error statuses: a dead ReLU neuron, a state beyond Cauchy-Schwarz. */
+ *  - a dead ReLU student (zero row) is the same as no student;
+ *  - error statuses: a state beyond Cauchy-Schwarz, NaN, bad T. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -198,8 +199,9 @@ static void test_errors(void)
     scm_error e;
     scm_model *m = scm_model_alloc(2, 1, &scm_act_relu, NULL, NULL, NULL, &e);
     scm_flow *fl = scm_flow_alloc(m);
-    double Q[4] = {1, 0, 0, 0}, R[2] = {0.5, 0}, FQ[4], FR[2], eps;
-    CHECK(scm_flow_rhs(fl, Q, R, FQ, FR, &eps) == SCM_EDEAD, "dead neuron not reported");
+    double Q[4] = {1, 0.2, 0.2, 0}, R[2] = {0.5, 0}, FQ[4], FR[2], eps;
+    CHECK(scm_flow_rhs(fl, Q, R, FQ, FR, &eps) == SCM_ENOTPSD,
+          "a zero-norm student with a non-zero overlap not reported");
     double Q2[4] = {1, 0, 0, 1}, R2[2] = {1.5, 0};
     CHECK(scm_flow_rhs(fl, Q2, R2, FQ, FR, &eps) == SCM_ENOTPSD, "R beyond Cauchy-Schwarz not reported");
     double Q3[4] = {1, NAN, NAN, 1}, R3[2] = {0.1, 0};
@@ -220,6 +222,51 @@ static void test_errors(void)
     scm_model_free(ms);
 }
 
+/* A dead ReLU student (all-zero row) is the same as no student: eps and the
+ * live rows of F equal those of the model without it, in both forms, and
+ * its own rows are zero. */
+static void test_dead_student(gsl_rng *r)
+{
+    const int K = 3, M = 2, dead = 1;
+    state s = random_state(r, K - 1, M, 6, 0);
+    scm_error e;
+    double v3[3] = {s.v[0], 0.7, s.v[1]};
+    scm_model *m2 = scm_model_alloc(K - 1, M, &scm_act_relu, s.T, s.v, s.vs, &e);
+    scm_model *m3 = scm_model_alloc(K, M, &scm_act_relu, s.T, v3, s.vs, &e);
+    scm_flow *f2 = scm_flow_alloc(m2), *f3 = scm_flow_alloc(m3);
+    double Q3[9] = {0}, R3[6] = {0}, FQ2[4], FR2[4], FQ3[9], FR3[6], GQ3[9], GR3[6], e2, e3;
+    const int live[2] = {0, 2};
+    for (int a = 0; a < 2; a++) {
+        for (int b = 0; b < 2; b++)
+            Q3[live[a] * K + live[b]] = s.Q[a * (K - 1) + b];
+        for (int n = 0; n < M; n++)
+            R3[live[a] * M + n] = s.R[a * M + n];
+    }
+    CHECK(scm_flow_rhs(f2, s.Q, s.R, FQ2, FR2, &e2) == SCM_OK, "K-1 rhs");
+    CHECK(scm_flow_rhs(f3, Q3, R3, FQ3, FR3, &e3) == SCM_OK, "rhs with a dead student");
+    CHECK(scm_flow_rhs_i3(f3, Q3, R3, GQ3, GR3) == SCM_OK, "rhs_i3 with a dead student");
+    CHECK_CLOSE(e3, e2, 1e-14, 0, "eps with a dead student");
+    for (int a = 0; a < 2; a++) {
+        for (int b = 0; b < 2; b++) {
+            CHECK_CLOSE(FQ3[live[a] * K + live[b]], FQ2[a * 2 + b], 1e-13, 1e-15, "F_Q live");
+            CHECK_CLOSE(GQ3[live[a] * K + live[b]], FQ2[a * 2 + b], 1e-13, 1e-15, "I3 F_Q live");
+        }
+        for (int n = 0; n < M; n++) {
+            CHECK_CLOSE(FR3[live[a] * M + n], FR2[a * M + n], 1e-13, 1e-15, "F_R live");
+            CHECK_CLOSE(GR3[live[a] * M + n], FR2[a * M + n], 1e-13, 1e-15, "I3 F_R live");
+        }
+    }
+    for (int j = 0; j < K; j++)
+        CHECK(FQ3[dead * K + j] == 0 && GQ3[dead * K + j] == 0, "dead row of F_Q not zero");
+    for (int n = 0; n < M; n++)
+        CHECK(FR3[dead * M + n] == 0 && GR3[dead * M + n] == 0, "dead row of F_R not zero");
+    scm_flow_free(f2);
+    scm_flow_free(f3);
+    scm_model_free(m2);
+    scm_model_free(m3);
+    free_state(&s);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -228,6 +275,7 @@ int main(void)
     test_matrix_vs_i3(r);
     test_global_minimum();
     test_errors();
+    test_dead_student(r);
     test_loss_mc(r);
     gsl_rng_free(r);
     return TEST_SUMMARY();

@@ -10,9 +10,14 @@
  * provided too, as an independent check and a benchmark baseline.
  *
  * An scm_flow holds the scratch space of these evaluations; one flow per
- * thread.  All functions return SCM_OK, or SCM_EDEAD (a ReLU neuron of zero
- * norm), SCM_ENOTPSD (|Q_kl| or |R_km| beyond the Cauchy-Schwarz bound) or
+ * thread.  All functions return SCM_OK, or SCM_ENOTPSD (|Q_kl| or |R_km|
+ * beyond the Cauchy-Schwarz bound) or
  * SCM_ENAN; on failure the outputs are unspecified.
+ *
+ * A ReLU student with Q_kk = 0 exactly (and all its overlaps 0) is dead:
+ * with the subgradient g'(0) = 0 it contributes nothing and its rows of
+ * A, B, F_Q and F_R are zero, so it stays dead.  Q_kk = 0 with a non-zero
+ * overlap is SCM_ENOTPSD.
  *
  * Q must be symmetric: only its upper triangle is read (A is still the
  * derivative with respect to all K^2 entries, as in MATH.md). */

@@ -6,10 +6,10 @@
  * SCM_STOP_FAILED, err says why) on a CVODE error, a NaN, a state whose Gram
  * matrix [[Q, R], [R^T, T]] is no longer PSD beyond round-off, or (with
  * dead_fail) a dead ReLU neuron (Q_kk below dead_tol).  Without dead_fail a
- * neuron that dies is recorded (res->dead) and the run goes on: with the
- * subgradient g'(0) = 0 a dead neuron stays dead and the others' flow is
- * well defined, which is how a spare student of an over-parameterised
- * student ends.  The state is recorded at t = 0 and at
+ * neuron that dies is recorded (res->dead), set exactly to zero (its row of
+ * Q and R), and the run goes on: with the subgradient g'(0) = 0 a dead
+ * neuron stays dead and the others' flow is well defined, which is how a
+ * spare student of an over-parameterised network ends.  The state is recorded at t = 0 and at
  * log-spaced times from t_first to t_max, plus the final state. */
 #ifndef SCM_TRAJ_H
 #define SCM_TRAJ_H
