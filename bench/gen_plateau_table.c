@@ -25,7 +25,9 @@
  *                             (symmetric perturbations) was checked
  * Residual: max |F_Q|, |F_R| of the full flow at the ansatz point
  * ("full"), after a full-space Newton polish when K <= --polish-max-K and
- * the residual was >= 1e-13 ("full_polished").
+ * the residual was >= 1e-13 ("full_polished").  Points whose residual stays
+ * >= 1e-12 (Newton stalls on some degenerate saddles) are not listed but
+ * counted per (K, M) as unconverged_omitted.
  *
  * Usage: gen_plateau_table [--Mmin 2] [--Mmax 40] [--dK-max 2] [--starts 60]
  *                          [--stab-max-K 20] [--polish-max-K 24]
@@ -248,10 +250,25 @@ int main(int argc, char **argv)
             }
             scm_model *m = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, NULL);
             scm_flow *fl = scm_flow_alloc(m);
-            int n_cand = 0;
+            int n_cand = 0, n_unconv = 0;
             for (int r = 0; r < nord; r++) {
                 sol *s = &L.s[ord[r]];
                 scm_fp_point *pt = s->pt;
+                double res = pt->full ? pt->res_full : pt->res_block;
+                const char *kind = pt->full ? "full" : "block";
+                if (pt->full && K <= polK && res >= 1e-13) {
+                    double pr;
+                    scm_error pe;
+                    scm_fp_polish(fl, pt->Q, pt->R, 6, 1e-15, &pr, &pe);
+                    if (pr < res) {
+                        res = pr;
+                        kind = "full_polished";
+                    }
+                }
+                if (!(res < 1e-12)) { /* not a fixed point to the table's standard */
+                    n_unconv++;
+                    continue;
+                }
                 scm_blockflow *bf = scm_blockflow_alloc(s->in, &scm_act_relu);
                 double bmax = NAN, fmaxe = NAN;
                 scm_fp_block_stability(bf, pt->x, &bmax, NULL);
@@ -269,17 +286,6 @@ int main(int argc, char **argv)
                     cls = "min_candidate_block_only";
                 if (!strncmp(cls, "min", 3))
                     n_cand++;
-                double res = pt->full ? pt->res_full : pt->res_block;
-                const char *kind = pt->full ? "full" : "block";
-                if (pt->full && K <= polK && res >= 1e-13) {
-                    double pr;
-                    scm_error pe;
-                    scm_fp_polish(fl, pt->Q, pt->R, 6, 1e-15, &pr, &pe);
-                    if (pr < res) {
-                        res = pr;
-                        kind = "full_polished";
-                    }
-                }
                 char scal[4096];
                 size_t off = 0;
                 scal[0] = '\0';
@@ -328,17 +334,20 @@ int main(int argc, char **argv)
             cJSON_AddNumberToObject(lv, "specialised_listed", nord);
             cJSON_AddNumberToObject(lv, "min_candidates", n_cand);
             cJSON_AddNumberToObject(lv, "unspecialised_omitted", n_unspec);
+            cJSON_AddNumberToObject(lv, "unconverged_omitted", n_unconv);
             cJSON_AddNumberToObject(lv, "continuation_seeds", nstarts_total);
             cJSON_AddItemToArray(levels, lv);
-            fprintf(stderr, "K=%d M=%d: %d listed (%d min candidates), %d unspecialised omitted, %.2f s\n",
-                    K, M, nord, n_cand, n_unspec, dt);
+            fprintf(stderr,
+                    "K=%d M=%d: %d listed (%d min candidates), %d unspecialised and %d with "
+                    "residual >= 1e-12 omitted, %.2f s\n",
+                    K, M, nord - n_unconv, n_cand, n_unspec, n_unconv, dt);
             level_free(&prev);
             prev = L;
         }
         level_free(&prev);
     }
     fclose(csv);
-    char *txt = cJSON_Print(root);
+    char *txt = cJSON_PrintUnformatted(root);
     FILE *jf = fopen(jsonp, "w");
     if (!jf || fputs(txt, jf) < 0 || fputc('\n', jf) < 0 || fclose(jf)) {
         perror(jsonp);
