@@ -90,12 +90,35 @@ static int student_dead(const scm_model *m, const double *Q, const double *R, in
     return 1;
 }
 
+/* The absolute slack of the Cauchy-Schwarz bound: SCM_FLOW_CS_SLACK times
+ * the largest squared norm of the state, the scale of the integration error
+ * (and of traj's PSD check).  The kernels allow a relative excess only,
+ * which a small student parallel to another exceeds by integration error
+ * alone. */
+static double cs_slack(const scm_model *m, const double *Q)
+{
+    double s = 0.0;
+    for (int k = 0; k < m->K; k++)
+        s = fmax(s, Q[k * m->K + k]);
+    for (int n = 0; n < m->M; n++)
+        s = fmax(s, m->T[n * m->M + n]);
+    return SCM_FLOW_CS_SLACK * s;
+}
+
+/* c clamped onto +-sqrt(ab) when it exceeds the bound by at most tol. */
+static double clamp_cs(double a, double b, double c, double tol)
+{
+    double n = sqrt(a) * sqrt(b);
+    return fabs(c) > n && fabs(c) - n <= tol ? copysign(n, c) : c;
+}
+
 scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double *eps,
                          double *A, double *B)
 {
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
     const double *v = m->v, *vs = m->vs, *T = m->T;
+    const double tol = cs_slack(m, Q);
     double e = fl->eps_tt;
     if (A)
         memset(A, 0, sizeof(double) * (size_t)K * (size_t)K);
@@ -111,7 +134,8 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
             scm_pair p;
             if (l > k && student_dead(m, Q, R, l))
                 continue;
-            scm_status st = m->act->pair(Q[k * K + k], Q[l * K + l], Q[k * K + l], &p);
+            scm_status st = m->act->pair(Q[k * K + k], Q[l * K + l],
+                                         clamp_cs(Q[k * K + k], Q[l * K + l], Q[k * K + l], tol), &p);
             if (st)
                 return st;
             double w = v[k] * v[l];
@@ -130,7 +154,8 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
         }
         for (int n = 0; n < M; n++) {
             scm_pair p;
-            scm_status st = m->act->pair(Q[k * K + k], T[n * M + n], R[k * M + n], &p);
+            scm_status st = m->act->pair(Q[k * K + k], T[n * M + n],
+                                         clamp_cs(Q[k * K + k], T[n * M + n], R[k * M + n], tol), &p);
             if (st && !(teacher_dead(st) && Q[k * K + k] > 0.0))
                 return st;
             double w = v[k] * vs[n];
@@ -195,9 +220,11 @@ scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *
 }
 
 /* I3 with a possibly zero-norm teacher unit as the third argument. */
-static scm_status i3_term(const scm_activation *act, const scm_cov3 *C, int z_is_teacher,
-                          double *out)
+static scm_status i3_term(const scm_activation *act, const scm_cov3 *Cin, int z_is_teacher,
+                          double tol, double *out)
 {
+    scm_cov3 c = *Cin, *C = &c;
+    c.uz = clamp_cs(c.uu, c.zz, c.uz, tol);
     scm_status st = act->i3(C, out);
     if (st && z_is_teacher && teacher_dead(st) && C->uu > 0.0) {
         *out = 0.0;
@@ -213,6 +240,7 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
     const int K = m->K, M = m->M;
     const double *v = m->v, *vs = m->vs, *T = m->T;
     const scm_activation *act = m->act;
+    const double tol = cs_slack(m, Q);
     double *G = fl->P; /* G_ik = v_i E[(phi* - phi) g'(lambda_i) lambda_k] */
     scm_status st;
     for (int i = 0; i < K; i++) {
@@ -231,7 +259,7 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
             for (int n = 0; n < M; n++) {
                 scm_cov3 C = {Q[i * K + i], Q[k * K + k], T[n * M + n],
                               Q[i * K + k], R[i * M + n], R[k * M + n]};
-                if ((st = i3_term(act, &C, 1, &t)))
+                if ((st = i3_term(act, &C, 1, tol, &t)))
                     return st;
                 s += vs[n] * t;
             }
@@ -240,7 +268,7 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
                     continue;
                 scm_cov3 C = {Q[i * K + i], Q[k * K + k], Q[j * K + j],
                               Q[i * K + k], Q[i * K + j], Q[k * K + j]};
-                if ((st = i3_term(act, &C, 0, &t)))
+                if ((st = i3_term(act, &C, 0, tol, &t)))
                     return st;
                 s -= v[j] * t;
             }
@@ -251,7 +279,7 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
             for (int p = 0; p < M; p++) {
                 scm_cov3 C = {Q[i * K + i], T[n * M + n], T[p * M + p],
                               R[i * M + n], R[i * M + p], T[n * M + p]};
-                if ((st = i3_term(act, &C, 1, &t)))
+                if ((st = i3_term(act, &C, 1, tol, &t)))
                     return st;
                 s += vs[p] * t;
             }
@@ -260,7 +288,7 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
                     continue;
                 scm_cov3 C = {Q[i * K + i], T[n * M + n], Q[j * K + j],
                               R[i * M + n], Q[i * K + j], R[j * M + n]};
-                if ((st = i3_term(act, &C, 0, &t)))
+                if ((st = i3_term(act, &C, 0, tol, &t)))
                     return st;
                 s -= v[j] * t;
             }

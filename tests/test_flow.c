@@ -267,6 +267,35 @@ static void test_dead_student(gsl_rng *r)
     free_state(&s);
 }
 
+/* A small student parallel to a large one, its overlap beyond the bound by
+ * integration-error size (1e-9 absolute, 1e-5 of the pair's own scale):
+ * accepted, with the kernel values (eps, A, B) of the state with the
+ * overlap on the bound; a large
+ * excess is still rejected. */
+static void test_cs_clamp(void)
+{
+    scm_error e;
+    scm_model *m = scm_model_alloc(2, 1, &scm_act_relu, NULL, NULL, NULL, &e);
+    scm_flow *fl = scm_flow_alloc(m);
+    const double a = 1.0, b = 1e-8, n = sqrt(a * b);
+    double Qx[4] = {a, n + 1e-9, n + 1e-9, b}, Qn[4] = {a, n, n, b}, R[2] = {0.9, 0.9e-4};
+    double FQx[4], FRx[2], FQn[4], FRn[2], ex, en;
+    CHECK(scm_flow_rhs(fl, Qx, R, FQx, FRx, &ex) == SCM_OK, "small excess rejected");
+    CHECK(scm_flow_rhs(fl, Qn, R, FQn, FRn, &en) == SCM_OK, "state on the bound");
+    CHECK(ex == en, "eps with a clamped overlap %.17g differs from the one on the bound %.17g", ex, en);
+    /* the kernels see the clamped overlap: A and B equal exactly (F differs,
+     * as it multiplies Q itself) */
+    double Ax[4], Bx[2], An[4], Bn[2];
+    CHECK(scm_flow_grad(fl, Qx, R, NULL, Ax, Bx) == SCM_OK && scm_flow_grad(fl, Qn, R, NULL, An, Bn) == SCM_OK,
+          "grad status");
+    CHECK(memcmp(Ax, An, sizeof Ax) == 0 && memcmp(Bx, Bn, sizeof Bx) == 0,
+          "A, B with a clamped overlap differ from those on the bound");
+    double Qbig[4] = {a, n + 1e-4, n + 1e-4, b};
+    CHECK(scm_flow_rhs(fl, Qbig, R, FQx, FRx, &ex) == SCM_ENOTPSD, "a large excess accepted");
+    scm_flow_free(fl);
+    scm_model_free(m);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -276,6 +305,7 @@ int main(void)
     test_global_minimum();
     test_errors();
     test_dead_student(r);
+    test_cs_clamp();
     test_loss_mc(r);
     gsl_rng_free(r);
     return TEST_SUMMARY();

@@ -19,12 +19,19 @@
  * A, B, F_Q and F_R are zero, so it stays dead.  Q_kk = 0 with a non-zero
  * overlap is SCM_ENOTPSD.
  *
+ * An overlap beyond the Cauchy-Schwarz bound |c| <= sqrt(ab) by at most
+ * SCM_FLOW_CS_SLACK times the largest squared norm of the state (Q_kk,
+ * T_mm) is clamped onto the bound: integration error of a small student
+ * parallel to another (or to a teacher) lands there.
+ *
  * Q must be symmetric: only its upper triangle is read (A is still the
  * derivative with respect to all K^2 entries, as in MATH.md). */
 #ifndef SCM_FLOW_H
 #define SCM_FLOW_H
 
 #include "scm/model.h"
+
+#define SCM_FLOW_CS_SLACK 1e-6
 
 typedef struct scm_flow scm_flow;
 

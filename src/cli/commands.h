@@ -9,6 +9,7 @@
 int scm_cmd_run(int argc, char **argv);
 int scm_cmd_fixed_points(int argc, char **argv);
 int scm_cmd_sweep(int argc, char **argv);
+int scm_cmd_stability(int argc, char **argv);
 int scm_cmd_merge(int argc, char **argv);
 int scm_cmd_compare(int argc, char **argv);
 

@@ -1,0 +1,196 @@
+/* stability.h: stability of fixed points of the flow (MATH.md section 6),
+ * by two complementary tests (derivations in docs/stability.md):
+ *
+ *  - spectral: the weight-space Hessian of the population loss at a
+ *    realisation W of (Q, R) in dimension d, in closed form (second
+ *    derivatives of the pair kernels through the chain rule of the
+ *    quadratic forms a = |w_k|^2/d, b, c = w_k.w_l/d) and by central
+ *    differences of the closed-form gradient scm_weights_grad; its
+ *    eigenvalues (GSL) with counts of negative, zero and positive ones,
+ *    and the number of zero modes the symmetries of the loss predict; plus
+ *    the largest real part of the eigenvalues of the Jacobian of
+ *    (F_Q, F_R) (scm_fp_full_stability);
+ *  - perturbation (the literature's protocol): add xi ~ N(0, sigma^2 I) to
+ *    W, run N steps of gradient descent W <- W - eta d grad eps(W) (the
+ *    time-discretised flow dW/dtau = -d grad eps of weights.h, so N steps
+ *    of eta cover tau = N eta), map back to (Q, R) and measure the
+ *    distance to the fixed point; then integrate the (Q, R) flow with
+ *    CVODE from the perturbed overlaps for a long time and classify where
+ *    it ends by its loss.
+ *
+ * Smoothness (ReLU).  The loss is not differentiable where a student has
+ * zero norm (dead).  Where two students are parallel or antiparallel, or a
+ * student is (anti)parallel to a teacher, the loss is C^2 in weight space
+ * but not C^3 (the kernel's angular part has a |angle|^3 term), so the
+ * Hessian exists, but the closed form, whose (a, b, c) second derivatives
+ * diverge like 1/sqrt(ab - c^2), cannot be evaluated there: the central
+ * differences of the gradient are used instead (the global minimum Q = R
+ * = I is such a point).  A dead student leaves the Hessian undefined and
+ * the perturbation test decides alone.
+ *
+ * Nothing here prints, exits or uses global state; GSL's error handler
+ * must be switched off (or replaced) by the program. */
+#ifndef SCM_STABILITY_H
+#define SCM_STABILITY_H
+
+#include "scm/flow.h"
+
+/* ---- smoothness ---- */
+
+typedef struct {
+    int n_dead;        /* students with Q_kk <= tol * max(1, max diag) */
+    int n_par_ss;      /* student pairs with |rho_kl| >= 1 - tol */
+    int n_par_st;      /* student-teacher pairs with |R_km| / sqrt(Q_kk T_mm) >= 1 - tol */
+    int smooth;        /* 1 if the Hessian exists (no dead student; ReLU only) */
+    int closed_form;   /* 1 if the closed-form Hessian can be evaluated */
+    char what[256];    /* the first offending neuron(s), for messages */
+} scm_stab_smooth;
+
+/* Classify (Q, R) for activation m->act (only ReLU has non-smooth points;
+ * erf and linear are always smooth).  tol: e.g. 1e-9 (relative). */
+void scm_stab_smoothness(const scm_model *m, const double *Q, const double *R, double tol,
+                         scm_stab_smooth *s);
+
+/* ---- zero modes from symmetries ---- */
+
+typedef struct {
+    int rank_T;      /* numerical rank of T: the teacher span */
+    int p;           /* rank of the students' components outside the teacher span */
+    long rotation;   /* orbit of O(d - rank_T): p (d - rank_T) - p (p + 1) / 2 */
+    long homogeneity;/* ReLU: sum over groups of n positively parallel students of n - 1 */
+    long linear;     /* linear: (K - 1) d (eps depends on sum_k v_k w_k only), else 0 */
+    long total;      /* the predicted number of zero eigenvalues of the Hessian */
+} scm_stab_zero_modes;
+
+/* The zero modes the symmetries of the loss predict at a critical point
+ * (Q, R) realised in dimension d (docs/stability.md): rotations of the
+ * complement of the teacher span fixing the teachers, positive
+ * homogeneity of ReLU within a group of parallel students, and for linear
+ * units every W with the same v^T W.  tol (relative) decides ranks and
+ * parallelism.  SCM_EINVAL if d < rank_T + p; SCM_ENOMEM. */
+scm_status scm_stab_predict_zero_modes(const scm_model *m, const double *Q, const double *R,
+                                       long d, double tol, scm_stab_zero_modes *z);
+
+/* ---- Hessian ---- */
+
+/* The Hessian H ((K d) x (K d), row-major, index k d + i) of eps at W
+ * (K x d) with teachers Ws (M x d, realising m->T), in closed form.
+ * SCM_ESINGULAR (err names the pair) where a ReLU kernel is evaluated at
+ * a correlation |rho| > 1 - 1e-12 in sqrt(1 - rho^2) terms, i.e.
+ * sqrt(1 - rho^2) < 1e-6 (parallel neurons: the Hessian exists but the
+ * closed form does not evaluate; use scm_stab_hessian_fd); SCM_EDEAD at a
+ * dead ReLU student; SCM_EINVAL for an activation without second
+ * derivatives here; SCM_ENOMEM. */
+scm_status scm_stab_hessian(scm_flow *fl, long d, const double *W, const double *Ws, double *H,
+                            scm_error *err);
+
+/* The same by central differences of scm_weights_grad with step h (in
+ * units of the weight entries; h <= 0: 1e-5 max(1, max |W|)).  Not
+ * symmetrised.  Status of scm_weights_grad at the first failing probe. */
+scm_status scm_stab_hessian_fd(scm_flow *fl, long d, const double *W, const double *Ws, double h,
+                               double *H, scm_error *err);
+
+typedef struct {
+    int n, n_neg, n_zero, n_pos;
+    double zero_tol;   /* |lambda| <= zero_tol counts as zero: rel_tol * max |lambda| */
+    double asym;       /* max |H_ij - H_ji| / max |H_ij| of the input */
+} scm_stab_counts;
+
+/* Eigenvalues (ascending, into eval[n]) of the symmetric part of H (n x n)
+ * by gsl_eigen_symm, and their counts with zero threshold
+ * rel_tol * max |lambda|.  SCM_ENOMEM, SCM_ENAN (non-finite H), SCM_ESOLVER. */
+scm_status scm_stab_spectrum(const double *H, int n, double rel_tol, double *eval,
+                             scm_stab_counts *c);
+
+/* ---- the perturbation test and the whole analysis ---- */
+
+#define SCM_STAB_MAX_SIGMA 8
+#define SCM_STAB_N_SMALL 8 /* smallest Hessian eigenvalues reported */
+
+typedef struct {
+    long d;              /* dimension of the realisation; <= 0: K + M */
+    int n_steps;         /* GD steps (1000) */
+    double eta;          /* GD step, in flow time tau (0.01) */
+    int n_sigma;         /* number of sigma values */
+    double sigma[SCM_STAB_MAX_SIGMA]; /* 1e-4, 1e-3, 1e-2, 1e-1 */
+    int n_trials;        /* trials per sigma (10) */
+    unsigned long seed;  /* of the perturbations (1) */
+    int run_flow;        /* also run the CVODE flow from each perturbed point (1) */
+    double t_max;        /* of those runs (1e5) */
+    double same_tol;     /* "same point": |eps_end - eps_fp| <= same_tol (1e-8) */
+    double global_tol;   /* "global minimum": eps_end < global_tol (1e-10) */
+    double verdict_sigma_max; /* sigmas above this do not enter the verdict (1e-2) */
+    double zero_rel_tol; /* Hessian zero threshold, relative (1e-6) */
+    double smooth_tol;   /* parallelism / death threshold, relative (1e-9) */
+    int hessian;         /* compute the Hessian (1) */
+    int jacobian;        /* compute the (F_Q, F_R) Jacobian's eigenvalues (1) */
+} scm_stab_opts;
+
+void scm_stab_opts_default(scm_stab_opts *o);
+scm_status scm_stab_opts_check(const scm_stab_opts *o, scm_error *err);
+
+typedef enum {
+    SCM_DEST_SAME,       /* the flow ends at the fixed point's loss (to same_tol) */
+    SCM_DEST_GLOBAL,     /* eps < global_tol (and the point is not the global minimum) */
+    SCM_DEST_OTHER,      /* another loss */
+    SCM_DEST_FAILED      /* the integration failed */
+} scm_stab_dest;
+const char *scm_stab_dest_str(scm_stab_dest d); /* "same", "global_min", "other", "failed" */
+
+typedef enum { SCM_VERDICT_STABLE, SCM_VERDICT_UNSTABLE, SCM_VERDICT_UNDECIDED } scm_verdict;
+const char *scm_verdict_str(scm_verdict v); /* "stable", "unstable", "undecided" */
+
+typedef enum {
+    SCM_HVERDICT_MIN,          /* no negative eigenvalue, zeros = predicted symmetry modes */
+    SCM_HVERDICT_SADDLE,       /* a negative eigenvalue */
+    SCM_HVERDICT_DEGENERATE,   /* no negative one, more zeros than symmetries explain */
+    SCM_HVERDICT_INCONSISTENT, /* fewer zeros than predicted (not a critical point?) */
+    SCM_HVERDICT_NONE          /* no Hessian (non-smooth point, or not computed) */
+} scm_hverdict;
+const char *scm_hverdict_str(scm_hverdict v);
+
+/* One sigma: the trials' results. */
+typedef struct {
+    double sigma;
+    int n;                   /* trials */
+    double dist0_med, dist0_max;    /* max |dQ|, |dR| right after the perturbation */
+    double dist_med, dist_max;      /* ... after the GD steps */
+    double deps_med, deps_max;      /* eps after GD - eps at the fixed point */
+    int n_grew;              /* trials whose distance grew during GD */
+    int n_same, n_global, n_other, n_failed; /* flow destinations */
+    int n_unsettled;         /* flow runs that ended at t_max or max_steps */
+    double other_eps_min, other_eps_max; /* losses of the "other" destinations */
+    double flow_eps_med;     /* median final loss of the flow runs */
+    scm_verdict verdict;     /* this sigma alone */
+} scm_stab_row;
+
+typedef struct {
+    double eps;              /* loss of the fixed point */
+    double residual;         /* max |F_Q|, |F_R| there */
+    long d;
+    scm_stab_smooth smooth;
+    scm_stab_zero_modes zm;
+    int hessian_done;        /* 1 if the Hessian was computed */
+    int hessian_closed;      /* 1 if by the closed form (else central differences) */
+    double hessian_fd_diff;  /* max |closed - FD| / max |H|, when both were computed */
+    scm_stab_counts counts;
+    double eval_small[SCM_STAB_N_SMALL]; /* smallest eigenvalues (n_small of them) */
+    int n_small;
+    double eval_max;
+    scm_hverdict hverdict;
+    int jacobian_done;
+    double jac_re_max, jac_re_min;
+    int n_rows;
+    scm_stab_row rows[SCM_STAB_MAX_SIGMA];
+    scm_verdict verdict;     /* the perturbation test's verdict */
+    int agree;               /* 1 if the Hessian verdict (min/saddle) agrees with it,
+                                0 if they disagree, -1 if not comparable */
+} scm_stab_result;
+
+/* Analyse the fixed point (Q, R) of model m.  Returns SCM_OK when res is
+ * meaningful; an error (err filled) for bad options, a state that cannot
+ * be realised (not PSD), or no memory. */
+scm_status scm_stab_analyse(const scm_model *m, const double *Q, const double *R,
+                            const scm_stab_opts *o, scm_stab_result *res, scm_error *err);
+
+#endif

@@ -1,0 +1,793 @@
+/* stability.c: Hessian, zero modes, perturbation test; see stability.h and
+ * docs/stability.md (the derivations of the second derivatives of the pair
+ * kernels and of the orbit dimension live there). */
+#include "scm/stability.h"
+
+#include <gsl/gsl_eigen.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/fixedpoint.h"
+#include "scm/traj.h"
+#include "scm/weights.h"
+
+/* Below this sqrt(1 - rho^2) the ReLU closed form is refused (its 1/s terms
+ * cancel to O(1): round-off ~ 1e-16 / s). */
+#define SCM_STAB_SREL_MIN 1e-6
+
+/* ---- small helpers ---- */
+
+static double *dalloc(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *x, int n)
+{
+    if (n <= 0)
+        return NAN;
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static double vmax(const double *x, int n)
+{
+    double m = -INFINITY;
+    for (int i = 0; i < n; i++)
+        m = fmax(m, x[i]);
+    return n ? m : NAN;
+}
+
+/* Eigenvalues (ascending) of the symmetric n x n matrix A (destroyed). */
+static scm_status sym_eigs(double *A, int n, double *eval)
+{
+    gsl_matrix_view Av = gsl_matrix_view_array(A, (size_t)n, (size_t)n);
+    gsl_vector_view ev = gsl_vector_view_array(eval, (size_t)n);
+    gsl_eigen_symm_workspace *w = gsl_eigen_symm_alloc((size_t)n);
+    if (!w)
+        return SCM_ENOMEM;
+    int g = gsl_eigen_symm(&Av.matrix, &ev.vector, w);
+    gsl_eigen_symm_free(w);
+    if (g)
+        return SCM_ESOLVER;
+    qsort(eval, (size_t)n, sizeof *eval, cmp_double);
+    return SCM_OK;
+}
+
+/* ---- smoothness ---- */
+
+void scm_stab_smoothness(const scm_model *m, const double *Q, const double *R, double tol,
+                         scm_stab_smooth *s)
+{
+    const int K = m->K, M = m->M;
+    memset(s, 0, sizeof *s);
+    s->smooth = s->closed_form = 1;
+    if (m->act != &scm_act_relu)
+        return;
+    double qmax = 1.0;
+    for (int k = 0; k < K; k++)
+        qmax = fmax(qmax, Q[k * K + k]);
+    char *w = s->what;
+    size_t left = sizeof s->what;
+    for (int k = 0; k < K; k++)
+        if (!(Q[k * K + k] > tol * qmax)) {
+            if (!s->n_dead++ && left > 1)
+                snprintf(w, left, "student %d is dead (Q_kk = %.3g)", k, Q[k * K + k]);
+        }
+    for (int k = 0; k < K; k++) {
+        if (!(Q[k * K + k] > tol * qmax))
+            continue;
+        for (int l = k + 1; l < K; l++) {
+            if (!(Q[l * K + l] > tol * qmax))
+                continue;
+            double rho = Q[k * K + l] / sqrt(Q[k * K + k] * Q[l * K + l]);
+            if (fabs(rho) >= 1.0 - tol && !s->n_par_ss++ && !s->n_dead)
+                snprintf(w, left, "students %d and %d are %s (rho = %.15g)", k, l,
+                         rho > 0 ? "parallel" : "antiparallel", rho);
+        }
+        for (int n = 0; n < M; n++) {
+            double tn = m->T[n * M + n];
+            if (!(tn > 0.0))
+                continue;
+            double rho = R[k * M + n] / sqrt(Q[k * K + k] * tn);
+            if (fabs(rho) >= 1.0 - tol && !s->n_par_st++ && !s->n_dead && !s->n_par_ss)
+                snprintf(w, left, "student %d is %s to teacher %d (rho = %.15g)", k,
+                         rho > 0 ? "parallel" : "antiparallel", n, rho);
+        }
+    }
+    s->smooth = s->n_dead == 0;
+    s->closed_form = s->smooth && s->n_par_ss == 0 && s->n_par_st == 0;
+}
+
+/* ---- zero modes ---- */
+
+scm_status scm_stab_predict_zero_modes(const scm_model *m, const double *Q, const double *R,
+                                       long d, double tol, scm_stab_zero_modes *z)
+{
+    const int K = m->K, M = m->M;
+    memset(z, 0, sizeof *z);
+    double *T = dalloc((size_t)M * M), *U = dalloc((size_t)M * M), *lt = dalloc((size_t)M);
+    double *P = dalloc((size_t)K * K), *lp = dalloc((size_t)K), *RU = dalloc((size_t)K * M);
+    scm_status st = SCM_OK;
+    if (!T || !U || !lt || !P || !lp || !RU) {
+        st = SCM_ENOMEM;
+        goto out;
+    }
+    /* T = U diag(lt) U^T; the out-of-span Gram P = Q - R T^+ R^T. */
+    memcpy(T, m->T, sizeof *T * (size_t)M * M);
+    {
+        gsl_matrix_view Tv = gsl_matrix_view_array(T, (size_t)M, (size_t)M);
+        gsl_matrix_view Uv = gsl_matrix_view_array(U, (size_t)M, (size_t)M);
+        gsl_vector_view lv = gsl_vector_view_array(lt, (size_t)M);
+        gsl_eigen_symmv_workspace *w = gsl_eigen_symmv_alloc((size_t)M);
+        if (!w) {
+            st = SCM_ENOMEM;
+            goto out;
+        }
+        int g = gsl_eigen_symmv(&Tv.matrix, &lv.vector, &Uv.matrix, w);
+        gsl_eigen_symmv_free(w);
+        if (g) {
+            st = SCM_ESOLVER;
+            goto out;
+        }
+    }
+    double tmax = 0.0;
+    for (int i = 0; i < M; i++)
+        tmax = fmax(tmax, fabs(lt[i]));
+    for (int i = 0; i < M; i++)
+        z->rank_T += lt[i] > tol * tmax;
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < M; j++) {
+            double s = 0.0;
+            for (int i = 0; i < M; i++)
+                s += R[k * M + i] * U[i * M + j];
+            RU[k * M + j] = s;
+        }
+    double qmax = 0.0;
+    for (int k = 0; k < K; k++)
+        qmax = fmax(qmax, Q[k * K + k]);
+    for (int k = 0; k < K; k++)
+        for (int l = 0; l < K; l++) {
+            double s = Q[k * K + l];
+            for (int j = 0; j < M; j++)
+                if (lt[j] > tol * tmax)
+                    s -= RU[k * M + j] * RU[l * M + j] / lt[j];
+            P[k * K + l] = s;
+        }
+    if ((st = sym_eigs(P, K, lp)))
+        goto out;
+    /* P is a difference of O(1) numbers: its round-off floor is ~1e-15 qmax. */
+    double ptol = fmax(tol, 1e-12) * fmax(qmax, 1e-300);
+    for (int k = 0; k < K; k++)
+        z->p += lp[k] > ptol;
+    if (d < z->rank_T + z->p) {
+        st = SCM_EINVAL;
+        goto out;
+    }
+    long n = d - z->rank_T, p = z->p;
+    z->rotation = p * n - p * (p + 1) / 2;
+    if (m->act == &scm_act_relu) {
+        /* groups of positively parallel live students: union by first member */
+        int *grp = malloc(sizeof *grp * (size_t)(K ? K : 1));
+        if (!grp) {
+            st = SCM_ENOMEM;
+            goto out;
+        }
+        for (int k = 0; k < K; k++)
+            grp[k] = k;
+        for (int k = 0; k < K; k++) {
+            if (!(Q[k * K + k] > tol * fmax(qmax, 1.0)))
+                continue;
+            for (int l = k + 1; l < K; l++)
+                if (Q[l * K + l] > tol * fmax(qmax, 1.0) && grp[l] == l &&
+                    Q[k * K + l] / sqrt(Q[k * K + k] * Q[l * K + l]) >= 1.0 - tol)
+                    grp[l] = grp[k];
+        }
+        for (int k = 0; k < K; k++)
+            z->homogeneity += grp[k] != k;
+        free(grp);
+    }
+    if (m->act == &scm_act_linear) {
+        int any = 0;
+        for (int k = 0; k < K; k++)
+            any |= m->v[k] != 0.0;
+        z->linear = any ? (long)(K - 1) * d : (long)K * d;
+    }
+    /* For linear units the rotations and the homogeneity lie inside the
+     * (K - 1) d-dimensional set of W with the same v^T W. */
+    z->total = z->linear ? z->linear : z->rotation + z->homogeneity;
+out:
+    free(T);
+    free(U);
+    free(lt);
+    free(P);
+    free(lp);
+    free(RU);
+    return st;
+}
+
+/* ---- Hessian, closed form ---- */
+
+/* Second derivatives of the pair kernel f(a, b, c) (docs/stability.md). */
+typedef struct {
+    double aa, ab, ac, bb, bc, cc;
+} pair2;
+
+static scm_status kernel2(const scm_activation *act, double a, double b, double c, pair2 *o)
+{
+    *o = (pair2){0, 0, 0, 0, 0, 0};
+    if (act == &scm_act_linear)
+        return SCM_OK;
+    if (act == &scm_act_relu) {
+        if (!(a > 0.0) || !(b > 0.0))
+            return SCM_EDEAD;
+        double ab = a * b, s2 = ab - c * c;
+        double s = sqrt(fmax(s2, 0.0));
+        if (!(s >= SCM_STAB_SREL_MIN * sqrt(ab)))
+            return SCM_ESINGULAR;
+        const double p4 = 4.0 * M_PI;
+        o->cc = 1.0 / (2.0 * M_PI * s);
+        o->ac = -c / (p4 * a * s);
+        o->bc = -c / (p4 * b * s);
+        o->ab = 1.0 / (2.0 * p4 * s);
+        o->aa = (c * c - 0.5 * ab) / (p4 * a * a * s);
+        o->bb = (c * c - 0.5 * ab) / (p4 * b * b * s);
+        return SCM_OK;
+    }
+    if (act == &scm_act_erf) {
+        double D = (1.0 + a) * (1.0 + b) - c * c;
+        if (!(D > 0.0))
+            return SCM_ENOTPSD;
+        double D12 = sqrt(D), D32 = D * D12;
+        o->cc = (2.0 / M_PI) * c / D32;
+        o->ac = -(1.0 + b) / (M_PI * D32);
+        o->bc = -(1.0 + a) / (M_PI * D32);
+        o->ab = c / (2.0 * M_PI * D32);
+        o->aa = (c / M_PI) * (1.0 / ((1.0 + a) * (1.0 + a) * D12) + (1.0 + b) / (2.0 * (1.0 + a) * D32));
+        o->bb = (c / M_PI) * (1.0 / ((1.0 + b) * (1.0 + b) * D12) + (1.0 + a) / (2.0 * (1.0 + b) * D32));
+        return SCM_OK;
+    }
+    return SCM_EINVAL;
+}
+
+/* h''(a) for h(a) = f(a, a, a) (the diagonal term: all three slots move). */
+static double diag2(const scm_activation *act, double a)
+{
+    if (act == &scm_act_erf)
+        return -(2.0 / M_PI) * (2.0 + 3.0 * a) / ((1.0 + a) * (1.0 + a) * pow(1.0 + 2.0 * a, 1.5));
+    return 0.0; /* ReLU: f(a, a, a) = a / 2; linear: a */
+}
+
+/* H[block (k, l)] += alpha x y^T */
+static void add_outer(double *H, long Kd, long d, int k, int l, double alpha, const double *x,
+                      const double *y)
+{
+    if (alpha == 0.0)
+        return;
+    for (long i = 0; i < d; i++) {
+        double ax = alpha * x[i];
+        double *row = H + (k * d + i) * Kd + l * d;
+        for (long j = 0; j < d; j++)
+            row[j] += ax * y[j];
+    }
+}
+
+/* H[block (k, l)] += alpha I */
+static void add_eye(double *H, long Kd, long d, int k, int l, double alpha)
+{
+    for (long i = 0; i < d; i++)
+        H[(k * d + i) * Kd + l * d + i] += alpha;
+}
+
+scm_status scm_stab_hessian(scm_flow *fl, long d, const double *W, const double *Ws, double *H,
+                            scm_error *err)
+{
+    const scm_model *m = scm_flow_model(fl);
+    const int K = m->K, M = m->M;
+    const scm_activation *act = m->act;
+    if (d < 1)
+        return scm_error_set(err, SCM_EINVAL, "the dimension d must be >= 1, got %ld", d);
+    if (act != &scm_act_relu && act != &scm_act_erf && act != &scm_act_linear)
+        return scm_error_set(err, SCM_EINVAL, "no second derivatives for activation '%s'",
+                             act->name);
+    const long Kd = (long)K * d;
+    double *Q = dalloc((size_t)K * K), *R = dalloc((size_t)K * M);
+    if (!Q || !R) {
+        free(Q);
+        free(R);
+        return scm_error_set(err, SCM_ENOMEM, "out of memory in the Hessian");
+    }
+    scm_weights_overlaps(m, d, W, Ws, Q, R);
+    memset(H, 0, sizeof *H * (size_t)Kd * (size_t)Kd);
+    const double id = 1.0 / (double)d;
+    scm_status st = SCM_OK;
+    for (int k = 0; k < K && !st; k++) {
+        const double *wk = W + (long)k * d;
+        /* diagonal term 1/2 v_k^2 h(a), a = |w_k|^2 / d */
+        {
+            scm_pair p;
+            if ((st = act->pair(Q[k * K + k], Q[k * K + k], Q[k * K + k], &p))) {
+                scm_error_set(err, st, "student %d: pair kernel at (%g, %g, %g) failed", k,
+                              Q[k * K + k], Q[k * K + k], Q[k * K + k]);
+                break;
+            }
+            double C = 0.5 * m->v[k] * m->v[k];
+            double h1 = p.fa + p.fb + p.fc, h2 = diag2(act, Q[k * K + k]);
+            add_outer(H, Kd, d, k, k, C * h2 * 4.0 * id * id, wk, wk);
+            add_eye(H, Kd, d, k, k, C * h1 * 2.0 * id);
+        }
+        for (int l = k + 1; l < K && !st; l++) {
+            const double *wl = W + (long)l * d;
+            double a = Q[k * K + k], b = Q[l * K + l], c = Q[k * K + l];
+            scm_pair p;
+            pair2 q;
+            if ((st = act->pair(a, b, c, &p)) || (st = kernel2(act, a, b, c, &q))) {
+                scm_error_set(err, st,
+                              "students %d and %d: %s at (a, b, c) = (%.17g, %.17g, %.17g)%s", k,
+                              l, st == SCM_ESINGULAR ? "the kernel's second derivatives diverge"
+                                                     : "kernel failed",
+                              a, b, c,
+                              st == SCM_ESINGULAR ? " (parallel neurons: use the finite-"
+                                                    "difference Hessian)"
+                                                  : "");
+                break;
+            }
+            double C = m->v[k] * m->v[l];
+            /* grad a = (2 w_k / d in block k), grad b = (2 w_l / d in block l),
+             * grad c = (w_l / d in block k, w_k / d in block l) */
+            const double c2 = C * id * id;
+            add_outer(H, Kd, d, k, k, 4.0 * c2 * q.aa, wk, wk);
+            add_outer(H, Kd, d, k, k, 2.0 * c2 * q.ac, wk, wl);
+            add_outer(H, Kd, d, k, k, 2.0 * c2 * q.ac, wl, wk);
+            add_outer(H, Kd, d, k, k, c2 * q.cc, wl, wl);
+            add_outer(H, Kd, d, l, l, 4.0 * c2 * q.bb, wl, wl);
+            add_outer(H, Kd, d, l, l, 2.0 * c2 * q.bc, wl, wk);
+            add_outer(H, Kd, d, l, l, 2.0 * c2 * q.bc, wk, wl);
+            add_outer(H, Kd, d, l, l, c2 * q.cc, wk, wk);
+            add_outer(H, Kd, d, k, l, 4.0 * c2 * q.ab, wk, wl);
+            add_outer(H, Kd, d, k, l, 2.0 * c2 * q.ac, wk, wk);
+            add_outer(H, Kd, d, k, l, 2.0 * c2 * q.bc, wl, wl);
+            add_outer(H, Kd, d, k, l, c2 * q.cc, wl, wk);
+            add_outer(H, Kd, d, l, k, 4.0 * c2 * q.ab, wl, wk);
+            add_outer(H, Kd, d, l, k, 2.0 * c2 * q.ac, wk, wk);
+            add_outer(H, Kd, d, l, k, 2.0 * c2 * q.bc, wl, wl);
+            add_outer(H, Kd, d, l, k, c2 * q.cc, wk, wl);
+            add_eye(H, Kd, d, k, k, C * p.fa * 2.0 * id);
+            add_eye(H, Kd, d, l, l, C * p.fb * 2.0 * id);
+            add_eye(H, Kd, d, k, l, C * p.fc * id);
+            add_eye(H, Kd, d, l, k, C * p.fc * id);
+        }
+        for (int n = 0; n < M && !st; n++) {
+            double a = Q[k * K + k], b = m->T[n * M + n], c = R[k * M + n];
+            if (act == &scm_act_relu && !(b > 0.0))
+                continue; /* a zero teacher unit contributes nothing */
+            scm_pair p;
+            pair2 q;
+            if ((st = act->pair(a, b, c, &p)) || (st = kernel2(act, a, b, c, &q))) {
+                scm_error_set(err, st,
+                              "student %d and teacher %d: %s at (a, b, c) = (%.17g, %.17g, "
+                              "%.17g)%s",
+                              k, n, st == SCM_ESINGULAR ? "the kernel's second derivatives diverge"
+                                                        : "kernel failed",
+                              a, b, c,
+                              st == SCM_ESINGULAR ? " (aligned neurons: use the finite-"
+                                                    "difference Hessian)"
+                                                  : "");
+                break;
+            }
+            double C = -m->v[k] * m->vs[n];
+            /* grad a = 2 w_k / d, grad c = w*_n / d, both in block k */
+            const double *ws = Ws + (long)n * d, c2 = C * id * id;
+            add_outer(H, Kd, d, k, k, 4.0 * c2 * q.aa, wk, wk);
+            add_outer(H, Kd, d, k, k, 2.0 * c2 * q.ac, wk, ws);
+            add_outer(H, Kd, d, k, k, 2.0 * c2 * q.ac, ws, wk);
+            add_outer(H, Kd, d, k, k, c2 * q.cc, ws, ws);
+            add_eye(H, Kd, d, k, k, C * p.fa * 2.0 * id);
+        }
+    }
+    if (!st)
+        for (long i = 0; i < Kd * Kd; i++)
+            if (!isfinite(H[i])) {
+                st = scm_error_set(err, SCM_ENAN, "the Hessian has a non-finite entry");
+                break;
+            }
+    free(Q);
+    free(R);
+    return st;
+}
+
+scm_status scm_stab_hessian_fd(scm_flow *fl, long d, const double *W, const double *Ws, double h,
+                               double *H, scm_error *err)
+{
+    const scm_model *m = scm_flow_model(fl);
+    const long Kd = (long)m->K * d;
+    if (d < 1)
+        return scm_error_set(err, SCM_EINVAL, "the dimension d must be >= 1, got %ld", d);
+    if (!(h > 0.0)) {
+        double wmax = 1.0;
+        for (long i = 0; i < Kd; i++)
+            wmax = fmax(wmax, fabs(W[i]));
+        h = 1e-5 * wmax;
+    }
+    double *Wp = dalloc((size_t)Kd), *gp = dalloc((size_t)Kd), *gm = dalloc((size_t)Kd);
+    scm_status st = SCM_OK;
+    if (!Wp || !gp || !gm) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory in the Hessian");
+        goto out;
+    }
+    memcpy(Wp, W, sizeof *W * (size_t)Kd);
+    for (long j = 0; j < Kd; j++) {
+        Wp[j] = W[j] + h;
+        if ((st = scm_weights_grad(fl, d, Wp, Ws, NULL, gp)))
+            break;
+        Wp[j] = W[j] - h;
+        if ((st = scm_weights_grad(fl, d, Wp, Ws, NULL, gm)))
+            break;
+        Wp[j] = W[j];
+        for (long i = 0; i < Kd; i++)
+            H[i * Kd + j] = (gp[i] - gm[i]) / (2.0 * h);
+    }
+    if (st)
+        scm_error_set(err, st, "the gradient failed (%s) at a probe of the finite-difference "
+                               "Hessian (a dead student?)",
+                      scm_status_str(st));
+out:
+    free(Wp);
+    free(gp);
+    free(gm);
+    return st;
+}
+
+scm_status scm_stab_spectrum(const double *H, int n, double rel_tol, double *eval,
+                             scm_stab_counts *c)
+{
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    double *A = dalloc((size_t)n * (size_t)n);
+    if (!A)
+        return SCM_ENOMEM;
+    double hmax = 0.0, amax = 0.0;
+    for (long i = 0; i < (long)n * n; i++) {
+        if (!isfinite(H[i])) {
+            free(A);
+            return SCM_ENAN;
+        }
+        hmax = fmax(hmax, fabs(H[i]));
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            A[i * n + j] = 0.5 * (H[i * n + j] + H[j * n + i]);
+            amax = fmax(amax, fabs(H[i * n + j] - H[j * n + i]));
+        }
+    c->asym = hmax > 0.0 ? amax / hmax : 0.0;
+    scm_status st = sym_eigs(A, n, eval);
+    free(A);
+    if (st)
+        return st;
+    double lmax = 0.0;
+    for (int i = 0; i < n; i++)
+        lmax = fmax(lmax, fabs(eval[i]));
+    c->zero_tol = rel_tol * lmax;
+    for (int i = 0; i < n; i++) {
+        if (fabs(eval[i]) <= c->zero_tol)
+            c->n_zero++;
+        else if (eval[i] < 0.0)
+            c->n_neg++;
+        else
+            c->n_pos++;
+    }
+    return SCM_OK;
+}
+
+/* ---- options, names ---- */
+
+void scm_stab_opts_default(scm_stab_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->d = 0;
+    o->n_steps = 1000;
+    o->eta = 0.01;
+    o->n_sigma = 4;
+    o->sigma[0] = 1e-4;
+    o->sigma[1] = 1e-3;
+    o->sigma[2] = 1e-2;
+    o->sigma[3] = 1e-1;
+    o->n_trials = 10;
+    o->seed = 1;
+    o->run_flow = 1;
+    o->t_max = 1e5;
+    o->same_tol = 1e-8;
+    o->global_tol = 1e-10;
+    o->verdict_sigma_max = 1e-2;
+    o->zero_rel_tol = 1e-6;
+    o->smooth_tol = 1e-9;
+    o->hessian = 1;
+    o->jacobian = 1;
+}
+
+scm_status scm_stab_opts_check(const scm_stab_opts *o, scm_error *err)
+{
+    if (o->n_steps < 0)
+        return scm_error_set(err, SCM_EINVAL, "steps must be >= 0, got %d", o->n_steps);
+    if (!(o->eta > 0.0 && isfinite(o->eta)))
+        return scm_error_set(err, SCM_EINVAL, "eta must be > 0 and finite, got %g", o->eta);
+    if (o->n_sigma < 0 || o->n_sigma > SCM_STAB_MAX_SIGMA)
+        return scm_error_set(err, SCM_EINVAL, "between 0 and %d sigma values, got %d",
+                             SCM_STAB_MAX_SIGMA, o->n_sigma);
+    for (int i = 0; i < o->n_sigma; i++)
+        if (!(o->sigma[i] > 0.0 && isfinite(o->sigma[i])))
+            return scm_error_set(err, SCM_EINVAL, "sigma must be > 0 and finite, got %g",
+                                 o->sigma[i]);
+    if (o->n_trials < 1)
+        return scm_error_set(err, SCM_EINVAL, "trials must be >= 1, got %d", o->n_trials);
+    if (!(o->t_max > 0.0 && isfinite(o->t_max)))
+        return scm_error_set(err, SCM_EINVAL, "t_max must be > 0 and finite, got %g", o->t_max);
+    if (!(o->same_tol > 0.0) || !(o->global_tol > 0.0) || !(o->zero_rel_tol > 0.0) ||
+        !(o->smooth_tol > 0.0))
+        return scm_error_set(err, SCM_EINVAL, "tolerances must be > 0");
+    return SCM_OK;
+}
+
+const char *scm_stab_dest_str(scm_stab_dest d)
+{
+    switch (d) {
+    case SCM_DEST_SAME: return "same";
+    case SCM_DEST_GLOBAL: return "global_min";
+    case SCM_DEST_OTHER: return "other";
+    default: return "failed";
+    }
+}
+
+const char *scm_verdict_str(scm_verdict v)
+{
+    return v == SCM_VERDICT_STABLE ? "stable" : v == SCM_VERDICT_UNSTABLE ? "unstable" : "undecided";
+}
+
+const char *scm_hverdict_str(scm_hverdict v)
+{
+    switch (v) {
+    case SCM_HVERDICT_MIN: return "min";
+    case SCM_HVERDICT_SADDLE: return "saddle";
+    case SCM_HVERDICT_DEGENERATE: return "degenerate";
+    case SCM_HVERDICT_INCONSISTENT: return "inconsistent";
+    default: return "none";
+    }
+}
+
+/* ---- the analysis ---- */
+
+static double dist_qr(int K, int M, const double *Q0, const double *R0, const double *Q,
+                      const double *R)
+{
+    double s = 0.0;
+    for (int i = 0; i < K * K; i++)
+        s = fmax(s, fabs(Q[i] - Q0[i]));
+    for (int i = 0; i < K * M; i++)
+        s = fmax(s, fabs(R[i] - R0[i]));
+    return s;
+}
+
+static scm_status hessian_part(const scm_model *m, scm_flow *fl, long d, const double *W,
+                               const double *Ws, const scm_stab_opts *o, scm_stab_result *res,
+                               scm_error *err)
+{
+    const long Kd = (long)m->K * d;
+    scm_status st = SCM_OK;
+    double *H = dalloc((size_t)Kd * (size_t)Kd), *Hf = dalloc((size_t)Kd * (size_t)Kd);
+    double *ev = dalloc((size_t)Kd);
+    if (!H || !Hf || !ev) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory for the Hessian");
+        goto out;
+    }
+    scm_error e2;
+    if (scm_stab_hessian_fd(fl, d, W, Ws, 0.0, Hf, &e2))
+        goto out; /* no Hessian here: the perturbation test decides */
+    if (res->smooth.closed_form && scm_stab_hessian(fl, d, W, Ws, H, &e2) == SCM_OK) {
+        double hm = 0.0, dm = 0.0;
+        for (long i = 0; i < Kd * Kd; i++) {
+            hm = fmax(hm, fabs(H[i]));
+            dm = fmax(dm, fabs(H[i] - Hf[i]));
+        }
+        res->hessian_closed = 1;
+        res->hessian_fd_diff = hm > 0.0 ? dm / hm : dm;
+    } else {
+        memcpy(H, Hf, sizeof *H * (size_t)Kd * (size_t)Kd);
+        res->hessian_fd_diff = NAN;
+    }
+    if ((st = scm_stab_spectrum(H, (int)Kd, o->zero_rel_tol, ev, &res->counts))) {
+        scm_error_set(err, st, "the Hessian's eigenvalues failed (%s)", scm_status_str(st));
+        goto out;
+    }
+    res->hessian_done = 1;
+    res->n_small = (int)(Kd < SCM_STAB_N_SMALL ? Kd : SCM_STAB_N_SMALL);
+    for (int i = 0; i < res->n_small; i++)
+        res->eval_small[i] = ev[i];
+    res->eval_max = ev[Kd - 1];
+    if (res->counts.n_neg > 0)
+        res->hverdict = SCM_HVERDICT_SADDLE;
+    else if (res->counts.n_zero == res->zm.total)
+        res->hverdict = SCM_HVERDICT_MIN;
+    else if (res->counts.n_zero > res->zm.total)
+        res->hverdict = SCM_HVERDICT_DEGENERATE;
+    else
+        res->hverdict = SCM_HVERDICT_INCONSISTENT;
+out:
+    free(H);
+    free(Hf);
+    free(ev);
+    return st;
+}
+
+scm_status scm_stab_analyse(const scm_model *m, const double *Q, const double *R,
+                            const scm_stab_opts *o, scm_stab_result *res, scm_error *err)
+{
+    const int K = m->K, M = m->M;
+    memset(res, 0, sizeof *res);
+    res->hverdict = SCM_HVERDICT_NONE;
+    res->verdict = SCM_VERDICT_UNDECIDED;
+    res->agree = -1;
+    scm_status st = scm_stab_opts_check(o, err);
+    if (st)
+        return st;
+    const long d = o->d > 0 ? o->d : K + M, Kd = (long)K * d;
+    res->d = d;
+    scm_flow *fl = scm_flow_alloc(m);
+    double *W = dalloc((size_t)Kd), *Ws = dalloc((size_t)M * d), *Wp = dalloc((size_t)Kd);
+    double *G = dalloc((size_t)Kd), *Qp = dalloc((size_t)K * K), *Rp = dalloc((size_t)K * M);
+    double *FQ = dalloc((size_t)K * K), *FR = dalloc((size_t)K * M);
+    const int nt = o->n_trials;
+    double *buf = dalloc((size_t)nt * 4);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!fl || !W || !Ws || !Wp || !G || !Qp || !Rp || !FQ || !FR || !buf || !rng) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory in the stability analysis");
+        goto out;
+    }
+    gsl_rng_set(rng, o->seed);
+    if ((st = scm_flow_rhs(fl, Q, R, FQ, FR, &res->eps))) {
+        scm_error_set(err, st, "the flow cannot be evaluated at the point (%s)",
+                      scm_status_str(st));
+        goto out;
+    }
+    {
+        double r = 0.0;
+        for (int i = 0; i < K * K; i++)
+            r = fmax(r, fabs(FQ[i]));
+        for (int i = 0; i < K * M; i++)
+            r = fmax(r, fabs(FR[i]));
+        res->residual = r;
+    }
+    if ((st = scm_weights_realise(m, Q, R, d, W, Ws, err)))
+        goto out;
+    scm_stab_smoothness(m, Q, R, o->smooth_tol, &res->smooth);
+    if ((st = scm_stab_predict_zero_modes(m, Q, R, d, o->smooth_tol, &res->zm))) {
+        scm_error_set(err, st, "zero modes: the dimension d = %ld is below the rank", d);
+        goto out;
+    }
+    if (o->hessian && res->smooth.smooth && (st = hessian_part(m, fl, d, W, Ws, o, res, err)))
+        goto out;
+    if (o->jacobian && res->smooth.smooth) {
+        if (scm_fp_full_stability(fl, Q, R, &res->jac_re_max, &res->jac_re_min) == SCM_OK)
+            res->jacobian_done = 1;
+    }
+
+    /* perturbation test */
+    scm_traj_opts to;
+    scm_traj_opts_default(&to);
+    to.t_max = o->t_max;
+    to.record = 0;
+    int any_escape = 0, all_return = 1, rows_in = 0;
+    for (int si = 0; si < o->n_sigma; si++) {
+        scm_stab_row *row = &res->rows[si];
+        memset(row, 0, sizeof *row);
+        row->sigma = o->sigma[si];
+        row->n = nt;
+        row->other_eps_min = INFINITY;
+        row->other_eps_max = -INFINITY;
+        double *d0 = buf, *d1 = buf + nt, *de = buf + 2 * nt, *fe = buf + 3 * nt;
+        int n_fe = 0, n_ret = 0, n_esc = 0;
+        for (int t = 0; t < nt; t++) {
+            for (long i = 0; i < Kd; i++)
+                Wp[i] = W[i] + gsl_ran_gaussian(rng, row->sigma);
+            scm_weights_overlaps(m, d, Wp, Ws, Qp, Rp);
+            d0[t] = dist_qr(K, M, Q, R, Qp, Rp);
+            double *Q0 = FQ, *R0 = FR; /* the perturbed start for the flow */
+            memcpy(Q0, Qp, sizeof *Q0 * (size_t)K * K);
+            memcpy(R0, Rp, sizeof *R0 * (size_t)K * M);
+            scm_status gs = SCM_OK;
+            for (int s = 0; s < o->n_steps && !gs; s++) {
+                gs = scm_weights_grad(fl, d, Wp, Ws, NULL, G);
+                if (!gs)
+                    for (long i = 0; i < Kd; i++)
+                        Wp[i] -= o->eta * (double)d * G[i];
+            }
+            double e1 = NAN;
+            if (!gs) {
+                scm_weights_overlaps(m, d, Wp, Ws, Qp, Rp);
+                gs = scm_flow_loss(fl, Qp, Rp, &e1);
+            }
+            d1[t] = gs ? INFINITY : dist_qr(K, M, Q, R, Qp, Rp);
+            de[t] = gs ? NAN : e1 - res->eps;
+            int grew = !(d1[t] <= d0[t]);
+            row->n_grew += grew;
+            int same = 0, esc = 0;
+            if (o->run_flow) {
+                scm_traj_result tr;
+                scm_error te;
+                if (scm_traj_run(m, &scm_rule_gd, Q0, R0, &to, &tr, &te)) {
+                    row->n_failed++;
+                } else {
+                    if (tr.stop == SCM_STOP_FAILED) {
+                        row->n_failed++;
+                    } else {
+                        double ef = tr.eps;
+                        fe[n_fe++] = ef;
+                        row->n_unsettled +=
+                            tr.stop == SCM_STOP_T_MAX || tr.stop == SCM_STOP_MAX_STEPS;
+                        if (fabs(ef - res->eps) <= o->same_tol) {
+                            row->n_same++;
+                            same = 1;
+                        } else if (ef < o->global_tol) {
+                            row->n_global++;
+                            esc = 1;
+                        } else {
+                            row->n_other++;
+                            row->other_eps_min = fmin(row->other_eps_min, ef);
+                            row->other_eps_max = fmax(row->other_eps_max, ef);
+                            esc = 1;
+                        }
+                    }
+                    scm_traj_result_free(&tr);
+                }
+            } else {
+                same = !grew;
+                esc = grew;
+            }
+            n_ret += same && !grew;
+            n_esc += esc;
+        }
+        row->dist0_max = vmax(d0, nt);
+        row->dist_max = vmax(d1, nt);
+        row->deps_max = vmax(de, nt);
+        row->dist0_med = median(d0, nt);
+        row->dist_med = median(d1, nt);
+        row->deps_med = median(de, nt);
+        row->flow_eps_med = median(fe, n_fe);
+        row->verdict = n_esc > 0 ? SCM_VERDICT_UNSTABLE
+                       : n_ret == nt ? SCM_VERDICT_STABLE
+                                     : SCM_VERDICT_UNDECIDED;
+        if (row->sigma <= o->verdict_sigma_max) {
+            rows_in++;
+            any_escape |= row->verdict == SCM_VERDICT_UNSTABLE;
+            all_return &= row->verdict == SCM_VERDICT_STABLE;
+        }
+        res->n_rows = si + 1;
+    }
+    res->verdict = any_escape ? SCM_VERDICT_UNSTABLE
+                   : rows_in > 0 && all_return ? SCM_VERDICT_STABLE
+                                               : SCM_VERDICT_UNDECIDED;
+    if (res->hverdict == SCM_HVERDICT_MIN || res->hverdict == SCM_HVERDICT_SADDLE) {
+        if (res->verdict != SCM_VERDICT_UNDECIDED)
+            res->agree = (res->hverdict == SCM_HVERDICT_MIN) == (res->verdict == SCM_VERDICT_STABLE);
+    }
+out:
+    scm_flow_free(fl);
+    free(W);
+    free(Ws);
+    free(Wp);
+    free(G);
+    free(Qp);
+    free(Rp);
+    free(FQ);
+    free(FR);
+    free(buf);
+    if (rng)
+        gsl_rng_free(rng);
+    return st;
+}
