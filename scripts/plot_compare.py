@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """plot_compare.py REPORT.json [OUTPREFIX]: the plots of an `scm compare` report.
 
-Writes OUTPREFIX.hist.png (one panel per K: histogram of the final losses of
-converged runs on log bins, with the losses of the given families as vertical
-lines and the runs below 1e-12 -- the global minimum -- as a bar at the left
-edge) and OUTPREFIX.traces.png (loss against time of the recorded runs, log
+Writes OUTPREFIX.hist.png (one panel per K: the final losses of the runs,
+one bar per plateau reached, with the analytic plateau losses of the given
+families as vertical lines; the global-minimum and not-converged counts in
+the title) and OUTPREFIX.traces.png (loss against time of the recorded runs, log
 axes, one panel per K, with the family losses as horizontal lines).
 OUTPREFIX defaults to REPORT without .json.  Needs python3-matplotlib
 (Debian); uses the Agg backend, so no display is needed."""
@@ -28,23 +28,41 @@ def main():
     for f in rep.get("families", []):
         fams.setdefault(f["K"], []).append(f)
 
-    fig, axes = plt.subplots(len(Ks), 1, figsize=(8, 2.6 * len(Ks)), squeeze=False)
+    # Final losses: runs end on discrete plateaus, so each class reached is a
+    # bar at its loss (log axis, zoomed on the spurious plateaus), the
+    # analytic plateau losses of the families (lowest per k1) are dashed
+    # lines, and the global-minimum count goes into the legend.
+    fig, axes = plt.subplots(len(Ks), 1, figsize=(8, 2.8 * len(Ks)), squeeze=False)
     for ax, h in zip(axes[:, 0], rep["histograms"]):
-        H = h["histogram"]
-        lo, per = H["log10_lo"], H["bins_per_decade"]
-        edges = [10 ** (lo + i / per) for i in range(len(H["counts"]) + 1)]
-        ax.stairs(H["counts"], edges, fill=True, alpha=0.6, label="converged runs")
-        if H["below"]:
-            ax.bar(edges[0], H["below"], width=edges[0] * 0.8, color="C2",
-                   label="eps < 1e-12 (global minimum): %d" % H["below"])
-        for f in fams.get(h["K"], []):
-            if f["loss"] > 10 ** lo:
-                ax.axvline(f["loss"], color="C3", lw=0.6, alpha=0.7)
+        K = h["K"]
+        spur = [c for c in h["classes"] if c.get("k1") not in (None, 0)
+                and c.get("eps_min") is not None and c["eps_min"] > 1e-10]
+        glob = sum(c["count"] for c in h["classes"] if c.get("k1") == 0)
+        nc = sum(c["count"] for c in h["classes"] if c.get("k1") is None)
+        if spur:
+            lo = min(c["eps_min"] for c in spur) / 1.6
+            hi = max(c["eps_max"] for c in spur) * 1.6
+        else:
+            lo, hi = 1e-3, 1e-1
+        lowest = {}
+        for f in fams.get(K, []):
+            if lo < f["loss"] < hi and (f["k1"] not in lowest or f["loss"] < lowest[f["k1"]]):
+                lowest[f["k1"]] = f["loss"]
+        for k1, loss in sorted(lowest.items()):
+            ax.axvline(loss, color="0.5", ls="--", lw=0.7)
+        for c in spur:
+            x = 0.5 * (c["eps_min"] + c["eps_max"])
+            ax.bar(x, c["count"], width=x * 0.04, color="C0")
+            ax.annotate("k1=%d" % c["k1"], (x, c["count"]), fontsize=7, ha="center",
+                        va="bottom")
         ax.set_xscale("log")
-        ax.set_xlim(10 ** lo / 2, 10 ** H["log10_hi"])
+        ax.set_xlim(lo, hi)
         ax.set_ylabel("runs")
-        ax.set_title("K = %d, M = %d (red: family losses)" % (h["K"], rep["M"]))
-        ax.legend(fontsize=7, loc="upper left")
+        ax.set_title("K = %d, M = %d: %d runs at the global minimum, %d not converged"
+                     % (K, rep["M"], glob, nc), fontsize=9)
+        ax.plot([], [], color="0.5", ls="--", lw=0.7, label="plateau losses (lowest per k1)")
+        ax.bar([], [], color="C0", label="runs ending there")
+        ax.legend(fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("final loss eps")
     fig.tight_layout()
     fig.savefig(out + ".hist.png", dpi=120)
