@@ -281,7 +281,8 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
 {
     static const char *const keys[] = {"method", "linear_solver", "rtol", "atol", "t_max",
                                        "t_first", "n_out", "eps_stop", "grad_stop",
-                                       "max_steps", "psd_tol", "dead_tol", "dead_fail", NULL};
+                                       "max_steps", "psd_tol", "dead_tol", "dead_fail",
+                                       "loose_rtol", "loose_atol", "loose_until", NULL};
     const cJSON *s = NULL;
     scm_status st;
     scm_traj_opts *o = &c->traj;
@@ -316,7 +317,10 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
         (st = get_number(s, "integrator", "eps_stop", o->eps_stop, &o->eps_stop, err)) ||
         (st = get_number(s, "integrator", "grad_stop", o->grad_stop, &o->grad_stop, err)) ||
         (st = get_number(s, "integrator", "psd_tol", o->psd_tol, &o->psd_tol, err)) ||
-        (st = get_number(s, "integrator", "dead_tol", o->dead_tol, &o->dead_tol, err)))
+        (st = get_number(s, "integrator", "dead_tol", o->dead_tol, &o->dead_tol, err)) ||
+        (st = get_number(s, "integrator", "loose_rtol", o->loose_rtol, &o->loose_rtol, err)) ||
+        (st = get_number(s, "integrator", "loose_atol", o->loose_atol, &o->loose_atol, err)) ||
+        (st = get_number(s, "integrator", "loose_until", o->loose_until, &o->loose_until, err)))
         return st;
     const cJSON *df = s ? cJSON_GetObjectItemCaseSensitive(s, "dead_fail") : NULL;
     if (df && !cJSON_IsBool(df))
@@ -375,6 +379,9 @@ static cJSON *used_json(const scm_config *c)
     cJSON_AddNumberToObject(g, "psd_tol", o->psd_tol);
     cJSON_AddNumberToObject(g, "dead_tol", o->dead_tol);
     cJSON_AddBoolToObject(g, "dead_fail", o->dead_fail);
+    cJSON_AddNumberToObject(g, "loose_rtol", o->loose_rtol);
+    cJSON_AddNumberToObject(g, "loose_atol", o->loose_atol);
+    cJSON_AddNumberToObject(g, "loose_until", o->loose_until);
     return root;
 }
 

@@ -34,6 +34,9 @@ void scm_traj_opts_default(scm_traj_opts *o)
     o->dead_tol = 1e-10;
     o->dead_fail = 0;
     o->record = 1;
+    o->loose_rtol = 1e-6;
+    o->loose_atol = 1e-8;
+    o->loose_until = 0.0;
 }
 
 scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err)
@@ -58,6 +61,21 @@ scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err)
         return scm_error_set(err, SCM_EINVAL, "integrator.psd_tol must be in [0, 1), got %g", o->psd_tol);
     if (!(o->dead_tol >= 0.0))
         return scm_error_set(err, SCM_EINVAL, "integrator.dead_tol must be >= 0, got %g", o->dead_tol);
+    if (!(o->loose_until >= 0.0 && isfinite(o->loose_until)))
+        return scm_error_set(err, SCM_EINVAL, "integrator.loose_until must be >= 0, got %g",
+                             o->loose_until);
+    if (o->loose_until > 0.0) {
+        if (!(o->loose_until > o->grad_stop))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "integrator.loose_until (%g) must exceed integrator.grad_stop (%g)",
+                                 o->loose_until, o->grad_stop);
+        if (!(o->loose_rtol >= o->rtol && o->loose_rtol < 1.0))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "integrator.loose_rtol must be in [rtol, 1), got %g", o->loose_rtol);
+        if (!(o->loose_atol >= o->atol && isfinite(o->loose_atol)))
+            return scm_error_set(err, SCM_EINVAL, "integrator.loose_atol must be >= atol, got %g",
+                                 o->loose_atol);
+    }
     return SCM_OK;
 }
 
@@ -263,9 +281,12 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         goto fail;
     }
 
+    int loose = o->loose_until > 0.0;
+    /* the loose stage's state is PSD only to its own, larger, error */
+    const double psd_loose = fmin(0.1, o->psd_tol * o->loose_rtol / o->rtol);
     cv = CVodeCreate(o->method == SCM_METHOD_ADAMS ? CV_ADAMS : CV_BDF, ctx);
     if (!cv || CVodeSetErrHandlerFn(cv, cvode_err, &c) || CVodeInit(cv, cvode_rhs, 0.0, y) ||
-        CVodeSStolerances(cv, o->rtol, o->atol) || CVodeSetUserData(cv, &c) ||
+        CVodeSStolerances(cv, loose ? o->loose_rtol : o->rtol, loose ? o->loose_atol : o->atol) || CVodeSetUserData(cv, &c) ||
         CVodeSetStopTime(cv, o->t_max) || CVodeSetMaxNumSteps(cv, o->max_steps)) {
         st = scm_error_set(err, SCM_ESOLVER, "setting up CVODE failed: %s", c.cvode_msg);
         goto fail;
@@ -299,11 +320,25 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     res->stop = SCM_STOP_T_MAX;
     long steps = 0;
     for (;;) {
-        if (o->eps_stop > 0.0 && eps < o->eps_stop) {
+        if (loose && maxF < o->loose_until) {
+            /* second stage: full accuracy for the approach to the fixed point */
+            loose = 0;
+            /* CVodeSStolerances alone mid-run leaves CVODE 6.4's error-weight
+             * data unset (it is filled at the initial set-up): re-initialise. */
+            add_counters(cv, res);
+            if (CVodeSStolerances(cv, o->rtol, o->atol) != CV_SUCCESS ||
+                CVodeReInit(cv, t, y) != CV_SUCCESS) {
+                scm_error_set(&res->err, SCM_ESOLVER, "CVodeSStolerances failed at t = %.6g: %s",
+                              t, c.cvode_msg);
+                res->stop = SCM_STOP_FAILED;
+                break;
+            }
+        }
+        if (!loose && o->eps_stop > 0.0 && eps < o->eps_stop) {
             res->stop = SCM_STOP_EPS;
             break;
         }
-        if (o->grad_stop > 0.0 && maxF < o->grad_stop) {
+        if (!loose && o->grad_stop > 0.0 && maxF < o->grad_stop) {
             res->stop = SCM_STOP_FIXED_POINT;
             break;
         }
@@ -343,7 +378,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         clean_state(&c, yv);
         rule->unpack(m, yv, Q, R);
         scm_error chk;
-        scm_status vs = scm_model_check_state(m, Q, R, o->psd_tol, &chk);
+        scm_status vs = scm_model_check_state(m, Q, R, loose ? psd_loose : o->psd_tol, &chk);
         if (vs) {
             scm_error_set(&res->err, vs, "invalid state at t = %.6g: %s", tret, chk.msg);
             res->stop = SCM_STOP_FAILED;

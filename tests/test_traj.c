@@ -208,12 +208,55 @@ static void test_init_moments(int K, int M, long d)
     scm_model_free(m);
 }
 
+/* The two-stage accuracy option ends at the same fixed point as a run at
+ * full accuracy throughout (same loss to 1e-8 relative, the final state
+ * within the tolerances), in fewer steps; bad settings are named. */
+static void test_two_stage(void)
+{
+    const int K = 17, M = 17;
+    scm_error e;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, &e);
+    double *Q0 = malloc(sizeof(double) * K * K), *R0 = malloc(sizeof(double) * K * M);
+    scm_init_random(m, 1000, 1.0, 2, Q0, R0, &e);
+    scm_traj_opts o;
+    scm_traj_opts_default(&o);
+    o.t_max = 1e6;
+    o.record = 0;
+    scm_traj_result a, b;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &a, &e) == SCM_OK, "tight run");
+    o.loose_until = 1e-6;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &b, &e) == SCM_OK, "two-stage run");
+    CHECK(a.stop == SCM_STOP_FIXED_POINT && b.stop == SCM_STOP_FIXED_POINT, "stops %s %s",
+          scm_stop_reason_str(a.stop), scm_stop_reason_str(b.stop));
+    CHECK(a.eps > 1e-3, "this seed must end on a plateau (eps %g)", a.eps);
+    /* both stop at max abs(F) < 1e-10, which fixes the loss to ~1e-9: the
+     * sweep matches families to 1e-8 */
+    CHECK_CLOSE(b.eps, a.eps, 1e-8, 0, "two-stage final loss");
+    CHECK(max_diff(a.R, b.R, K * M) < 1e-4 && max_diff(a.Q, b.Q, K * K) < 1e-4,
+          "final states differ by %g", max_diff(a.R, b.R, K * M));
+    CHECK(b.max_F < o.grad_stop, "two-stage stopped at max_F %g", b.max_F);
+    CHECK(b.n_steps < a.n_steps, "two-stage took %ld steps, tight %ld", b.n_steps, a.n_steps);
+    scm_traj_result_free(&a);
+    scm_traj_result_free(&b);
+    o.loose_until = 1e-11; /* below grad_stop */
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &a, &e) == SCM_EINVAL && strstr(e.msg, "loose_until"),
+          "loose_until below grad_stop: %s", e.msg);
+    o.loose_until = 1e-6;
+    o.loose_rtol = 1e-10;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &a, &e) == SCM_EINVAL && strstr(e.msg, "loose_rtol"),
+          "loose_rtol below rtol: %s", e.msg);
+    free(Q0);
+    free(R0);
+    scm_model_free(m);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
     test_solvers_agree();
     test_stop_reasons();
     test_reproducible();
+    test_two_stage();
     test_init_moments(4, 3, 50); /* Bartlett branch: d - M >= K */
     test_init_moments(6, 3, 6);  /* direct branch: d - M < K */
     return TEST_SUMMARY();

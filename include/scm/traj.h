@@ -37,6 +37,12 @@ typedef struct {
     double dead_tol;  /* a ReLU neuron with Q_kk < dead_tol is dead */
     int dead_fail;    /* a neuron dying ends the run as a failure */
     int record;       /* record the trajectory (else only the final state) */
+    /* Two-stage accuracy (loose_until > 0): integrate with loose_rtol and
+     * loose_atol until max |dy/dtau| < loose_until, then with rtol, atol;
+     * the stopping tests (eps_stop, grad_stop) apply in the second stage
+     * only.  The plateau escapes, most of a run, need no tight tolerance;
+     * the final approach to the fixed point does. */
+    double loose_rtol, loose_atol, loose_until;
 } scm_traj_opts;
 
 /* The defaults documented in the README. */
