@@ -23,14 +23,19 @@
  * when it is undecided, unstable if the Hessian has a negative eigenvalue
  * or the Jacobian a positive real part > 1e-6, else undecided.
  *
+ * analysis: ok; not_psd when the stored point cannot be realised in weight
+ * space (its Gram matrix [[T, R^T], [R, Q]] has an eigenvalue below the
+ * realisation's tolerance 1e-10; the table accepts -1e-9): the row is
+ * written with verdict undecided and no Hessian, and the run goes on.
+ *
  * Usage: plateau_stability [--in data/plateau_table.csv] --out OUT.csv
  *            [--counts COUNTS.csv] [--part I/N] [--Kmax 20] [--limit N] [-q]
  * --part I/N analyses only the rows with K mod N = I (to run N processes;
  * concatenating the parts and stable-sorting by (dK, M) restores table
  * order, since the table is ordered by dK, then M, and each (dK, M) has one
- * K).  Progress goes to stderr.  Exit status 0, 1 on a failed analysis
- * (the row is written with verdict undecided and the error on stderr), 2
- * on bad input. */
+ * K).  Progress goes to stderr.  Exit status 0 (also with not_psd rows),
+ * 1 on another failed analysis (the row is written with verdict undecided,
+ * analysis "error", and the error on stderr), 2 on bad input. */
 #include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -58,7 +63,7 @@ static const char *csv_header =
     "hess_neg,hess_zero,hess_pos,hess_min_nonzero_eig,zero_modes_predicted,hess_closed_vs_fd,"
     "jac_max_re,verdict_s1e-4,verdict_s1e-3,verdict_s1e-2,gd_grew,dest_same,dest_global_min,"
     "dest_other,dest_failed,flow_unsettled,escape_other_loss_min,escape_other_loss_max,"
-    "perturbation_verdict,overall_verdict,tests_agree\n";
+    "perturbation_verdict,overall_verdict,tests_agree,analysis\n";
 
 static void pr_num(FILE *f, double v, const char *fmt)
 {
@@ -198,6 +203,7 @@ int main(int argc, char **argv)
         s.agree = -1;
         s.eps = s.residual = s.jac_re_max = NAN;
         int ok = 0;
+        const char *analysis = "error";
         double t0 = now();
         if (pt_row_point(&r, Q, R, why, sizeof why)) {
             fprintf(stderr, ME ": %s:%d: %s\n", in, nline, why);
@@ -208,12 +214,19 @@ int main(int argc, char **argv)
             if (!m) {
                 fprintf(stderr, ME ": model K = %d, M = %d\n", K, M);
                 rc = 1;
-            } else if (scm_stab_analyse(m, Q, R, &o, &s, &e)) {
-                fprintf(stderr, ME ": %s:%d: K = %d, M = %d, loss %s: %s\n", in, nline, K, M,
-                        r.loss_s, e.msg);
-                rc = 1;
             } else {
-                ok = 1;
+                scm_status st = scm_stab_analyse(m, Q, R, &o, &s, &e);
+                if (st == SCM_OK) {
+                    ok = 1;
+                    analysis = "ok";
+                } else {
+                    fprintf(stderr, ME ": %s:%d: K = %d, M = %d, loss %s: %s\n", in, nline, K,
+                            M, r.loss_s, e.msg);
+                    if (st == SCM_ENOTPSD)
+                        analysis = "not_psd"; /* the stored point is outside the PSD cone */
+                    else
+                        rc = 1;
+                }
             }
             scm_model_free(m);
         }
@@ -266,8 +279,8 @@ int main(int argc, char **argv)
         pr_num(fo, other ? omin : NAN, "%.12g");
         fputc(',', fo);
         pr_num(fo, other ? omax : NAN, "%.12g");
-        fprintf(fo, ",%s,%s,%s\n", scm_verdict_str(s.verdict), scm_verdict_str(overall),
-                s.agree == 1 ? "yes" : s.agree == 0 ? "no" : "not_comparable");
+        fprintf(fo, ",%s,%s,%s,%s\n", scm_verdict_str(s.verdict), scm_verdict_str(overall),
+                s.agree == 1 ? "yes" : s.agree == 0 ? "no" : "not_comparable", analysis);
         fflush(fo);
         if (!quiet)
             fprintf(stderr,

@@ -112,5 +112,32 @@ expect_error option "unknown option '--frob'" '{"model": {"K": 2, "M": 2}}' --fr
 "$SCM" run "$W/does-not-exist.json" 2> "$W/e"
 check "[ $? -eq 2 ] && grep -q \"cannot open config '$W/does-not-exist.json'\" '$W/e'" "missing config file"
 
+# scm fixed-points --stability: a verdict column and a "stability" object per
+# point, equal to `scm stability --point` on the same point with the same
+# options (3 trials, sigma 1e-4, 1e-3, 1e-2)
+"$SCM" fixed-points --K 4 --M 4 --k1 1 --starts 10 --stability -o "$W/fps.json" > "$W/fps.out" 2>&1
+check "[ $? -eq 0 ]" "fixed-points --stability failed: $(cat "$W/fps.out")"
+check "grep -q ' verdict ' '$W/fps.out' && grep -Eq ' (stable|unstable|undecided) ' '$W/fps.out'" "fixed-points --stability: no verdict column"
+n=$(python3 -c "import json; print(len(json.load(open('$W/fps.json'))['fixed_points']))" 2>/dev/null || echo 0)
+check "[ $n -ge 2 ]" "fixed-points --stability: $n points"
+for ((i = 0; i < n; i++)); do
+    "$SCM" stability --point "$W/fps.json" --index "$i" --trials 3 --sigma 1e-4,1e-3,1e-2 -q \
+        -o "$W/st$i.json" 2> "$W/st$i.err"
+    check "[ $? -eq 0 ]" "stability --point index $i: $(cat "$W/st$i.err")"
+    python3 - "$W/fps.json" "$i" "$W/st$i.json" <<'PY' && ok || ko "fixed-points --stability vs stability --point, index $i"
+import json, sys
+p = json.load(open(sys.argv[1]))["fixed_points"][int(sys.argv[2])]["stability"]
+s = json.load(open(sys.argv[3]))
+assert p["verdict"] == s["verdict"], (p["verdict"], s["verdict"])
+assert p["hessian_verdict"] == s["hessian"]["verdict"], (p["hessian_verdict"], s["hessian"]["verdict"])
+assert p["tests_agree"] == s["tests_agree"]
+if s["hessian"]["computed"]:
+    assert p["hessian_negative"] == s["hessian"]["negative"] and p["hessian_zero"] == s["hessian"]["zero"]
+assert [r["verdict"] for r in p["rows"]] == [r["verdict"] for r in s["perturbation"]["rows"]]
+PY
+done
+"$SCM" fixed-points --K 4 --M 4 --k1 1 --starts 10 -q -o "$W/fpn.json"
+check "python3 -c \"import json; assert all('stability' not in p for p in json.load(open('$W/fpn.json'))['fixed_points'])\"" "fixed-points without --stability has a stability object"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -2,7 +2,9 @@
  * its _counts.csv) against data/plateau_table.csv and a regeneration of a
  * few rows.
  *  - every row has K <= 20, a perturbation and an overall verdict in
- *    {stable, unstable, undecided}, a Hessian kind in {closed, fd, none};
+ *    {stable, unstable, undecided}, a Hessian kind in {closed, fd, none},
+ *    analysis ok (or not_psd for at most one row, the K = 4, M = 2 global
+ *    minimum at the edge of the PSD cone);
  *  - every row's key (K, M, dK, family_n_anti, loss) is a global_min or
  *    min_candidate row of the plateau table, and every such table row with
  *    K <= 20 has exactly one row (same order);
@@ -24,7 +26,7 @@
 #include "scm/stability.h"
 #include "testutil.h"
 
-#define NCOL 31
+#define NCOL 32
 
 typedef struct {
     char *f[NCOL];
@@ -52,7 +54,7 @@ static int split(char *line, srow *s)
 enum {
     C_K, C_M, C_DK, C_NANTI, C_LOSS, C_CLS, C_RES, C_HESS, C_HV, C_HN, C_HNEG, C_HZERO, C_HPOS,
     C_HMIN, C_ZM, C_HFD, C_JAC, C_V1, C_V2, C_V3, C_GREW, C_SAME, C_GLOB, C_OTHER, C_FAIL,
-    C_UNS, C_OMIN, C_OMAX, C_PV, C_OV, C_AGREE
+    C_UNS, C_OMIN, C_OMAX, C_PV, C_OV, C_AGREE, C_ANALYSIS
 };
 
 static FILE *open_data(const char *name)
@@ -149,7 +151,7 @@ int main(void)
     const int pick[][3] = {{7, 7, 0}, {7, 7, 1}, {8, 7, 1}, {12, 12, 3}};
     const int npick = (int)(sizeof pick / sizeof pick[0]);
     int done[4] = {0}, nrows = 0, nbad = 0, nstab = 0, curK = -1, curM = -1, nsad = 0, nblk = 0,
-        nmin = 0, ncnt = 0;
+        nmin = 0, ncnt = 0, nnotpsd = 0;
     int have_line = fgets(sl, sizeof sl, fs) != NULL;
     for (int more = 1; more;) {
         pt_row r;
@@ -200,7 +202,9 @@ int main(void)
                    (!strcmp(s.f[C_HESS], "closed") || !strcmp(s.f[C_HESS], "fd") ||
                     !strcmp(s.f[C_HESS], "none")) &&
                    (!strcmp(s.f[C_AGREE], "yes") || !strcmp(s.f[C_AGREE], "no") ||
-                    !strcmp(s.f[C_AGREE], "not_comparable"));
+                    !strcmp(s.f[C_AGREE], "not_comparable")) &&
+                   (!strcmp(s.f[C_ANALYSIS], "ok") || !strcmp(s.f[C_ANALYSIS], "not_psd"));
+        nnotpsd += good && !strcmp(s.f[C_ANALYSIS], "not_psd");
         if (!good && nbad++ < 5)
             CHECK(0, "stability row %s,%s,%s,%s,%s (%s) vs table K=%d M=%d n_anti=%s loss %s",
                   s.f[C_K], s.f[C_M], s.f[C_DK], s.f[C_NANTI], s.f[C_LOSS], s.f[C_PV], r.K, r.M,
@@ -214,6 +218,9 @@ int main(void)
         have_line = fgets(sl, sizeof sl, fs) != NULL;
     }
     CHECK(nbad == 0, "%d bad stability rows", nbad);
+    /* the one known non-realisable row: K = 4, M = 2 global minimum (two
+     * parallel extra students, Q[extra,extra] off > diag by 1e-9) */
+    CHECK(nnotpsd <= 1, "%d rows not realisable (not_psd)", nnotpsd);
     CHECK(!have_line, "the stability file has rows beyond the table's minima");
     CHECK(fgets(cl, sizeof cl, fc) == NULL, "the counts file has extra lines");
     for (int i = 0; i < npick; i++)

@@ -13,9 +13,13 @@
 #include "commands.h"
 #include "scm/fixedpoint.h"
 #include "scm/output.h"
+#include "scm/stability.h"
 #include "scm_version.h"
 
 #define MAX_ANSATZ 64
+#define STAB_MAX_K 20 /* --stability: the analysis runs for K <= this */
+
+static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
 static void fp_usage(FILE *f)
 {
@@ -37,6 +41,9 @@ static void fp_usage(FILE *f)
             "  --polish-max-K N   full-space Newton polish when K <= N (default 24)\n"
             "  --continue-to M1   follow each solution in M (group sizes real) up to M1\n"
             "  --all              list every solution of every ansatz (no merging)\n"
+            "  --stability        also the stability verdict of each point (K <= 20):\n"
+            "                     scm_stab_analyse with 3 trials, sigma 1e-4,1e-3,1e-2,\n"
+            "                     otherwise the defaults of `scm stability`\n"
             "  -o FILE            JSON result file\n"
             "  -q, --quiet        no table\n"
             "\n"
@@ -64,7 +71,72 @@ typedef struct {
     int merged_into;     /* -1 or the solution this one duplicates */
     scm_fp_branch br;
     int has_branch;
+    int stab_done;       /* 1: stab holds the analysis; -1: it failed (stab_err) */
+    scm_stab_result stab;
+    char stab_err[520];
 } solution;
+
+/* The options of --stability (the same as `scm stability --trials 3
+ * --sigma 1e-4,1e-3,1e-2`, so that a point's verdict can be reproduced from
+ * the result file with `scm stability --point`). */
+static void fp_stab_opts(scm_stab_opts *o)
+{
+    scm_stab_opts_default(o);
+    o->n_trials = 3;
+    o->n_sigma = 3;
+    o->sigma[0] = 1e-4;
+    o->sigma[1] = 1e-3;
+    o->sigma[2] = 1e-2;
+}
+
+static cJSON *stab_json(const solution *s, long K, const scm_stab_opts *o)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (s->stab_done == 0) {
+        cJSON_AddStringToObject(j, "verdict", "not_run");
+        cJSON_AddStringToObject(j, "why", K > STAB_MAX_K ? "K > 20" : "no full state");
+        return j;
+    }
+    if (s->stab_done < 0) {
+        cJSON_AddStringToObject(j, "verdict", "error");
+        cJSON_AddStringToObject(j, "why", s->stab_err);
+        return j;
+    }
+    const scm_stab_result *r = &s->stab;
+    cJSON_AddStringToObject(j, "verdict", scm_verdict_str(r->verdict));
+    cJSON_AddStringToObject(j, "hessian_verdict", scm_hverdict_str(r->hverdict));
+    cJSON_AddStringToObject(j, "tests_agree",
+                            r->agree == 1 ? "yes" : r->agree == 0 ? "no" : "not_comparable");
+    cJSON_AddStringToObject(j, "hessian", !r->hessian_done ? "none"
+                                          : r->hessian_closed ? "closed_form"
+                                                              : "central_differences");
+    if (r->hessian_done) {
+        cJSON_AddNumberToObject(j, "hessian_negative", r->counts.n_neg);
+        cJSON_AddNumberToObject(j, "hessian_zero", r->counts.n_zero);
+        cJSON_AddNumberToObject(j, "hessian_positive", r->counts.n_pos);
+        cJSON_AddItemToObject(j, "hessian_smallest", num_or_null(r->n_small ? r->eval_small[0] : NAN));
+    }
+    cJSON_AddNumberToObject(j, "zero_modes_predicted", (double)r->zm.total);
+    cJSON_AddItemToObject(j, "jacobian_re_max", r->jacobian_done ? num_or_null(r->jac_re_max)
+                                                                 : cJSON_CreateNull());
+    cJSON_AddNumberToObject(j, "trials", o->n_trials);
+    cJSON_AddNumberToObject(j, "d", (double)r->d);
+    cJSON *rows = cJSON_AddArrayToObject(j, "rows");
+    for (int i = 0; i < r->n_rows; i++) {
+        const scm_stab_row *w = &r->rows[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "sigma", w->sigma);
+        cJSON_AddStringToObject(x, "verdict", scm_verdict_str(w->verdict));
+        cJSON_AddNumberToObject(x, "dest_same", w->n_same);
+        cJSON_AddNumberToObject(x, "dest_global_min", w->n_global);
+        cJSON_AddNumberToObject(x, "dest_other", w->n_other);
+        cJSON_AddNumberToObject(x, "dest_failed", w->n_failed);
+        cJSON_AddItemToObject(x, "other_loss_min", num_or_null(w->other_eps_min));
+        cJSON_AddItemToObject(x, "other_loss_max", num_or_null(w->other_eps_max));
+        cJSON_AddItemToArray(rows, x);
+    }
+    return j;
+}
 
 static int same_orbit(const solution *a, const solution *b)
 {
@@ -86,12 +158,10 @@ static int cmp_sol(const void *pa, const void *pb)
     return 0;
 }
 
-static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
-
 int scm_cmd_fixed_points(int argc, char **argv)
 {
     long K = -1, M = -1, k1 = -1, starts = 200, seed = 1, polish = 24, cont = -1;
-    int all = 0, quiet = 0, na = 0;
+    int all = 0, quiet = 0, na = 0, stability = 0;
     const char *files[MAX_ANSATZ], *out = NULL, *actname = "relu";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -105,6 +175,9 @@ int scm_cmd_fixed_points(int argc, char **argv)
             takes = 0;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             quiet = 1;
+            takes = 0;
+        } else if (strcmp(a, "--stability") == 0) {
+            stability = 1;
             takes = 0;
         }
         if (takes && !v) {
@@ -344,12 +417,35 @@ int scm_cmd_fixed_points(int argc, char **argv)
                 sol[s].has_branch = 1;
         }
 
+    /* stability of each listed point */
+    scm_stab_opts so;
+    fp_stab_opts(&so);
+    if (stability && K <= STAB_MAX_K) {
+        scm_model *sm = scm_model_alloc((int)K, (int)M, act, NULL, NULL, NULL, &err);
+        if (!sm) {
+            fprintf(stderr, "scm fixed-points: %s\n", err.msg);
+            rc = 1;
+        }
+        for (int s = 0; sm && s < nsol; s++) {
+            if (sol[s].merged_into >= 0 || !sol[s].pt->Q)
+                continue;
+            scm_error se;
+            if (scm_stab_analyse(sm, sol[s].pt->Q, sol[s].pt->R, &so, &sol[s].stab, &se)) {
+                sol[s].stab_done = -1;
+                snprintf(sol[s].stab_err, sizeof sol[s].stab_err, "%s", se.msg);
+            } else {
+                sol[s].stab_done = 1;
+            }
+        }
+        scm_model_free(sm);
+    }
+
     int bad_res = 0;
     if (!quiet) {
         printf("scm fixed-points: K = %ld, M = %ld, %s, T = I, v = v* = 1\n", K, M, act->name);
-        printf("%-12s %4s %5s %5s %5s  %-18s %-9s %-9s %-9s %-9s  %s\n", "ansatz", "k1", "anti",
+        printf("%-12s %4s %5s %5s %5s  %-18s %-9s %-9s %-9s %-9s  %s%s\n", "ansatz", "k1", "anti",
                "align", "other", "loss", "res_blk", "res_full", "res_pol", "gram_min",
-               "scalars");
+               stability ? "verdict    " : "", "scalars");
     }
     int shown = 0;
     for (int si = 0; si < nsol; si++) {
@@ -366,6 +462,10 @@ int scm_cmd_fixed_points(int argc, char **argv)
         printf("%-12s %4g %5g %5g %5g  %-18.12g %-9.2e %-9.2e %-9.2e %-9.2e ",
                scm_ansatz_name(ans[sol[s].ansatz]), p->k1, sol[s].st.n_anti, sol[s].st.n_aligned,
                sol[s].st.n_other, p->eps, p->res_block, p->res_full, p->res_polish, p->gram_min);
+        if (stability)
+            printf(" %-10s", sol[s].stab_done > 0 ? scm_verdict_str(sol[s].stab.verdict)
+                             : sol[s].stab_done < 0 ? "error"
+                                                    : "-");
         for (int c = 0; c < p->nsc; c++)
             printf(" %s=%.6g", scm_ansatz_inst_scalar_name(sol[s].in, c), p->x[c]);
         printf("\n");
@@ -380,6 +480,10 @@ int scm_cmd_fixed_points(int argc, char **argv)
     }
     if (!quiet)
         printf("%d distinct fixed points (%d solutions before merging)\n", shown, nsol);
+    if (!quiet && stability)
+        printf("verdict: scm_stab_analyse, %d trials per sigma 1e-4, 1e-3, 1e-2, d = K + M "
+               "(docs/stability.md)%s\n",
+               so.n_trials, K > STAB_MAX_K ? "; not run: K > 20" : "");
 
     if (out) {
         cJSON *root = cJSON_CreateObject();
@@ -432,6 +536,8 @@ int scm_cmd_fixed_points(int argc, char **argv)
                 cJSON_AddNullToObject(j, "Q");
                 cJSON_AddNullToObject(j, "R");
             }
+            if (stability)
+                cJSON_AddItemToObject(j, "stability", stab_json(&sol[s], K, &so));
             if (sol[s].has_branch) {
                 scm_fp_branch *b = &sol[s].br;
                 cJSON *c = cJSON_AddObjectToObject(j, "continuation");
