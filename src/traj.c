@@ -385,9 +385,12 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             break;
         }
         if (m->act == &scm_act_relu) {
+            /* A squared norm below the absolute tolerance of the stage is
+             * not resolved by the integrator: it counts as dead too. */
+            const double dead_now = fmax(o->dead_tol, loose ? o->loose_atol : 0.0);
             int died = -1;
             for (int k = 0; k < K; k++)
-                if (!res->dead[k] && !(Q[k * K + k] >= o->dead_tol)) {
+                if (!res->dead[k] && !(Q[k * K + k] >= dead_now)) {
                     res->dead[k] = 1;
                     res->n_dead++;
                     if (died < 0)
