@@ -17,7 +17,8 @@
 
 struct scm_flow {
     const scm_model *m;
-    double eps_tt; /* the constant teacher-teacher term of eps */
+    double eps_tt;  /* the constant teacher-teacher term of eps */
+    int T_identity; /* T = I: B T is B itself */
     double *A, *B, *S, *P;
 };
 
@@ -52,6 +53,9 @@ scm_flow *scm_flow_alloc(const scm_model *model)
         return NULL;
     }
     fl->eps_tt = teacher_term(model);
+    fl->T_identity = 1;
+    for (size_t i = 0; i < M * M; i++)
+        fl->T_identity &= model->T[i] == (i % (M + 1) == 0 ? 1.0 : 0.0);
     return fl;
 }
 
@@ -210,9 +214,13 @@ scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *
             FQ[k * K + l] = FQ[l * K + k] = -(P[k * K + l] + P[l * K + k]);
     /* F_R = -(S R + B T) */
     scm_linalg_gemm(K, M, K, fl->S, R, 0, FR);
-    scm_linalg_gemm(K, M, M, fl->B, m->T, 0, P);
+    const double *BT = fl->B;
+    if (!fl->T_identity) {
+        scm_linalg_gemm(K, M, M, fl->B, m->T, 0, P);
+        BT = P;
+    }
     for (long i = 0; i < (long)K * M; i++)
-        FR[i] = -(FR[i] + P[i]);
+        FR[i] = -(FR[i] + BT[i]);
     if (!isfinite(scm_linalg_max_abs(FQ, (long)K * K)) ||
         !isfinite(scm_linalg_max_abs(FR, (long)K * M)))
         return SCM_ENAN;

@@ -31,9 +31,19 @@ static double t_minus_atan(double t)
 /* ab - c^2 without cancellation, as d * 2^e: a and b are scaled by powers
  * of 4 (exactly) to near 1, then the determinant is formed with Kahan's
  * fma algorithm, accurate to a few ulps of the result even when rho -> +-1,
- * where the naive form loses all digits. */
+ * where the naive form loses all digits.  Inside [2^-250, 2^250] nothing
+ * can overflow or underflow, so the scaling (exact, hence without effect
+ * on the result) is skipped there: it is most of the cost. */
+#define DET2_SAFE_LO 0x1p-250
+#define DET2_SAFE_HI 0x1p250
 static double det2(double a, double b, double c, int *e)
 {
+    if (a >= DET2_SAFE_LO && a <= DET2_SAFE_HI && b >= DET2_SAFE_LO && b <= DET2_SAFE_HI &&
+        fabs(c) <= DET2_SAFE_HI) {
+        double p = a * b, q = c * c;
+        *e = 0;
+        return (p - q) + (fma(a, b, -p) - fma(c, c, -q));
+    }
     int ea, eb;
     frexp(a, &ea);
     frexp(b, &eb);
@@ -57,7 +67,7 @@ static scm_status gram_sqrt(double a, double b, double *c, double *s)
     int e;
     double d = det2(a, b, *c, &e);
     if (d >= 0.0) {
-        *s = ldexp(sqrt(d), e / 2);
+        *s = e ? ldexp(sqrt(d), e / 2) : sqrt(d);
         return SCM_OK;
     }
     double n = sqrt(a) * sqrt(b);

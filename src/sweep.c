@@ -206,7 +206,10 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
     int best_struct = 0;
     for (int i = 0; fams && i < fams->n; i++) {
         const scm_sweep_family *f = &fams->f[i];
-        double d = fabs(eps - f->eps);
+        const int zero = fabs(f->eps) <= o->match_atol; /* a global minimum */
+        /* below eps_stop a run is at a global minimum up to integration
+         * error, which may exceed match_atol: any zero-loss family is it */
+        double d = rec->stop == SCM_STOP_EPS && zero ? 0.0 : fabs(eps - f->eps);
         if (!(d <= o->match_rtol * fabs(f->eps) + o->match_atol))
             continue;
         int s = f->k1 == rec->n_anti && rec->n_dead == 0 && rec->n_shared == 0;
@@ -216,7 +219,12 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
             best_struct = s;
         }
     }
-    if (best >= 0) {
+    if (best >= 0 && fabs(fams->f[best].eps) <= o->match_atol) {
+        /* one class for the global minimum, whichever ansatz lists it */
+        rec->matched = 1;
+        snprintf(rec->family, sizeof rec->family, "global_minimum");
+        rec->k1 = 0;
+    } else if (best >= 0) {
         rec->matched = 1;
         snprintf(rec->family, sizeof rec->family, "%s", fams->f[best].name);
         rec->k1 = fams->f[best].k1;
@@ -226,7 +234,7 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
         snprintf(rec->family, sizeof rec->family, "global_minimum");
         rec->k1 = 0;
     }
-    if (rec->matched && best >= 0) {
+    if (rec->matched && best >= 0 && strcmp(rec->family, "global_minimum") != 0) {
         /* Several families of one name and k1 (distinct losses): number
          * them by loss, #0 the lowest, so that the classes stay apart. */
         const scm_sweep_family *b = &fams->f[best];

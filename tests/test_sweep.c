@@ -161,6 +161,24 @@ static void test_classify(void)
     r.converged = 0;
     scm_sweep_classify(m, Q3, R, 0.1234, &fams, &o, &r);
     CHECK(!r.matched && strcmp(r.cls, "not_converged") == 0, "not converged: %s", r.cls);
+
+    /* The global minimum: a zero-loss family of any name is one class; a
+     * run stopped below eps_stop matches it even when its integration error
+     * (-9e-10 here) exceeds match_atol, a fixed-point stop does not. */
+    scm_sweep_family g[2] = {{"k1_extra", 0, 0.0}, {"c", 1, 0.1234}};
+    scm_sweep_families gf = {2, g};
+    double Rg[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    r.converged = 1;
+    r.stop = SCM_STOP_EPS;
+    scm_sweep_classify(m, Q3, Rg, -9e-10, &gf, &o, &r);
+    CHECK(r.matched && strcmp(r.cls, "global_minimum/k1=0") == 0 && r.k1 == 0,
+          "eps stop at -9e-10: %s", r.cls);
+    r.stop = SCM_STOP_FIXED_POINT;
+    scm_sweep_classify(m, Q3, Rg, 5e-11, &gf, &o, &r);
+    CHECK(r.matched && strcmp(r.cls, "global_minimum/k1=0") == 0, "fixed point at 5e-11: %s",
+          r.cls);
+    scm_sweep_classify(m, Q3, Rg, -9e-10, &gf, &o, &r);
+    CHECK(!r.matched && strcmp(r.cls, "unmatched") == 0, "fixed point at -9e-10: %s", r.cls);
     scm_model_free(m);
 }
 

@@ -118,7 +118,7 @@ cat > k2.json <<'JSON'
 JSON
 echo '[{"family": "k1", "k1": 0, "loss": 0}, {"family": "k1", "k1": 1, "loss": 0.25}]' > fam.json
 "$SCM" sweep k2.json --runs 4 -o f.jsonl -q --families fam.json --set integrator.rtol=1e-10 --set integrator.atol=1e-13
-check "python3 -c \"import json; r=[json.loads(l) for l in open('f.jsonl').read().splitlines()[1:]]; assert all(x['class']=='k1/k1=0' and x['stop']=='fixed_point' for x in r), r\"" "families matched: $(tail -1 f.jsonl)"
+check "python3 -c \"import json; r=[json.loads(l) for l in open('f.jsonl').read().splitlines()[1:]]; assert all(x['class']=='global_minimum/k1=0' and x['stop']=='fixed_point' for x in r), r\"" "families matched: $(tail -1 f.jsonl)"
 
 # progress goes nowhere near the files; --quiet prints nothing
 "$SCM" sweep k3.json --runs 2 -o q.jsonl -q > out 2> err
@@ -177,8 +177,29 @@ for j, K in enumerate(r["K"]):
     assert sum(row[j] for row in t["count"]) == s["done"] == 4
     assert abs(sum(row[j] for row in t["fraction"]) - 1) < 1e-12
 assert len(r["traces"]) == 2 and r["traces"][0]["t"][0] == 0
-assert r["families"] == [{"K": 2, "family": "k1", "k1": 0, "loss": 0}]
+assert [f for f in r["families"] if f["K"] == 2] == [{"K": 2, "family": "k1", "k1": 0, "loss": 0}]
 PY
+# compare without --families: enumerated families, the reached k1 = 1
+# family of K = M = 9 with the stability verdict that `scm stability`
+# gives for the same point; an eps_stop near a plateau is refused
+"$SCM" compare --M 9 --K 9 --runs 24 --threads 2 --traces 0 -o c9 -q
+check "[ $? -eq 0 ] && [ -s c9.K9.families.json ]" "compare with enumerated families"
+python3 - c9.json <<'PY' > c9.idx && ok || ko "compare families reached"
+import json, sys
+r = json.load(open(sys.argv[1]))
+fr = r["families_reached"]
+k1 = [f for f in fr if f["k1"] == 1]
+assert [f["verdict"] for f in fr if f["class"].startswith("global_minimum")] == ["global_minimum"]
+assert len(k1) == 1 and abs(k1[0]["loss"] - 0.0200141758085) < 1e-11, fr
+assert k1[0]["verdict"] == "stable" and k1[0]["hessian_verdict"] == "min", k1
+assert sum(f["count"] for f in fr) == 24
+print(k1[0]["point_index"])
+PY
+"$SCM" stability --point c9.K9.families.json --index "$(cat c9.idx)" --trials 3 \
+    --sigma 1e-4,1e-3,1e-2 -q -o st9.json
+check "python3 -c \"import json; s=json.load(open('st9.json')); r=[f for f in json.load(open('c9.json'))['families_reached'] if f['k1']==1][0]; assert s['verdict']==r['verdict'] and s['hessian']['verdict']==r['hessian_verdict'], (s['verdict'], r)\"" "compare verdict = scm stability verdict"
+bad cmpeps "integrator.eps_stop = 0.001 is not far below the lowest positive family loss" \
+    compare --M 9 --K 9 --runs 2 --families 9=c9.K9.families.json --set integrator.eps_stop=1e-3 -o c9b
 bad cmpreq "--M, --K and --runs are required" compare --K 2 --runs 3
 bad cmpfam "K = 5 is not in --K" compare --M 2 --K 2 --runs 3 --families 5=x.json
 

@@ -238,6 +238,30 @@ static void test_two_stage(void)
     CHECK(b.n_steps < a.n_steps, "two-stage took %ld steps, tight %ld", b.n_steps, a.n_steps);
     scm_traj_result_free(&a);
     scm_traj_result_free(&b);
+    /* Ended inside the loose stage (t_max = 50, F still large), where F is
+     * only estimated from CVODE's interpolant: the reported loss and max_F
+     * are the flow's own at the final state. */
+    o.t_max = 50.0;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &b, &e) == SCM_OK &&
+              b.stop == SCM_STOP_T_MAX,
+          "loose run to t = 50");
+    {
+        scm_flow *fl = scm_flow_alloc(m);
+        double *FQ = malloc(sizeof(double) * K * K), *FR = malloc(sizeof(double) * K * M), ef;
+        CHECK(scm_flow_rhs(fl, b.Q, b.R, FQ, FR, &ef) == SCM_OK, "flow at the loose end");
+        double mf = 0.0;
+        for (int i = 0; i < K * K; i++)
+            mf = fmax(mf, fabs(FQ[i]));
+        for (int i = 0; i < K * M; i++)
+            mf = fmax(mf, fabs(FR[i]));
+        CHECK(b.eps == ef && b.max_F == mf && mf > o.loose_until,
+              "loose end: eps %.17g vs %.17g, max_F %g vs %g", b.eps, ef, b.max_F, mf);
+        free(FQ);
+        free(FR);
+        scm_flow_free(fl);
+    }
+    scm_traj_result_free(&b);
+    o.t_max = 1e6;
     o.loose_until = 1e-11; /* below grad_stop */
     CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &a, &e) == SCM_EINVAL && strstr(e.msg, "loose_until"),
           "loose_until below grad_stop: %s", e.msg);

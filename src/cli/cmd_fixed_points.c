@@ -41,6 +41,8 @@ static void fp_usage(FILE *f)
             "  --polish-max-K N   full-space Newton polish when K <= N (default 24)\n"
             "  --continue-to M1   follow each solution in M (group sizes real) up to M1\n"
             "  --all              list every solution of every ansatz (no merging)\n"
+            "  --max-residual R   exit 1 when a listed point's residual is not below R\n"
+            "                     (default 1e-12)\n"
             "  --stability        also the stability verdict of each point (K <= 20):\n"
             "                     scm_stab_analyse with 3 trials, sigma 1e-4,1e-3,1e-2,\n"
             "                     otherwise the defaults of `scm stability`\n"
@@ -161,6 +163,7 @@ static int cmp_sol(const void *pa, const void *pb)
 int scm_cmd_fixed_points(int argc, char **argv)
 {
     long K = -1, M = -1, k1 = -1, starts = 200, seed = 1, polish = 24, cont = -1;
+    double max_res = 1e-12;
     int all = 0, quiet = 0, na = 0, stability = 0;
     const char *files[MAX_ANSATZ], *out = NULL, *actname = "relu";
     for (int i = 1; i < argc; i++) {
@@ -202,6 +205,15 @@ int scm_cmd_fixed_points(int argc, char **argv)
             bad = parse_int(v, a, 0, 100000, &polish);
         else if (strcmp(a, "--continue-to") == 0)
             bad = parse_int(v, a, 1, 1000000, &cont);
+        else if (strcmp(a, "--max-residual") == 0) {
+            char *end;
+            max_res = strtod(v, &end);
+            if (*v == '\0' || *end != '\0' || !(max_res > 0.0 && max_res < 1.0)) {
+                fprintf(stderr, "scm fixed-points: --max-residual needs a number in (0, 1), "
+                                "got '%s'\n", v);
+                bad = -1;
+            }
+        }
         else if (strcmp(a, "--activation") == 0)
             actname = v;
         else if (strcmp(a, "-o") == 0)
@@ -454,7 +466,7 @@ int scm_cmd_fixed_points(int argc, char **argv)
             continue;
         scm_fp_point *p = sol[s].pt;
         double r = p->polished ? p->res_polish : p->full ? p->res_full : p->res_block;
-        if (!(r < 1e-12))
+        if (!(r < max_res))
             bad_res++;
         shown++;
         if (quiet)
@@ -558,8 +570,8 @@ int scm_cmd_fixed_points(int argc, char **argv)
         cJSON_Delete(root);
     }
     if (bad_res && !rc) {
-        fprintf(stderr, "scm fixed-points: %d fixed point(s) with a residual above 1e-12\n",
-                bad_res);
+        fprintf(stderr, "scm fixed-points: %d fixed point(s) with a residual above %g\n",
+                bad_res, max_res);
         rc = 1;
     }
     for (int s = 0; s < nsol; s++)

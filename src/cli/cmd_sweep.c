@@ -19,6 +19,7 @@
 #include "scm/config.h"
 #include "scm/init.h"
 #include "scm/output.h"
+#include "scm/stability.h"
 #include "scm/sweep.h"
 
 #define MAX_SETS 256
@@ -800,18 +801,26 @@ static void compare_usage(FILE *f)
     fprintf(f,
             "usage: scm compare --M M --K K1,K2,... --runs N [CONFIG.json] [--seed S]\n"
             "                   [--threads T] [--families K=FP.json]... [--traces n]\n"
-            "                   [--set key=value]... [-o PREFIX] [--quiet]\n"
+            "                   [--no-stability] [--set key=value]... [-o PREFIX] [--quiet]\n"
             "\n"
             "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
             "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES, two-stage\n"
-            "accuracy (integrator.loose_until 1e-6), seed 1), run\n"
+            "accuracy (integrator.loose_until 1e-6), eps_stop 1e-10, seed 1), run\n"
             "or resumed in PREFIX.K<K>.runs.jsonl and summarised in\n"
             "PREFIX.K<K>.summary.json, then one report: PREFIX.json (fractions per k1\n"
-            "and per K with 95%% Wilson intervals, the families, the loss histograms,\n"
-            "loss-vs-time traces of the first n runs of each K) and PREFIX.md.  Plots:\n"
-            "python3 scripts/plot_compare.py PREFIX.json.  Rows are the matched k1 when\n"
-            "--families is given for that K, else the anti-aligned count of converged\n"
-            "runs.  Default PREFIX: compare_M<M>.\n"
+            "and per K with 95%% Wilson intervals, the families reached with their\n"
+            "stability verdicts, the loss histograms, loss-vs-time traces of the first n\n"
+            "runs of each K) and PREFIX.md.  Plots:\n"
+            "python3 scripts/plot_compare.py PREFIX.json.\n"
+            "\n"
+            "The families of each K are enumerated (`scm fixed-points --K K --M M\n"
+            "--polish-max-K 0 --max-residual 1e-9`, the built-in ansaetze, into\n"
+            "PREFIX.K<K>.families.json)\n"
+            "unless --families K=FILE gives them, or the model is not one scm\n"
+            "fixed-points handles (T = I, v = v* = 1): then rows are the anti-aligned\n"
+            "count of converged runs.  Each family reached gets the verdict of\n"
+            "`scm stability --trials 3 --sigma 1e-4,1e-3,1e-2` (K <= 20; --no-stability\n"
+            "skips it).  Default PREFIX: compare_M<M>.\n"
             "\n"
             "exit status: 0 done, 1 a failure while running or writing, 2 bad input.\n");
 }
@@ -834,12 +843,222 @@ static cJSON *read_json_file(const char *path)
     return j;
 }
 
+/* scm fixed-points enumerates for T = I, v = v* = 1 and the GD rule only. */
+static int enumerable(const scm_config *c)
+{
+    if (c->T || c->rule != &scm_rule_gd)
+        return 0;
+    for (int k = 0; k < c->K; k++)
+        if (c->v[k] != 1.0)
+            return 0;
+    for (int n = 0; n < c->M; n++)
+        if (c->vs[n] != 1.0)
+            return 0;
+    return 1;
+}
+
+/* A run stopped below eps_stop is called a global minimum: that is sound
+ * only far below the lowest positive family loss (the loss decreases along
+ * the flow, so such a run can end at no family above it). */
+static int check_eps_stop(const char *fam_path, const scm_config *c, long K)
+{
+    scm_sweep_families fams;
+    scm_error err;
+    if (load_families(fam_path, &fams, &err)) {
+        fprintf(stderr, "scm compare: %s\n", err.msg);
+        return 2;
+    }
+    scm_sweep_opts so;
+    scm_sweep_opts_default(&so);
+    double low = INFINITY;
+    for (int i = 0; i < fams.n; i++)
+        if (fams.f[i].eps > so.match_atol)
+            low = fmin(low, fams.f[i].eps);
+    scm_sweep_families_free(&fams);
+    if (isfinite(low) && c->traj.eps_stop > 1e-3 * low) {
+        fprintf(stderr,
+                "scm compare: K = %ld: integrator.eps_stop = %g is not far below the lowest "
+                "positive family loss %.6g in '%s' (a run stopped there might be on that "
+                "plateau); use at most %.3g\n",
+                K, c->traj.eps_stop, low, fam_path, 1e-3 * low);
+        return 2;
+    }
+    return 0;
+}
+
+/* Row-major n x m matrix from a JSON array of arrays. */
+static int json_matrix(const cJSON *a, int n, int m, double *out)
+{
+    if (cJSON_GetArraySize(a) != n)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        const cJSON *row = cJSON_GetArrayItem(a, i);
+        if (cJSON_GetArraySize(row) != m)
+            return -1;
+        for (int j = 0; j < m; j++) {
+            const cJSON *x = cJSON_GetArrayItem(row, j);
+            if (!cJSON_IsNumber(x))
+                return -1;
+            out[i * m + j] = x->valuedouble;
+        }
+    }
+    return 0;
+}
+
+#define COMPARE_STAB_MAX_K 20 /* as scm fixed-points --stability */
+
+/* The families the sweep of one K reached (its summary's matched classes),
+ * each with its fixed point from the families file and, unless no_stab,
+ * the verdict of scm_stab_analyse with the options of scm fixed-points
+ * --stability (3 trials at sigma 1e-4, 1e-3, 1e-2).  Appends to out;
+ * returns 0, or -1 when the families file cannot be read. */
+static int reached_families(const char *fam_path, const cJSON *S, const scm_config *c, long K,
+                            int no_stab, int quiet, cJSON *out)
+{
+    cJSON *F = read_json_file(fam_path);
+    if (!F) {
+        fprintf(stderr, "scm compare: cannot read back '%s'\n", fam_path);
+        return -1;
+    }
+    /* a plain family list (name, k1, loss) has no points to analyse */
+    const cJSON *pts = cJSON_GetObjectItemCaseSensitive(F, "fixed_points");
+    const int Ki = c->K, Mi = c->M;
+    scm_error err;
+    scm_model *m = scm_model_alloc(Ki, Mi, c->act, NULL, NULL, NULL, &err);
+    double *Q = malloc(sizeof(double) * (size_t)(Ki * Ki)),
+           *R = malloc(sizeof(double) * (size_t)(Ki * Mi));
+    if (!m || !Q || !R) {
+        fprintf(stderr, "scm compare: out of memory\n");
+        scm_model_free(m);
+        free(Q);
+        free(R);
+        cJSON_Delete(F);
+        return -1;
+    }
+    scm_sweep_opts sw;
+    scm_sweep_opts_default(&sw);
+    scm_stab_opts so;
+    scm_stab_opts_default(&so);
+    so.n_trials = 3;
+    so.n_sigma = 3;
+    const cJSON *cl;
+    cJSON_ArrayForEach(cl, cJSON_GetObjectItemCaseSensitive(S, "classes"))
+    {
+        const cJSON *fam = cJSON_GetObjectItemCaseSensitive(cl, "family");
+        if (!cJSON_IsString(fam))
+            continue; /* unmatched, not converged */
+        double lo = cJSON_GetObjectItemCaseSensitive(cl, "eps_min")->valuedouble,
+               hi = cJSON_GetObjectItemCaseSensitive(cl, "eps_max")->valuedouble,
+               mid = 0.5 * (lo + hi);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "K", (double)K);
+        cJSON_AddStringToObject(o, "class",
+                                cJSON_GetObjectItemCaseSensitive(cl, "class")->valuestring);
+        cJSON_AddNumberToObject(o, "k1", cJSON_GetObjectItemCaseSensitive(cl, "k1")->valuedouble);
+        cJSON_AddNumberToObject(o, "count",
+                                cJSON_GetObjectItemCaseSensitive(cl, "count")->valuedouble);
+        cJSON_AddNumberToObject(o, "fraction",
+                                cJSON_GetObjectItemCaseSensitive(cl, "fraction")->valuedouble);
+        cJSON_AddItemToArray(out, o);
+        if (strcmp(fam->valuestring, "global_minimum") == 0) {
+            cJSON_AddNumberToObject(o, "loss", 0.0);
+            cJSON_AddStringToObject(o, "verdict", "global_minimum");
+            cJSON_AddStringToObject(o, "hessian_verdict", "-");
+            continue;
+        }
+        if (!cJSON_IsArray(pts)) {
+            cJSON_AddNumberToObject(o, "loss", mid);
+            cJSON_AddStringToObject(o, "verdict", "not_run");
+            cJSON_AddStringToObject(o, "hessian_verdict", "-");
+            cJSON_AddStringToObject(o, "why", "the families file lists no points (Q, R)");
+            continue;
+        }
+        /* the listed point whose loss the runs matched */
+        int best = -1;
+        double bd = INFINITY;
+        for (int i = 0; pts && i < cJSON_GetArraySize(pts); i++) {
+            const cJSON *l = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(pts, i), "loss");
+            if (cJSON_IsNumber(l) && fabs(l->valuedouble - mid) < bd) {
+                bd = fabs(l->valuedouble - mid);
+                best = i;
+            }
+        }
+        const cJSON *pt = best >= 0 ? cJSON_GetArrayItem(pts, best) : NULL;
+        if (!pt || !(bd <= sw.match_rtol * fabs(mid) + sw.match_atol + 0.5 * (hi - lo)) ||
+            json_matrix(cJSON_GetObjectItemCaseSensitive(pt, "Q"), Ki, Ki, Q) ||
+            json_matrix(cJSON_GetObjectItemCaseSensitive(pt, "R"), Ki, Mi, R)) {
+            cJSON_AddNumberToObject(o, "loss", mid);
+            cJSON_AddStringToObject(o, "verdict", "error");
+            cJSON_AddStringToObject(o, "hessian_verdict", "-");
+            cJSON_AddStringToObject(o, "why", "no point of this loss with Q and R in the file");
+            continue;
+        }
+        cJSON_AddNumberToObject(o, "loss",
+                                cJSON_GetObjectItemCaseSensitive(pt, "loss")->valuedouble);
+        cJSON_AddNumberToObject(o, "point_index", best);
+        if (no_stab || K > COMPARE_STAB_MAX_K) {
+            cJSON_AddStringToObject(o, "verdict", "not_run");
+            cJSON_AddStringToObject(o, "hessian_verdict", "-");
+            cJSON_AddStringToObject(o, "why", no_stab ? "--no-stability" : "K > 20");
+            continue;
+        }
+        if (!quiet)
+            fprintf(stderr, "scm compare: K = %ld: stability of %s (loss %.10g)\n", K,
+                    cJSON_GetObjectItemCaseSensitive(cl, "class")->valuestring,
+                    cJSON_GetObjectItemCaseSensitive(pt, "loss")->valuedouble);
+        scm_stab_result r;
+        if (scm_stab_analyse(m, Q, R, &so, &r, &err)) {
+            cJSON_AddStringToObject(o, "verdict", "error");
+            cJSON_AddStringToObject(o, "hessian_verdict", "-");
+            cJSON_AddStringToObject(o, "why", err.msg);
+            continue;
+        }
+        cJSON_AddStringToObject(o, "verdict", scm_verdict_str(r.verdict));
+        cJSON_AddStringToObject(o, "hessian_verdict", scm_hverdict_str(r.hverdict));
+        cJSON_AddStringToObject(o, "tests_agree",
+                                r.agree == 1 ? "yes" : r.agree == 0 ? "no" : "not_comparable");
+        if (r.hessian_done) {
+            cJSON_AddNumberToObject(o, "hessian_negative", r.counts.n_neg);
+            cJSON_AddNumberToObject(o, "hessian_zero", r.counts.n_zero);
+            if (r.n_small)
+                cJSON_AddNumberToObject(o, "hessian_smallest", r.eval_small[0]);
+        }
+        if (r.jacobian_done)
+            cJSON_AddNumberToObject(o, "jacobian_re_max", r.jac_re_max);
+        int same = 0, glob = 0, other = 0, failed = 0;
+        double omin = INFINITY, omax = -INFINITY;
+        for (int q = 0; q < r.n_rows; q++) {
+            same += r.rows[q].n_same;
+            glob += r.rows[q].n_global;
+            other += r.rows[q].n_other;
+            failed += r.rows[q].n_failed;
+            if (r.rows[q].n_other) {
+                omin = fmin(omin, r.rows[q].other_eps_min);
+                omax = fmax(omax, r.rows[q].other_eps_max);
+            }
+        }
+        char to[160];
+        int w = snprintf(to, sizeof to, "same %d, global %d, other %d", same, glob, other);
+        if (other)
+            w += snprintf(to + w, sizeof to - (size_t)w, " (loss %.6g..%.6g)", omin, omax);
+        if (failed)
+            snprintf(to + w, sizeof to - (size_t)w, ", failed %d", failed);
+        cJSON_AddStringToObject(o, "escapes_to", to);
+    }
+    scm_model_free(m);
+    free(Q);
+    free(R);
+    cJSON_Delete(F);
+    return 0;
+}
+
 int scm_cmd_compare(int argc, char **argv)
 {
     const char *config = NULL, *prefix = NULL, *seed = NULL, *threads = "1";
     const char *sets[MAX_SETS], *fam_for[64] = {0};
-    int nsets = 0, quiet = 0, ntr = 3;
+    int nsets = 0, quiet = 0, ntr = 3, no_stab = 0;
     long M = -1, runs = -1, Ks[64];
+    char fam_made[64][4096];
     int nK = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -848,6 +1067,8 @@ int scm_cmd_compare(int argc, char **argv)
             return 0;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             quiet = 1;
+        } else if (strcmp(a, "--no-stability") == 0) {
+            no_stab = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             if (i + 1 >= argc) {
                 fprintf(stderr, "scm compare: option %s needs an argument\n", a);
@@ -941,7 +1162,7 @@ int scm_cmd_compare(int argc, char **argv)
         "{\"model\": {\"K\": 1, \"M\": 1, \"activation\": \"relu\"},\n"
         " \"init\": {\"type\": \"random\", \"d\": 1000, \"sigma\": 1, \"seed\": 1},\n"
         " \"integrator\": {\"linear_solver\": \"gmres\", \"grad_stop\": 1e-10,\n"
-        "                \"loose_until\": 1e-6}}\n";
+        "                \"loose_until\": 1e-6, \"eps_stop\": 1e-10}}\n";
     char *text = NULL;
     size_t tlen = 0;
     if (config) {
@@ -965,7 +1186,8 @@ int scm_cmd_compare(int argc, char **argv)
         fprintf(stderr, "scm compare: out of memory\n");
         goto out;
     }
-    cJSON *fam_arr = cJSON_CreateArray(), *hist_arr = cJSON_CreateArray(),
+    cJSON *fam_arr = cJSON_CreateArray(), *reached_arr = cJSON_CreateArray(),
+          *hist_arr = cJSON_CreateArray(),
           *trace_arr = cJSON_CreateArray(), *files_arr = cJSON_CreateArray();
     for (int j = 0; j < nK; j++) {
         /* The configuration of this K, written next to its runs. */
@@ -993,6 +1215,31 @@ int scm_cmd_compare(int argc, char **argv)
             fprintf(stderr, "scm compare: %s\n", err.msg);
             scm_config_free(c);
             rc = 1;
+            goto out;
+        }
+        if (!fam_for[j] && enumerable(c)) {
+            snprintf(fam_made[j], sizeof fam_made[j], "%s.K%ld.families.json", prefix, Ks[j]);
+            char kb[32], mb[32];
+            snprintf(kb, sizeof kb, "%ld", Ks[j]);
+            snprintf(mb, sizeof mb, "%ld", M);
+            const char *fargv[] = {"fixed-points", "--K", kb, "--M", mb, "--activation",
+                                   c->act->name, "--polish-max-K", "0", "--max-residual",
+                                   "1e-9", "-q", "-o", fam_made[j], NULL};
+            if (!quiet)
+                fprintf(stderr, "scm compare: K = %ld, M = %ld: enumerating the families into %s\n",
+                        Ks[j], M, fam_made[j]);
+            int frc = scm_cmd_fixed_points(14, (char **)fargv);
+            if (frc) {
+                fprintf(stderr, "scm compare: K = %ld: the family enumeration failed\n", Ks[j]);
+                scm_config_free(c);
+                rc = frc;
+                goto out;
+            }
+            fam_for[j] = fam_made[j];
+        }
+        if (fam_for[j] && check_eps_stop(fam_for[j], c, Ks[j]) != 0) {
+            scm_config_free(c);
+            rc = 2;
             goto out;
         }
         char rbuf[32];
@@ -1086,6 +1333,12 @@ int scm_cmd_compare(int argc, char **argv)
                 scm_sweep_families_free(&fams);
             }
         }
+        if (fam_for[j] &&
+            reached_families(fam_for[j], S, c, Ks[j], no_stab, quiet, reached_arr) != 0) {
+            scm_config_free(c);
+            rc = 1;
+            goto out;
+        }
         cJSON *ho = cJSON_CreateObject();
         cJSON_AddNumberToObject(ho, "K", (double)Ks[j]);
         cJSON_AddItemToObject(ho, "histogram",
@@ -1166,6 +1419,7 @@ int scm_cmd_compare(int argc, char **argv)
         cJSON_AddItemToArray(wis, wr);
     }
     cJSON_AddItemToObject(report, "families", fam_arr);
+    cJSON_AddItemToObject(report, "families_reached", reached_arr);
     cJSON_AddItemToObject(report, "histograms", hist_arr);
     cJSON_AddItemToObject(report, "traces", trace_arr);
     cJSON_AddItemToObject(report, "files", files_arr);
@@ -1231,6 +1485,36 @@ int scm_cmd_compare(int argc, char **argv)
                 cJSON_GetObjectItemCaseSensitive(it, "anti")->valuedouble,
                 cJSON_GetObjectItemCaseSensitive(it, "count")->valuedouble,
                 cJSON_GetObjectItemCaseSensitive(it, "fraction")->valuedouble);
+    }
+    if (cJSON_GetArraySize(reached_arr) > 0) {
+        fprintf(md, "\n## Families reached, with their stability\n\n"
+                    "Verdict: the perturbation test (3 trials at sigma 1e-4, 1e-3, 1e-2: GD in "
+                    "weight space, then the CVODE flow; `scm stability`), and the Hessian's "
+                    "(minimum, saddle, degenerate: more zero eigenvalues than symmetries "
+                    "explain).\n\n| K | class | k1 | loss | runs | verdict | Hessian | "
+                    "negative | smallest eigenvalue | escapes to |\n"
+                    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+        const cJSON *it;
+        cJSON_ArrayForEach(it, reached_arr)
+        {
+            const cJSON *neg = cJSON_GetObjectItemCaseSensitive(it, "hessian_negative"),
+                        *sm = cJSON_GetObjectItemCaseSensitive(it, "hessian_smallest"),
+                        *to = cJSON_GetObjectItemCaseSensitive(it, "escapes_to");
+            char nb[32] = "-", sb[32] = "-";
+            if (cJSON_IsNumber(neg))
+                snprintf(nb, sizeof nb, "%.0f", neg->valuedouble);
+            if (cJSON_IsNumber(sm))
+                snprintf(sb, sizeof sb, "%.4g", sm->valuedouble);
+            fprintf(md, "| %.0f | %s | %.0f | %.12g | %.0f | %s | %s | %s | %s | %s |\n",
+                    cJSON_GetObjectItemCaseSensitive(it, "K")->valuedouble,
+                    cJSON_GetObjectItemCaseSensitive(it, "class")->valuestring,
+                    cJSON_GetObjectItemCaseSensitive(it, "k1")->valuedouble,
+                    cJSON_GetObjectItemCaseSensitive(it, "loss")->valuedouble,
+                    cJSON_GetObjectItemCaseSensitive(it, "count")->valuedouble,
+                    cJSON_GetObjectItemCaseSensitive(it, "verdict")->valuestring,
+                    cJSON_GetObjectItemCaseSensitive(it, "hessian_verdict")->valuestring, nb, sb,
+                    cJSON_IsString(to) ? to->valuestring : "-");
+        }
     }
     if (cJSON_GetArraySize(fam_arr) > 0) {
         fprintf(md, "\n## Families given (lowest 12 losses per K)\n\n| K | family | k1 | loss |\n"
