@@ -1,8 +1,10 @@
 /* plateau_stability.c: stability verdicts for the minima of the plateau
  * table (run by scripts/plateau_stability.sh; docs/stability.md section 5).
  *
- * Reads data/plateau_table.csv.  For every row classified global_min or
- * min_candidate (these have K <= 20: the full Jacobian was checked there),
+ * Reads data/plateau_table.csv.  For every row classified global_min,
+ * min_candidate (K <= 20: the table checked the full Jacobian there) or
+ * min_candidate_block_only with K <= --Kmax (default 22, so that M = 8 .. 20
+ * is covered at K = M + 2; the analysis computes the full Jacobian itself),
  * rebuilds the fixed point from its ansatz, k1 and scalars
  * (bench/plateau_row.h) and runs scm_stab_analyse with the library's
  * defaults except 3 trials per sigma and sigma = 1e-4, 1e-3, 1e-2 (all
@@ -16,8 +18,8 @@
  * Not run, only counted per (K, M) in the --counts file: saddle rows (the
  * table already shows a positive eigenvalue > 1e-6 of the block or full
  * flow Jacobian, so they are linearly unstable: some perturbation grows
- * like exp(lambda t)) and min_candidate_block_only rows (K > 20: only the
- * block Jacobian was checked; the Hessian is (K d)^2 and is not attempted).
+ * like exp(lambda t)) and min_candidate_block_only rows with K > --Kmax
+ * (only the block Jacobian was checked; the Hessian is (K d)^2).
  *
  * overall verdict: the perturbation verdict when it is stable or unstable;
  * when it is undecided, unstable if the Hessian has a negative eigenvalue
@@ -29,7 +31,7 @@
  * written with verdict undecided and no Hessian, and the run goes on.
  *
  * Usage: plateau_stability [--in data/plateau_table.csv] --out OUT.csv
- *            [--counts COUNTS.csv] [--part I/N] [--Kmax 20] [--limit N] [-q]
+ *            [--counts COUNTS.csv] [--part I/N] [--Kmax 22] [--limit N] [-q]
  * --part I/N analyses only the rows with K mod N = I (to run N processes;
  * concatenating the parts and stable-sorting by (dK, M) restores table
  * order, since the table is ordered by dK, then M, and each (dK, M) has one
@@ -81,7 +83,7 @@ typedef struct {
 int main(int argc, char **argv)
 {
     const char *in = "data/plateau_table.csv", *out = NULL, *counts_path = NULL;
-    int part = 0, nparts = 1, Kmax = 20, limit = -1, quiet = 0;
+    int part = 0, nparts = 1, Kmax = 22, limit = -1, quiet = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-q")) {
@@ -116,7 +118,7 @@ int main(int argc, char **argv)
     }
     if (!out) {
         fprintf(stderr, "usage: " ME " [--in TABLE.csv] --out OUT.csv [--counts COUNTS.csv] "
-                        "[--part I/N] [--Kmax 20] [--limit N] [-q]\n");
+                        "[--part I/N] [--Kmax 22] [--limit N] [-q]\n");
         return 2;
     }
     gsl_set_error_handler_off();
@@ -171,15 +173,17 @@ int main(int argc, char **argv)
         }
         count *c = &cnt[ncnt - 1];
         c->n_rows++;
-        int is_min = !strcmp(r.cls, "global_min") || !strcmp(r.cls, "min_candidate");
+        const int block_only = !strcmp(r.cls, "min_candidate_block_only");
+        int is_min = !strcmp(r.cls, "global_min") || !strcmp(r.cls, "min_candidate") ||
+                     block_only;
         if (!strcmp(r.cls, "saddle"))
             c->n_saddle++;
-        else if (!strcmp(r.cls, "min_candidate_block_only"))
+        else if (block_only && r.K > Kmax)
             c->n_block_only++;
         else if (!is_min)
             c->n_other++;
         if (!is_min || r.K > Kmax) {
-            if (is_min)
+            if (is_min && !block_only)
                 c->n_other++;
             continue;
         }

@@ -197,6 +197,9 @@ static void add_counters(void *cv, scm_traj_result *res)
         res->n_lin_iters += v;
 }
 
+/* With a loose stage, a squared norm below this many loose_atol is dead. */
+#define LOOSE_DEAD_FACTOR 100.0
+
 /* The first dead ReLU neuron of Q, or -1. */
 static int dead_neuron(const scm_model *m, const double *Q, double tol)
 {
@@ -282,8 +285,23 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     }
 
     int loose = o->loose_until > 0.0;
-    /* the loose stage's state is PSD only to its own, larger, error */
-    const double psd_loose = fmin(0.1, o->psd_tol * o->loose_rtol / o->rtol);
+    /* After a loose stage the state carries that stage's error for good:
+     * it is PSD only to that error, and a squared norm below
+     * LOOSE_DEAD_FACTOR loose_atol (more than 1% error) is not resolved,
+     * so such a ReLU student counts as dead (else the integrator stalls on
+     * its direction, steps collapsing at Cauchy-Schwarz violations). */
+    const double psd_run = loose ? fmin(0.1, o->psd_tol * o->loose_rtol / o->rtol) : o->psd_tol;
+    const double dead_run = fmax(o->dead_tol, loose ? LOOSE_DEAD_FACTOR * o->loose_atol : 0.0);
+    if (loose && m->act == &scm_act_relu)
+        for (int k = 0; k < K; k++)
+            if (Q0[k * K + k] < LOOSE_DEAD_FACTOR * dead_run) {
+                st = scm_error_set(err, SCM_EINVAL,
+                                   "integrator.loose_atol = %g cannot resolve student %d "
+                                   "(Q_kk = %g at t = 0; a loose stage needs Q_kk >= %g): use "
+                                   "a smaller loose_atol or loose_until 0",
+                                   o->loose_atol, k, Q0[k * K + k], LOOSE_DEAD_FACTOR * dead_run);
+                goto fail;
+            }
     cv = CVodeCreate(o->method == SCM_METHOD_ADAMS ? CV_ADAMS : CV_BDF, ctx);
     if (!cv || CVodeSetErrHandlerFn(cv, cvode_err, &c) || CVodeInit(cv, cvode_rhs, 0.0, y) ||
         CVodeSStolerances(cv, loose ? o->loose_rtol : o->rtol, loose ? o->loose_atol : o->atol) || CVodeSetUserData(cv, &c) ||
@@ -382,19 +400,16 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         clean_state(&c, yv);
         rule->unpack(m, yv, Q, R);
         scm_error chk;
-        scm_status vs = scm_model_check_state(m, Q, R, loose ? psd_loose : o->psd_tol, &chk);
+        scm_status vs = scm_model_check_state(m, Q, R, psd_run, &chk);
         if (vs) {
             scm_error_set(&res->err, vs, "invalid state at t = %.6g: %s", tret, chk.msg);
             res->stop = SCM_STOP_FAILED;
             break;
         }
         if (m->act == &scm_act_relu) {
-            /* A squared norm below the absolute tolerance of the stage is
-             * not resolved by the integrator: it counts as dead too. */
-            const double dead_now = fmax(o->dead_tol, loose ? o->loose_atol : 0.0);
             int died = -1;
             for (int k = 0; k < K; k++)
-                if (!res->dead[k] && !(Q[k * K + k] >= dead_now)) {
+                if (!res->dead[k] && !(Q[k * K + k] >= dead_run)) {
                     res->dead[k] = 1;
                     res->n_dead++;
                     if (died < 0)
@@ -457,10 +472,17 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     if (!have_eps) {
         /* the run ended in the loose stage on an estimated F: evaluate */
         rule->pack(m, res->Q, res->R, yv);
-        if (rule->rhs(c.fl, yv, yd, &eps, c.scratch) == SCM_OK)
+        scm_status rs = rule->rhs(c.fl, yv, yd, &eps, c.scratch);
+        if (rs == SCM_OK) {
             maxF = scm_linalg_max_abs(yd, n);
-        else
+        } else {
             eps = maxF = NAN;
+            if (res->stop != SCM_STOP_FAILED) {
+                scm_error_set(&res->err, rs, "the right-hand side fails at the final t = %.6g: %s",
+                              t, scm_status_str(rs));
+                res->stop = SCM_STOP_FAILED;
+            }
+        }
     }
     res->t = t;
     res->eps = eps;

@@ -1,15 +1,16 @@
 /* test_plateau_stability.c: the committed data/plateau_stability.csv (and
  * its _counts.csv) against data/plateau_table.csv and a regeneration of a
  * few rows.
- *  - every row has K <= 20, a perturbation and an overall verdict in
+ *  - every row has K <= 22, a perturbation and an overall verdict in
  *    {stable, unstable, undecided}, a Hessian kind in {closed, fd, none},
  *    analysis ok (or not_psd for at most one row, the K = 4, M = 2 global
  *    minimum at the edge of the PSD cone);
- *  - every row's key (K, M, dK, family_n_anti, loss) is a global_min or
- *    min_candidate row of the plateau table, and every such table row with
- *    K <= 20 has exactly one row (same order);
+ *  - every row's key (K, M, dK, family_n_anti, loss) is a global_min,
+ *    min_candidate or min_candidate_block_only row of the plateau table,
+ *    and every such table row with K <= 22 has exactly one row (same
+ *    order);
  *  - the counts file has one line per (K, M) of the table, whose saddle and
- *    min_candidate_block_only counts match the table;
+ *    (K > 22) min_candidate_block_only counts match the table;
  *  - four rows (K = M = 7 global minimum and n_anti = 1, K = 8 M = 7
  *    n_anti = 1, K = M = 12 n_anti = 3) are recomputed with
  *    scm_stab_analyse and the options of the generator (pt_stab_opts:
@@ -27,6 +28,7 @@
 #include "testutil.h"
 
 #define NCOL 32
+#define STAB_KMAX 22 /* the generator's --Kmax */
 
 typedef struct {
     char *f[NCOL];
@@ -180,9 +182,11 @@ int main(void)
         curK = r.K;
         curM = r.M;
         nsad += !strcmp(r.cls, "saddle");
-        nblk += !strcmp(r.cls, "min_candidate_block_only");
+        const int blk = !strcmp(r.cls, "min_candidate_block_only");
+        nblk += blk && r.K > STAB_KMAX;
         nrows++;
-        if (!(!strcmp(r.cls, "global_min") || !strcmp(r.cls, "min_candidate")) || r.K > 20)
+        if (!(!strcmp(r.cls, "global_min") || !strcmp(r.cls, "min_candidate") || blk) ||
+            r.K > STAB_KMAX)
             continue;
         nmin++;
         /* the next stability row must be this one */
@@ -198,7 +202,7 @@ int main(void)
                   !strcmp(s.f[C_DK], r.dK_s) && !strcmp(s.f[C_NANTI], r.n_anti_s) &&
                   !strcmp(s.f[C_LOSS], r.loss_s) && !strcmp(s.f[C_CLS], r.cls);
         int K = atoi(s.f[C_K]);
-        int good = key && K <= 20 && is_verdict(s.f[C_PV]) && is_verdict(s.f[C_OV]) &&
+        int good = key && K <= STAB_KMAX && is_verdict(s.f[C_PV]) && is_verdict(s.f[C_OV]) &&
                    (!strcmp(s.f[C_HESS], "closed") || !strcmp(s.f[C_HESS], "fd") ||
                     !strcmp(s.f[C_HESS], "none")) &&
                    (!strcmp(s.f[C_AGREE], "yes") || !strcmp(s.f[C_AGREE], "no") ||

@@ -274,6 +274,46 @@ static void test_two_stage(void)
     scm_model_free(m);
 }
 
+/* Over-parameterised runs with a loose stage: K = 18, M = 17, init seed
+ * 1995124768 (run 1175 of `scm compare --M 17 --K 18`).  Its spare student
+ * shrinks to Q_kk ~ 1e-8, where the loose stage (atol 1e-8) cannot resolve
+ * it: before students below 100 loose_atol counted as dead, CVODE's steps
+ * collapsed there (1e6 steps at t = 918, eps 1.2e-9).  Now it dies, is
+ * frozen, and the run ends at the global minimum in a few hundred steps.
+ * A loose stage that cannot resolve the initial norms is refused. */
+static void test_loose_dead(void)
+{
+    const int K = 18, M = 17;
+    scm_error e;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, &e);
+    double *Q0 = malloc(sizeof(double) * K * K), *R0 = malloc(sizeof(double) * K * M);
+    CHECK(m && scm_init_random(m, 1000, 1.0, 1995124768UL, Q0, R0, &e) == SCM_OK, "K = 18 init");
+    scm_traj_opts o;
+    scm_traj_opts_default(&o);
+    o.record = 0;
+    o.linsol = SCM_LINSOL_GMRES;
+    o.loose_until = 1e-6;
+    o.eps_stop = 1e-10;
+    o.max_steps = 20000;
+    scm_traj_result r;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_OK, "K = 18 run");
+    CHECK(r.stop == SCM_STOP_EPS && r.n_dead == 1 && r.n_steps < 5000 && fabs(r.eps) < 1e-9,
+          "K = 18 run: stop %s, %d dead, %ld steps, eps %g", scm_stop_reason_str(r.stop),
+          r.n_dead, r.n_steps, r.eps);
+    int k = 0;
+    while (k < K && !r.dead[k])
+        k++;
+    CHECK(k < K && r.Q[k * K + k] == 0.0, "the dead student is frozen at zero");
+    scm_traj_result_free(&r);
+    scm_init_scale(m, 1e-3, Q0, R0); /* Q_kk ~ 1e-6 */
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_EINVAL &&
+              strstr(e.msg, "integrator.loose_atol"),
+          "small init with a loose stage: %s", e.msg);
+    free(Q0);
+    free(R0);
+    scm_model_free(m);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -281,6 +321,7 @@ int main(void)
     test_stop_reasons();
     test_reproducible();
     test_two_stage();
+    test_loose_dead();
     test_init_moments(4, 3, 50); /* Bartlett branch: d - M >= K */
     test_init_moments(6, 3, 6);  /* direct branch: d - M < K */
     return TEST_SUMMARY();
