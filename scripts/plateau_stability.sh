@@ -9,7 +9,7 @@
 # Builds bench/plateau_stability in BUILD_DIR and runs JOBS processes over
 # disjoint sets of K (K mod JOBS); the parts are merged deterministically
 # (table order: stable sort by dK, then M); progress in
-# BUILD_DIR/plateau_stability.part*.log.  About 15 CPU-minutes (7.5 with 2 jobs).
+# BUILD_DIR/plateau_stability.part*.log.  About 55 CPU-minutes (32 with 2 jobs).
 # Outputs are written as .tmp files and renamed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."

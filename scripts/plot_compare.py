@@ -5,7 +5,8 @@ Writes OUTPREFIX.hist.png (one panel per K: the final losses of the runs,
 one bar per plateau reached, with the analytic plateau losses of the given
 families as vertical lines; the global-minimum and not-converged counts in
 the title) and OUTPREFIX.traces.png (loss against time of the recorded runs, log
-axes, one panel per K, with the family losses as horizontal lines).
+axes, one panel per K, with the losses of the families reached as horizontal
+lines).
 OUTPREFIX defaults to REPORT without .json.  Needs python3-matplotlib
 (Debian); uses the Agg backend, so no display is needed."""
 import json
@@ -75,10 +76,13 @@ def main():
             pts = [(t, e) for t, e in zip(tr["t"], tr["eps"])
                    if t is not None and e is not None and t > 0 and e > 0]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], lw=1, label="run %d" % tr["index"])
-        for f in fams.get(K, []):
-            if 1e-12 < f["loss"] < 1:
-                ax.axhline(f["loss"], color="C3", lw=0.5, alpha=0.5)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], lw=1,
+                        label="run %d: %s" % (tr["index"], tr.get("class", "?")))
+        reached = [f for f in rep.get("families_reached", []) if f["K"] == K and f["loss"] > 1e-9]
+        for f in reached:
+            ax.axhline(f["loss"], color="C3", lw=0.5, alpha=0.6)
+        if reached:
+            ax.plot([], [], color="C3", lw=0.5, label="plateaus reached")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("tau")

@@ -504,6 +504,7 @@ void scm_stab_opts_default(scm_stab_opts *o)
     o->run_flow = 1;
     o->t_max = 1e5;
     o->same_tol = 1e-8;
+    o->near_tol = 1e-6;
     o->global_tol = 1e-10;
     o->verdict_sigma_max = 1e-2;
     o->zero_rel_tol = 1e-6;
@@ -532,6 +533,9 @@ scm_status scm_stab_opts_check(const scm_stab_opts *o, scm_error *err)
     if (!(o->same_tol > 0.0) || !(o->global_tol > 0.0) || !(o->zero_rel_tol > 0.0) ||
         !(o->smooth_tol > 0.0))
         return scm_error_set(err, SCM_EINVAL, "tolerances must be > 0");
+    if (!(o->near_tol >= o->same_tol))
+        return scm_error_set(err, SCM_EINVAL, "near_tol (%g) must be >= same_tol (%g)",
+                             o->near_tol, o->same_tol);
     return SCM_OK;
 }
 
@@ -728,11 +732,14 @@ scm_status scm_stab_analyse(const scm_model *m, const double *Q, const double *R
                     } else {
                         double ef = tr.eps;
                         fe[n_fe++] = ef;
-                        row->n_unsettled +=
+                        const int unsettled =
                             tr.stop == SCM_STOP_T_MAX || tr.stop == SCM_STOP_MAX_STEPS;
+                        row->n_unsettled += unsettled;
                         if (fabs(ef - res->eps) <= o->same_tol) {
                             row->n_same++;
                             same = 1;
+                        } else if (unsettled && fabs(ef - res->eps) <= o->near_tol) {
+                            /* still on its way, in or out: no verdict */
                         } else if (ef < o->global_tol) {
                             row->n_global++;
                             esc = 1;

@@ -30,8 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Relative tolerance (of max diag G) of the rank decisions in realise. */
-#define SCM_WEIGHTS_PSD_TOL 1e-10
+/* Relative tolerance (of max diag G) of the rank decisions in realise:
+ * twice the fixed-point enumeration's psd_tol (fixedpoint.c accepts block
+ * Gram eigenvalues down to -1e-9), so that every listed point realises. */
+#define SCM_WEIGHTS_PSD_TOL 2e-9
 /* Relative asymmetry of Q tolerated by realise. */
 #define SCM_WEIGHTS_SYM_TOL 1e-12
 

@@ -164,6 +164,44 @@ static void test_global_min(const scm_activation *act, int K, long d)
     scm_model_free(m);
 }
 
+/* A flow run cut short (t_max = 0.05, no GD, sigma 5e-4) ends near the point it started
+ * next to, not on it: with near_tol it makes the row undecided, never an
+ * escape; with near_tol = same_tol (no such allowance) the same runs count
+ * as escapes to "other" losses, which is what the rule prevents. */
+static void test_unsettled(void)
+{
+    const int K = 3;
+    scm_error err;
+    scm_model *m = scm_model_alloc(K, K, &scm_act_relu, NULL, NULL, NULL, &err);
+    double *Q = dalloc(K * K), *R = dalloc(K * K);
+    for (int k = 0; k < K; k++)
+        Q[k * K + k] = R[k * K + k] = 1.0;
+    scm_stab_opts o = quick_opts();
+    o.n_sigma = 1;
+    o.sigma[0] = 5e-4; /* end losses ~2e-7: above same_tol, below near_tol */
+    o.n_steps = 0;
+    o.t_max = 0.05;
+    o.hessian = 0;
+    scm_stab_result r;
+    CHECK(scm_stab_analyse(m, Q, R, &o, &r, &err) == SCM_OK, "unsettled analyse: %s", err.msg);
+    CHECK(r.rows[0].n_unsettled == 3 && r.rows[0].n_same == 0 && r.rows[0].n_other == 0 &&
+              r.rows[0].n_global == 0 && r.verdict == SCM_VERDICT_UNDECIDED,
+          "near_tol: unsettled %d same %d other %d global %d (median loss %g), verdict %s",
+          r.rows[0].n_unsettled,
+          r.rows[0].n_same, r.rows[0].n_other, r.rows[0].n_global, r.rows[0].flow_eps_med,
+          scm_verdict_str(r.verdict));
+    o.near_tol = o.same_tol;
+    CHECK(scm_stab_analyse(m, Q, R, &o, &r, &err) == SCM_OK, "unsettled analyse 2: %s", err.msg);
+    CHECK(r.rows[0].n_other == 3 && r.verdict == SCM_VERDICT_UNSTABLE,
+          "without near_tol: other %d, verdict %s", r.rows[0].n_other, scm_verdict_str(r.verdict));
+    o.near_tol = 0.5 * o.same_tol;
+    CHECK(scm_stab_analyse(m, Q, R, &o, &r, &err) == SCM_EINVAL && strstr(err.msg, "near_tol"),
+          "near_tol below same_tol refused: %s", err.msg);
+    free(Q);
+    free(R);
+    scm_model_free(m);
+}
+
 static const char sym_text[] =
     "{\"name\": \"sym\", \"description\": \"one student group, one teacher group\","
     " \"students\": {\"all\": \"K\"}, \"teachers\": {\"t\": \"M\"}, \"pairs\": {}}";
@@ -483,6 +521,7 @@ int main(void)
     test_linear_modes();
     test_agreement();
     test_nonsmooth();
+    test_unsettled();
     test_errors();
     gsl_rng_free(rng);
     return TEST_SUMMARY();

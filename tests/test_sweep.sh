@@ -182,7 +182,7 @@ PY
 # compare without --families: enumerated families, the reached k1 = 1
 # family of K = M = 9 with the stability verdict that `scm stability`
 # gives for the same point; an eps_stop near a plateau is refused
-"$SCM" compare --M 9 --K 9 --runs 24 --threads 2 --traces 0 -o c9 -q
+"$SCM" compare --M 9 --K 9 --runs 24 --threads 2 --traces 2 -o c9 -q
 check "[ $? -eq 0 ] && [ -s c9.K9.families.json ]" "compare with enumerated families"
 python3 - c9.json <<'PY' > c9.idx && ok || ko "compare families reached"
 import json, sys
@@ -193,6 +193,15 @@ assert [f["verdict"] for f in fr if f["class"].startswith("global_minimum")] == 
 assert len(k1) == 1 and abs(k1[0]["loss"] - 0.0200141758085) < 1e-11, fr
 assert k1[0]["verdict"] == "stable" and k1[0]["hessian_verdict"] == "min", k1
 assert sum(f["count"] for f in fr) == 24
+# traces: the first run of each of the two most frequent classes, the same
+# runs as in the runs file (same final loss)
+runs = [json.loads(l) for l in open("c9.K9.runs.jsonl").read().splitlines()[1:]]
+tr = r["traces"]
+assert len(tr) == 2 and len({t["class"] for t in tr}) == 2, tr
+for t in tr:
+    run = runs[t["index"]]
+    assert run["class"] == t["class"] and all(x["class"] != t["class"] for x in runs[:t["index"]])
+    assert abs(t["eps"][-1] - run["eps"]) <= 1e-12 * max(1e-3, abs(run["eps"])), (t["eps"][-1], run)
 print(k1[0]["point_index"])
 PY
 "$SCM" stability --point c9.K9.families.json --index "$(cat c9.idx)" --trials 3 \

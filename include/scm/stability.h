@@ -119,6 +119,9 @@ typedef struct {
     double t_max;        /* of those runs (1e5) */
     double same_tol;     /* "same point": |eps_end - eps_fp| <= same_tol (1e-8) */
     double global_tol;   /* "global minimum": eps_end < global_tol (1e-10) */
+    double near_tol;     /* a flow run that did not settle (t_max, max_steps) with
+                            |eps_end - eps_fp| <= near_tol (1e-6) neither returned
+                            nor escaped: it makes the row undecided */
     double verdict_sigma_max; /* sigmas above this do not enter the verdict (1e-2) */
     double zero_rel_tol; /* Hessian zero threshold, relative (1e-6) */
     double smooth_tol;   /* parallelism / death threshold, relative (1e-9) */

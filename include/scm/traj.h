@@ -41,7 +41,11 @@ typedef struct {
      * loose_atol until max |dy/dtau| < loose_until, then with rtol, atol;
      * the stopping tests (eps_stop, grad_stop) apply in the second stage
      * only.  The plateau escapes, most of a run, need no tight tolerance;
-     * the final approach to the fixed point does. */
+     * the final approach to the fixed point does.  The first stage's error
+     * stays in the state: from then on the PSD check allows
+     * psd_tol loose_rtol / rtol, and a ReLU student with Q_kk below
+     * 100 loose_atol is dead; a start with Q_kk(0) < 1e4 loose_atol is
+     * refused (SCM_EINVAL). */
     double loose_rtol, loose_atol, loose_until;
 } scm_traj_opts;
 

@@ -16,7 +16,7 @@
  *
  * G is factorised by a pivoted Cholesky (teacher pivots before student
  * pivots, largest remaining diagonal first); pivots at or below
- * tau = 1e-10 * max diag G count as zero, so a PSD-singular G (students in
+ * tau = 2e-9 * max diag G count as zero, so a PSD-singular G (students in
  * the teacher span, a singular T, ...) is fine and the round trip
  * scm_weights_overlaps reproduces G to within tau (to round-off when G is
  * exactly singular).  The vectors occupy the first rank(G) coordinates, the

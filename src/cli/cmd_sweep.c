@@ -810,8 +810,9 @@ static void compare_usage(FILE *f)
             "or resumed in PREFIX.K<K>.runs.jsonl and summarised in\n"
             "PREFIX.K<K>.summary.json, then one report: PREFIX.json (fractions per k1\n"
             "and per K with 95%% Wilson intervals, the families reached with their\n"
-            "stability verdicts, the loss histograms, loss-vs-time traces of the first n\n"
-            "runs of each K) and PREFIX.md.  Plots:\n"
+            "stability verdicts, the loss histograms, loss-vs-time traces of the first\n"
+            "run of each of the n most frequent classes of each K, default 4) and\n"
+            "PREFIX.md.  Plots:\n"
             "python3 scripts/plot_compare.py PREFIX.json.\n"
             "\n"
             "The families of each K are enumerated (`scm fixed-points --K K --M M\n"
@@ -1053,11 +1054,76 @@ static int reached_families(const char *fam_path, const cJSON *S, const scm_conf
     return 0;
 }
 
+/* The runs to trace: the first run of each of the n most frequent classes
+ * of a runs file (so that the traces show the different plateaus, not n
+ * runs that happen to end alike).  Fills idx[] and cls[] (most frequent
+ * first); returns how many, or -1 if the file cannot be read. */
+#define TRACE_MAX_CLASSES 512
+static int pick_traces(const char *runs_path, int n, long *idx, char (*cls)[80])
+{
+    FILE *f = fopen(runs_path, "r");
+    if (!f)
+        return -1;
+    static const int cap = TRACE_MAX_CLASSES;
+    char(*name)[80] = malloc(sizeof *name * (size_t)cap);
+    long *first = malloc(sizeof *first * (size_t)cap), *count = malloc(sizeof *count * (size_t)cap);
+    char *line = malloc(1 << 16);
+    int nc = 0;
+    if (!name || !first || !count || !line) {
+        nc = -1;
+        goto done;
+    }
+    int header = 1;
+    while (fgets(line, 1 << 16, f)) {
+        if (header) { /* line 1 is the sweep's header */
+            header = 0;
+            continue;
+        }
+        cJSON *r = cJSON_Parse(line);
+        const cJSON *ci = cJSON_GetObjectItemCaseSensitive(r, "class"),
+                    *ii = cJSON_GetObjectItemCaseSensitive(r, "index");
+        if (cJSON_IsString(ci) && cJSON_IsNumber(ii)) {
+            int q = 0;
+            while (q < nc && strcmp(name[q], ci->valuestring) != 0)
+                q++;
+            if (q == nc && nc < cap) {
+                snprintf(name[nc], sizeof name[nc], "%s", ci->valuestring);
+                first[nc] = (long)ii->valuedouble;
+                count[nc++] = 0;
+            }
+            if (q < nc)
+                count[q]++;
+        }
+        cJSON_Delete(r);
+    }
+    int got = 0;
+    for (; got < n && got < nc; got++) { /* selection by count, ties by first run */
+        int b = -1;
+        for (int q = 0; q < nc; q++)
+            if (count[q] > 0 && (b < 0 || count[q] > count[b] ||
+                                 (count[q] == count[b] && first[q] < first[b])))
+                b = q;
+        if (b < 0)
+            break;
+        idx[got] = first[b];
+        snprintf(cls[got], sizeof cls[got], "%s", name[b]);
+        count[b] = 0;
+    }
+    nc = got;
+done:
+    fclose(f);
+    free(name);
+    free(first);
+    free(count);
+    free(line);
+    return nc;
+}
+
 int scm_cmd_compare(int argc, char **argv)
 {
     const char *config = NULL, *prefix = NULL, *seed = NULL, *threads = "1";
     const char *sets[MAX_SETS], *fam_for[64] = {0};
-    int nsets = 0, quiet = 0, ntr = 3, no_stab = 0;
+    int nsets = 0, quiet = 0, ntr = 4, no_stab = 0;
     long M = -1, runs = -1, Ks[64];
     char fam_made[64][4096];
     int nK = 0;
@@ -1347,12 +1413,23 @@ int scm_cmd_compare(int argc, char **argv)
         cJSON_AddItemToObject(ho, "classes",
                               cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(S, "classes"), 1));
         cJSON_AddItemToArray(hist_arr, ho);
-        /* Loss-vs-time traces of the first runs (recorded trajectories). */
+        /* Loss-vs-time traces (recorded trajectories) of the first run of
+         * each of the ntr most frequent classes. */
+        long tidx[100];
+        char tcls[100][80];
+        int nt = pick_traces(runsf, ntr, tidx, tcls);
+        if (nt < 0) {
+            fprintf(stderr, "scm compare: cannot read back '%s'\n", runsf);
+            scm_config_free(c);
+            rc = 1;
+            goto out;
+        }
         scm_model *m = scm_config_model(c, &err);
         double *Q0 = m ? malloc(sizeof(double) * (size_t)(c->K * c->K)) : NULL;
         double *R0 = m ? malloc(sizeof(double) * (size_t)(c->K * c->M)) : NULL;
         uint64_t base = seed ? (uint64_t)strtoull(seed, NULL, 10) : (uint64_t)c->seed;
-        for (int t = 0; m && Q0 && R0 && t < ntr && t < runs; t++) {
+        for (int q = 0; m && Q0 && R0 && q < nt; q++) {
+            const long t = tidx[q];
             scm_traj_result tr;
             if (scm_init_random(m, c->d, c->sigma, scm_sweep_seed(base, t), Q0, R0, &err))
                 break;
@@ -1364,7 +1441,8 @@ int scm_cmd_compare(int argc, char **argv)
                 break;
             cJSON *o = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "K", (double)Ks[j]);
-            cJSON_AddNumberToObject(o, "index", t);
+            cJSON_AddNumberToObject(o, "index", (double)t);
+            cJSON_AddStringToObject(o, "class", tcls[q]);
             cJSON_AddItemToObject(o, "t", scm_output_vector(tr.out_t, (int)tr.n_out));
             cJSON_AddItemToObject(o, "eps", scm_output_vector(tr.out_eps, (int)tr.n_out));
             cJSON_AddItemToArray(trace_arr, o);
