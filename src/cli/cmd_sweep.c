@@ -1241,21 +1241,28 @@ int scm_cmd_compare(int argc, char **argv)
     }
     int rc = 2;
     cJSON *report = cJSON_CreateObject(), *summ[64] = {0};
+    /* the report's arrays, owned here until they are attached to it */
+    cJSON *fam_arr = NULL, *reached_arr = NULL, *hist_arr = NULL, *trace_arr = NULL,
+          *files_arr = NULL;
+    int attached = 0;
     char path[4096];
     long nrows_max = 0;
     for (int j = 0; j < nK; j++)
         if (Ks[j] + 1 > nrows_max)
             nrows_max = Ks[j] + 1;
-    long *cnt = calloc((size_t)(nrows_max + 2) * (size_t)nK, sizeof *cnt);
-    long *done = calloc((size_t)nK, sizeof *done);
+    const size_t ncols = nK > 0 && nK <= 64 ? (size_t)nK : 1; /* (nK is 1..64 here) */
+    long *cnt = calloc((size_t)(nrows_max + 2) * ncols, sizeof *cnt);
+    long *done = calloc(ncols, sizeof *done);
     FILE *md = NULL;
     if (!report || !cnt || !done) {
         fprintf(stderr, "scm compare: out of memory\n");
         goto out;
     }
-    cJSON *fam_arr = cJSON_CreateArray(), *reached_arr = cJSON_CreateArray(),
-          *hist_arr = cJSON_CreateArray(),
-          *trace_arr = cJSON_CreateArray(), *files_arr = cJSON_CreateArray();
+    fam_arr = cJSON_CreateArray();
+    reached_arr = cJSON_CreateArray();
+    hist_arr = cJSON_CreateArray();
+    trace_arr = cJSON_CreateArray();
+    files_arr = cJSON_CreateArray();
     for (int j = 0; j < nK; j++) {
         /* The configuration of this K, written next to its runs. */
         char kset[64], mset[64];
@@ -1502,6 +1509,7 @@ int scm_cmd_compare(int argc, char **argv)
     cJSON_AddItemToObject(report, "histograms", hist_arr);
     cJSON_AddItemToObject(report, "traces", trace_arr);
     cJSON_AddItemToObject(report, "files", files_arr);
+    attached = 1;
     snprintf(path, sizeof path, "%s.json", prefix);
     scm_error err;
     if (scm_output_write_json(path, report, 0, &err)) {
@@ -1640,6 +1648,13 @@ out:
         fclose(md);
     for (int j = 0; j < nK; j++)
         cJSON_Delete(summ[j]);
+    if (!attached) {
+        cJSON_Delete(fam_arr);
+        cJSON_Delete(reached_arr);
+        cJSON_Delete(hist_arr);
+        cJSON_Delete(trace_arr);
+        cJSON_Delete(files_arr);
+    }
     cJSON_Delete(report);
     free(cnt);
     free(done);
