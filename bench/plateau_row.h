@@ -1,8 +1,9 @@
 /* plateau_row.h: one row of data/plateau_table.csv, and the fixed point it
  * describes rebuilt from its ansatz name, k1 and scalars (the built-in
  * ansätze, scm_ansatz_instantiate, scalars -> full Q, R).  Shared by
- * bench/plateau_stability.c and tests/test_plateau_stability.c so that the
- * regeneration test rebuilds exactly the point the generator analysed.
+ * bench/plateau_stability.c, tests/test_plateau_stability.c (so that the
+ * regeneration test rebuilds exactly the point the generator analysed) and
+ * tests/test_plateau_table.c.
  * Header-only (static inline); nothing here prints. */
 #ifndef SCM_PLATEAU_ROW_H
 #define SCM_PLATEAU_ROW_H
@@ -12,7 +13,6 @@
 #include <string.h>
 
 #include "scm/ansatz.h"
-#include "scm/stability.h"
 
 #define PT_FIELD 64
 #define PT_SCALARS 4096
@@ -22,7 +22,7 @@
 typedef struct {
     char K_s[PT_FIELD], M_s[PT_FIELD], dK_s[PT_FIELD], n_anti_s[PT_FIELD], loss_s[PT_FIELD];
     int K, M, dK, ansatz_k1;
-    double n_anti, loss, residual, full_eig;
+    double n_anti, loss, residual, block_eig, full_eig;
     char cls[PT_FIELD], ansatz[PT_FIELD], scalars[PT_SCALARS];
 } pt_row;
 
@@ -61,6 +61,7 @@ static inline int pt_row_parse(char *line, pt_row *r)
     r->n_anti = atof(f[3]);
     r->loss = atof(f[6]);
     r->residual = atof(f[7]);
+    r->block_eig = atof(f[9]);
     r->full_eig = atof(f[10]);
     strcpy(r->cls, f[11]);
     strcpy(r->ansatz, f[12]);
@@ -137,19 +138,6 @@ out:
     scm_ansatz_inst_free(in);
     scm_ansatz_free(a);
     return rc;
-}
-
-/* The options of data/plateau_stability.csv: the library's defaults but 3
- * trials per sigma and sigma = 1e-4, 1e-3, 1e-2 (all <= verdict_sigma_max,
- * so all three enter the verdict). */
-static inline void pt_stab_opts(scm_stab_opts *o)
-{
-    scm_stab_opts_default(o);
-    o->n_trials = 3;
-    o->n_sigma = 3;
-    o->sigma[0] = 1e-4;
-    o->sigma[1] = 1e-3;
-    o->sigma[2] = 1e-2;
 }
 
 #endif

@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     }
     fputs(csv_header, fo);
     scm_stab_opts o;
-    pt_stab_opts(&o);
+    scm_stab_opts_three_sigma(&o);
     count *cnt = NULL;
     int ncnt = 0, capcnt = 0, rc = 0, nline = 1, nrun = 0;
     double t_all = now();

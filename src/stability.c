@@ -513,6 +513,16 @@ void scm_stab_opts_default(scm_stab_opts *o)
     o->jacobian = 1;
 }
 
+void scm_stab_opts_three_sigma(scm_stab_opts *o)
+{
+    scm_stab_opts_default(o);
+    o->n_trials = 3;
+    o->n_sigma = 3;
+    o->sigma[0] = 1e-4;
+    o->sigma[1] = 1e-3;
+    o->sigma[2] = 1e-2;
+}
+
 scm_status scm_stab_opts_check(const scm_stab_opts *o, scm_error *err)
 {
     if (o->n_steps < 0)

@@ -13,7 +13,7 @@
  *    (K > 22) min_candidate_block_only counts match the table;
  *  - four rows (K = M = 7 global minimum and n_anti = 1, K = 8 M = 7
  *    n_anti = 1, K = M = 12 n_anti = 3) are recomputed with
- *    scm_stab_analyse and the options of the generator (pt_stab_opts:
+ *    scm_stab_analyse and the options of the generator (scm_stab_opts_three_sigma:
  *    3 trials, sigma 1e-4, 1e-3, 1e-2, seed 1) from the point rebuilt as
  *    the generator does (bench/plateau_row.h): the perturbation verdict,
  *    the Hessian kind and its negative / zero / positive counts, and the
@@ -84,7 +84,7 @@ static void recompute(const pt_row *r, const srow *s)
     CHECK(pt_row_point(r, Q, R, why, sizeof why) == 0, "rebuild K=%d M=%d: %s", K, M, why);
     scm_model *m = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, NULL);
     scm_stab_opts o;
-    pt_stab_opts(&o);
+    scm_stab_opts_three_sigma(&o);
     scm_stab_result res;
     scm_error e;
     CHECK(scm_stab_analyse(m, Q, R, &o, &res, &e) == SCM_OK, "analyse K=%d M=%d", K, M);

@@ -14,64 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bench/plateau_row.h"
 #include "scm/fixedpoint.h"
 #include "testutil.h"
 
-typedef struct {
-    int K, M, dK, ansatz_k1;
-    double n_anti, loss, residual, block_eig;
-    char cls[40], ansatz[40], scalars[4096];
-} row;
-
-static int parse(char *line, row *r)
+static void recompute(const pt_row *r)
 {
-    char *f[16];
-    int n = 0;
-    char *p = line;
-    while (n < 15) {
-        f[n++] = p;
-        p = strchr(p, ',');
-        if (!p)
-            return 0;
-        *p++ = '\0';
-    }
-    if (*p != '"')
-        return 0;
-    f[15] = p + 1;
-    char *q = strchr(f[15], '"');
-    if (!q)
-        return 0;
-    *q = '\0';
-    r->K = atoi(f[0]);
-    r->M = atoi(f[1]);
-    r->dK = atoi(f[2]);
-    r->n_anti = atof(f[3]);
-    r->loss = atof(f[6]);
-    r->residual = atof(f[7]);
-    r->block_eig = atof(f[9]);
-    snprintf(r->cls, sizeof r->cls, "%s", f[11]);
-    snprintf(r->ansatz, sizeof r->ansatz, "%s", f[12]);
-    r->ansatz_k1 = atoi(f[13]);
-    snprintf(r->scalars, sizeof r->scalars, "%s", f[15]);
-    return 1;
-}
-
-static scm_ansatz *load_builtin(const char *name)
-{
-    for (int i = 0; i < scm_ansatz_builtin_count(); i++) {
-        const char *t = scm_ansatz_builtin_text(i, NULL);
-        scm_error e;
-        scm_ansatz *a = scm_ansatz_parse(t, strlen(t), "builtin", &e);
-        if (a && strcmp(scm_ansatz_name(a), name) == 0)
-            return a;
-        scm_ansatz_free(a);
-    }
-    return NULL;
-}
-
-static void recompute(const row *r)
-{
-    scm_ansatz *a = load_builtin(r->ansatz);
+    scm_ansatz *a = pt_load_builtin(r->ansatz);
     CHECK(a != NULL, "ansatz %s", r->ansatz);
     if (!a)
         return;
@@ -157,8 +106,8 @@ int main(void)
     int npick = (int)(sizeof pick / sizeof pick[0]), done[16] = {0};
     CHECK(fgets(line, sizeof line, f) && strncmp(line, "K,M,dK,", 7) == 0, "CSV header");
     while (fgets(line, sizeof line, f)) {
-        row r;
-        if (!parse(line, &r)) {
+        pt_row r;
+        if (!pt_row_parse(line, &r)) {
             CHECK(0, "bad CSV line: %.80s", line);
             continue;
         }

@@ -78,19 +78,6 @@ typedef struct {
     char stab_err[520];
 } solution;
 
-/* The options of --stability (the same as `scm stability --trials 3
- * --sigma 1e-4,1e-3,1e-2`, so that a point's verdict can be reproduced from
- * the result file with `scm stability --point`). */
-static void fp_stab_opts(scm_stab_opts *o)
-{
-    scm_stab_opts_default(o);
-    o->n_trials = 3;
-    o->n_sigma = 3;
-    o->sigma[0] = 1e-4;
-    o->sigma[1] = 1e-3;
-    o->sigma[2] = 1e-2;
-}
-
 static cJSON *stab_json(const solution *s, long K, const scm_stab_opts *o)
 {
     cJSON *j = cJSON_CreateObject();
@@ -431,7 +418,9 @@ int scm_cmd_fixed_points(int argc, char **argv)
 
     /* stability of each listed point */
     scm_stab_opts so;
-    fp_stab_opts(&so);
+    /* the same as `scm stability --trials 3 --sigma 1e-4,1e-3,1e-2`, so that
+     * a verdict can be reproduced with `scm stability --point` */
+    scm_stab_opts_three_sigma(&so);
     if (stability && K <= STAB_MAX_K) {
         scm_model *sm = scm_model_alloc((int)K, (int)M, act, NULL, NULL, NULL, &err);
         if (!sm) {

@@ -940,9 +940,7 @@ static int reached_families(const char *fam_path, const cJSON *S, const scm_conf
     scm_sweep_opts sw;
     scm_sweep_opts_default(&sw);
     scm_stab_opts so;
-    scm_stab_opts_default(&so);
-    so.n_trials = 3;
-    so.n_sigma = 3;
+    scm_stab_opts_three_sigma(&so);
     const cJSON *cl;
     cJSON_ArrayForEach(cl, cJSON_GetObjectItemCaseSensitive(S, "classes"))
     {
