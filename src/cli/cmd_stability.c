@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "scm/fixedpoint.h"
 #include "scm/output.h"
@@ -50,64 +51,17 @@ static void st_usage(FILE *f)
             "exit status: 0 done, 1 a computation failed, 2 bad input.\n");
 }
 
-static int parse_long(const char *s, const char *opt, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, ME ": %s needs an integer in [%ld, %ld], got '%s'\n", opt, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
 
-static int parse_pos(const char *s, const char *opt, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*s == '\0' || *end != '\0' || !(v > 0.0) || !isfinite(v)) {
-        fprintf(stderr, ME ": %s needs a positive number, got '%s'\n", opt, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
 
 static cJSON *num(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (n < cap)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    fclose(f);
-    if (buf)
-        *len = n;
-    return buf;
-}
 
 /* Load point index from a fixed-points result: K, M, activation, Q, R. */
 static int load_point(const char *path, long index, long *K, long *M, char *act, size_t actlen,
                       double **Q, double **R, char *desc, size_t desclen)
 {
     size_t len = 0;
-    char *text = read_file(path, &len);
+    char *text = cli_read_all(path, &len);
     if (!text) {
         fprintf(stderr, ME ": cannot read '%s'\n", path);
         return 2;
@@ -296,29 +250,29 @@ int scm_cmd_stability(int argc, char **argv)
         }
         int bad = 0;
         if (!strcmp(a, "--K"))
-            bad = parse_long(v, a, 1, 10000, &K);
+            bad = cli_opt_long(ME, a, v, 1, 10000, &K);
         else if (!strcmp(a, "--M"))
-            bad = parse_long(v, a, 1, 10000, &M);
+            bad = cli_opt_long(ME, a, v, 1, 10000, &M);
         else if (!strcmp(a, "--k1"))
-            bad = parse_long(v, a, 0, 10000, &k1);
+            bad = cli_opt_long(ME, a, v, 0, 10000, &k1);
         else if (!strcmp(a, "--index"))
-            bad = parse_long(v, a, 0, 1000000, &index);
+            bad = cli_opt_long(ME, a, v, 0, 1000000, &index);
         else if (!strcmp(a, "--starts"))
-            bad = parse_long(v, a, 0, 1000000, &starts);
+            bad = cli_opt_long(ME, a, v, 0, 1000000, &starts);
         else if (!strcmp(a, "--d"))
-            bad = parse_long(v, a, 1, 100000, &d);
+            bad = cli_opt_long(ME, a, v, 1, 100000, &d);
         else if (!strcmp(a, "--steps"))
-            bad = parse_long(v, a, 0, 100000000, &steps);
+            bad = cli_opt_long(ME, a, v, 0, 100000000, &steps);
         else if (!strcmp(a, "--trials"))
-            bad = parse_long(v, a, 1, 100000, &trials);
+            bad = cli_opt_long(ME, a, v, 1, 100000, &trials);
         else if (!strcmp(a, "--seed"))
-            bad = parse_long(v, a, 0, 2147483647L, &seed);
+            bad = cli_opt_long(ME, a, v, 0, 2147483647L, &seed);
         else if (!strcmp(a, "--eta"))
-            bad = parse_pos(v, a, &o.eta);
+            bad = cli_opt_positive(ME, a, v, &o.eta);
         else if (!strcmp(a, "--t-max"))
-            bad = parse_pos(v, a, &o.t_max);
+            bad = cli_opt_positive(ME, a, v, &o.t_max);
         else if (!strcmp(a, "--verdict-sigma-max"))
-            bad = parse_pos(v, a, &o.verdict_sigma_max);
+            bad = cli_opt_positive(ME, a, v, &o.verdict_sigma_max);
         else if (!strcmp(a, "--sigma")) {
             char buf[512];
             snprintf(buf, sizeof buf, "%s", v);
@@ -328,7 +282,7 @@ int scm_cmd_stability(int argc, char **argv)
                     fprintf(stderr, ME ": at most %d sigma values\n", SCM_STAB_MAX_SIGMA);
                     return 2;
                 }
-                bad = parse_pos(tok, a, &o.sigma[o.n_sigma++]);
+                bad = cli_opt_positive(ME, a, tok, &o.sigma[o.n_sigma++]);
             }
             if (!bad && o.n_sigma == 0) {
                 fprintf(stderr, ME ": --sigma needs at least one value\n");

@@ -1,0 +1,38 @@
+/* cli_util.h (CLI): helpers every subcommand needs: reading a whole file,
+ * parsing numeric options with a message that names the option, a clock
+ * for progress lines.  Messages go to stderr as "<me>: ..." where me is the
+ * subcommand ("scm sweep"). */
+#ifndef SCM_CLI_UTIL_H
+#define SCM_CLI_UTIL_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "scm/sweep.h"
+
+/* Seconds on a monotonic clock. */
+double cli_now(void);
+
+/* The whole file as a NUL-terminated string (*len its length, without the
+ * NUL); NULL with errno set on failure.  The caller frees. */
+char *cli_read_all(const char *path, size_t *len);
+
+/* The file parsed as JSON, or NULL (unreadable or not JSON).  The caller
+ * frees with cJSON_Delete. */
+cJSON *cli_read_json(const char *path);
+
+/* Quiet parsers: 1 when s is a whole integer in [lo, hi] (a finite
+ * number), 0 otherwise; *out is set only on success. */
+int cli_parse_long(const char *s, long lo, long hi, long *out);
+int cli_parse_double(const char *s, double *out);
+
+/* Reporting parsers for option values: 0 on success; -1 after printing
+ * "<me>: <opt> needs an integer in [lo, hi], got '<s>'" (or "a positive
+ * number"). */
+int cli_opt_long(const char *me, const char *opt, const char *s, long lo, long hi, long *out);
+int cli_opt_positive(const char *me, const char *opt, const char *s, double *out);
+
+/* A fixed-points result file (scm fixed-points -o) as sweep families. */
+scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_error *err);
+
+#endif
