@@ -335,6 +335,45 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
     return scm_traj_opts_check(o, err);
 }
 
+/* The training rule, its parameters, and the combinations it cannot run. */
+static scm_status parse_rule(const cJSON *root, scm_config *c, scm_error *err)
+{
+    static const char *const keys[] = {"lr_v_ratio", NULL};
+    const char *rule = NULL;
+    scm_status st;
+    if ((st = get_string(root, "", "rule", "gd", &rule, err)))
+        return scm_error_set(err, st, "'rule' must be a string");
+    c->rule = scm_rule_find(rule);
+    if (!c->rule)
+        return scm_error_set(err, SCM_EINVAL, "'rule' must be one of %s, got \"%s\"",
+                             scm_rule_names(), rule);
+    const cJSON *s = NULL;
+    scm_rule_params *p = &c->traj.rule_params;
+    if ((st = get_section(root, "rule_params", &s, err)) ||
+        (st = check_keys(s, "rule_params", keys, err)))
+        return st;
+    if (s && cJSON_GetObjectItemCaseSensitive(s, "lr_v_ratio") && !c->rule->trains_v)
+        return scm_error_set(err, SCM_EINVAL,
+                             "'rule_params.lr_v_ratio' applies to rule two_layer only (rule is "
+                             "\"%s\")",
+                             c->rule->name);
+    if ((st = get_number(s, "rule_params", "lr_v_ratio", 1.0, &p->lr_v_ratio, err)))
+        return st;
+    if ((st = scm_rule_params_check(c->rule, p, err)))
+        return st;
+    if (c->rule->retract && c->scale != 1.0)
+        return scm_error_set(err, SCM_EINVAL,
+                             "'init.scale' = %g has no effect with rule %s (the start is "
+                             "retracted onto the manifold): leave it at 1",
+                             c->scale, c->rule->name);
+    if (c->rule == &scm_rule_stiefel && c->init == SCM_INIT_RANDOM && c->d < c->K)
+        return scm_error_set(err, SCM_EINVAL,
+                             "rule stiefel needs K = %d orthonormal students, but 'init.d' = %ld "
+                             "< K",
+                             c->K, c->d);
+    return SCM_OK;
+}
+
 /* The validated configuration as JSON, every default explicit. */
 static cJSON *used_json(const scm_config *c)
 {
@@ -350,6 +389,10 @@ static cJSON *used_json(const scm_config *c)
     cJSON_AddItemToObject(m, "v", scm_output_vector(c->v, c->K));
     cJSON_AddItemToObject(m, "v_star", scm_output_vector(c->vs, c->M));
     cJSON_AddStringToObject(root, "rule", c->rule->name);
+    if (c->rule->trains_v) {
+        cJSON *rp = cJSON_AddObjectToObject(root, "rule_params");
+        cJSON_AddNumberToObject(rp, "lr_v_ratio", c->traj.rule_params.lr_v_ratio);
+    }
     cJSON *i = cJSON_AddObjectToObject(root, "init");
     if (c->init == SCM_INIT_RANDOM) {
         cJSON_AddStringToObject(i, "type", "random");
@@ -388,7 +431,7 @@ static cJSON *used_json(const scm_config *c)
 scm_status scm_config_parse(const char *text, const char *source, const char *const *sets,
                             int nsets, scm_config **out, scm_error *err)
 {
-    static const char *const keys[] = {"model", "rule", "init", "integrator", NULL};
+    static const char *const keys[] = {"model", "rule", "rule_params", "init", "integrator", NULL};
     *out = NULL;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
@@ -418,14 +461,8 @@ scm_status scm_config_parse(const char *text, const char *source, const char *co
         scm_error_set(err, st, "%s: %s", source, e.msg);
         goto out;
     }
-    const char *rule = NULL;
-    if ((st = get_string(root, "", "rule", "gd", &rule, &e))) {
-        scm_error_set(err, st, "%s: 'rule' must be a string", source);
-        goto out;
-    }
-    c->rule = scm_rule_find(rule);
-    if (!c->rule) {
-        st = scm_error_set(err, SCM_EINVAL, "%s: 'rule' must be \"gd\", got \"%s\"", source, rule);
+    if ((st = parse_rule(root, c, &e))) {
+        scm_error_set(err, st, "%s: %s", source, e.msg);
         goto out;
     }
     c->used = used_json(c);

@@ -19,6 +19,7 @@ struct scm_flow {
     const scm_model *m;
     double eps_tt;  /* the constant teacher-teacher term of eps */
     int T_identity; /* T = I: B T is B itself */
+    const double *v; /* second layer in use: the model's, or scm_flow_set_v's */
     double *A, *B, *S, *P;
 };
 
@@ -44,6 +45,7 @@ scm_flow *scm_flow_alloc(const scm_model *model)
         return NULL;
     size_t K = (size_t)model->K, M = (size_t)model->M;
     fl->m = model;
+    fl->v = model->v;
     fl->A = malloc(sizeof(double) * K * K);
     fl->B = malloc(sizeof(double) * K * M);
     fl->S = malloc(sizeof(double) * K * K);
@@ -71,6 +73,8 @@ void scm_flow_free(scm_flow *fl)
 }
 
 const scm_model *scm_flow_model(const scm_flow *fl) { return fl->m; }
+
+void scm_flow_set_v(scm_flow *fl, const double *v) { fl->v = v ? v : fl->m->v; }
 
 /* A kernel failure on the teacher side of a pair means a zero-norm teacher
  * unit (ReLU), whose terms vanish; on the student side it is an error. */
@@ -121,7 +125,7 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
 {
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    const double *v = m->v, *vs = m->vs, *T = m->T;
+    const double *v = fl->v, *vs = m->vs, *T = m->T;
     const double tol = cs_slack(m, Q);
     double e = fl->eps_tt;
     if (A)
@@ -246,7 +250,7 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
 {
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    const double *v = m->v, *vs = m->vs, *T = m->T;
+    const double *v = fl->v, *vs = m->vs, *T = m->T;
     const scm_activation *act = m->act;
     const double tol = cs_slack(m, Q);
     double *G = fl->P; /* G_ik = v_i E[(phi* - phi) g'(lambda_i) lambda_k] */

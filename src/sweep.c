@@ -327,6 +327,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
     if (two_stage && tr.stop == SCM_STOP_FIXED_POINT && !accept_loose(rec)) {
         /* Not recognisably in a known basin: finish with the strict rule. */
         scm_traj_opts t2 = to;
+        t2.v0 = tr.v; /* a rule that trains v goes on from the v reached */
         t2.t_max = to.t_max - tr.t;
         t2.max_steps = to.max_steps - tr.n_steps;
         if (t2.t_max > 0.0 && t2.max_steps >= 1 && t2.t_first > t2.t_max)

@@ -103,7 +103,7 @@ expect_error Q_asym "'init.Q' is not symmetric" '{"model": {"K": 2, "M": 1}, "in
 expect_error rtol "integrator.rtol must be in (0, 1)" '{"model": {"K": 2, "M": 2}, "integrator": {"rtol": 2}}'
 expect_error method "'integrator.method' must be" '{"model": {"K": 2, "M": 2}, "integrator": {"method": "rk4"}}'
 expect_error n_out "'integrator.n_out' must be an integer" '{"model": {"K": 2, "M": 2}, "integrator": {"n_out": 0}}'
-expect_error rule "'rule' must be .gd., got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
+expect_error rule "'rule' must be one of gd, normalised, stiefel, two_layer, got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
 expect_error bad_json "invalid JSON near line 2" '{"model":
  {"K": 2,, "M": 2}}'
 expect_error set_form "is not of the form key=value" '{"model": {"K": 2, "M": 2}}' --set modelK
@@ -162,6 +162,32 @@ check "[ $? -eq 2 ] && grep -q -- '--index 999' '$W/e' && [ ! -e '$W/fam3.json' 
 check "[ $? -eq 2 ] && grep -q -- '--loss 0.5' '$W/e' && [ ! -e '$W/fam4.json' ]" "stability --loss no match: $(cat "$W/e")"
 "$SCM" stability --K 12 --M 12 --k1 2 --loss 0.1 --index 0 2> "$W/e"
 check "[ $? -eq 2 ] && grep -q 'not both' '$W/e'" "stability --loss with --index"
+
+# the training rules from the config: two_layer writes v; bad combinations
+expect_error lrv_gd "'rule_params.lr_v_ratio' applies to rule two_layer only" '{"model": {"K": 2, "M": 2}, "rule_params": {"lr_v_ratio": 2}}'
+expect_error stiefel_d "rule stiefel needs K = 3 orthonormal students" '{"model": {"K": 3, "M": 2}, "rule": "stiefel", "init": {"d": 2}}'
+expect_error norm_scale "'init.scale' = 0.5 has no effect with rule normalised" '{"model": {"K": 2, "M": 2}, "rule": "normalised", "init": {"scale": 0.5}}'
+for r in normalised stiefel two_layer; do
+    "$SCM" run "$SRC/examples/relu_k2.json" --set rule=$r -o "$W/$r.json" --csv "$W/$r.csv" -q 2> "$W/e"
+    check "[ $? -eq 0 ]" "run rule $r: $(cat "$W/e")"
+done
+python3 - "$W" <<'PY' && ok || ko "rule results"
+import csv, json, sys
+w = sys.argv[1]
+for r in ("normalised", "stiefel", "two_layer"):
+    j = json.load(open(f"{w}/{r}.json"))
+    assert j["config"]["rule"] == r and j["status"] == "ok", (r, j["status"])
+    Q = j["final"]["Q"]
+    if r == "normalised":
+        assert all(Q[k][k] == 1.0 for k in range(2)), Q
+    if r == "stiefel":
+        assert Q == [[1.0, 0.0], [0.0, 1.0]], Q
+    head = next(csv.reader(open(f"{w}/{r}.csv")))
+    assert ("v_1" in head) == (r == "two_layer"), head
+    if r == "two_layer":
+        assert "v" in j["trajectory"][-1] and len(j["final"]["v"]) == 2
+        assert j["config"]["rule_params"]["lr_v_ratio"] == 1
+PY
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

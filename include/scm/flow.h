@@ -40,6 +40,11 @@ scm_flow *scm_flow_alloc(const scm_model *model);
 void scm_flow_free(scm_flow *fl);
 const scm_model *scm_flow_model(const scm_flow *fl);
 
+/* Evaluate with second layer v (K entries, kept by pointer, not copied)
+ * instead of the model's, until the next call; NULL restores the model's.
+ * The rules that train v set it before every evaluation. */
+void scm_flow_set_v(scm_flow *fl, const double *v);
+
 /* The population loss eps(Q, R). */
 scm_status scm_flow_loss(scm_flow *fl, const double *Q, const double *R, double *eps);
 
