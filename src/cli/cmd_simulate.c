@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -523,29 +524,37 @@ static char *plot_script(void)
     return NULL;
 }
 
-/* Run python3 SCRIPT CSV PNG; 1 if the plot was written. */
+/* Run PYTHON SCRIPT CSV PNG; 1 if the plot was written.  Debian's
+ * /usr/bin/python3 first (where python3-matplotlib installs), then the
+ * python3 on PATH. */
 static int plot(const char *csv, const char *png, int quiet)
 {
+    static const char *const pythons[] = {"/usr/bin/python3", "python3"};
     char *script = plot_script();
     if (!script) {
         if (!quiet)
             printf("plot       skipped: scripts/plot_simulate.py not found\n");
         return 0;
     }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execlp("python3", "python3", script, csv, png, (char *)NULL);
-        _exit(127);
+    int ok = 0;
+    for (int i = 0; i < 2 && !ok; i++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            int devnull = open("/dev/null", O_WRONLY);
+            if (devnull >= 0 && quiet)
+                dup2(devnull, STDERR_FILENO);
+            execlp(pythons[i], pythons[i], script, csv, png, (char *)NULL);
+            _exit(127);
+        }
+        int status = 0;
+        ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+             WEXITSTATUS(status) == 0;
     }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) < 0)
-        status = -1;
-    free(script);
-    const int ok = status == 0;
     if (!ok && !quiet)
         printf("plot       skipped: python3 %s failed (matplotlib missing?); run it by hand\n",
-               "scripts/plot_simulate.py");
+               script);
+    free(script);
     return ok;
 }
 
