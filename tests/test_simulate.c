@@ -1,0 +1,275 @@
+/* test_simulate.c: a finite-d network trained in weight space (scm_sim)
+ * against the (Q, R) ODE integrated by scm_traj_run from the same realised
+ * start (docs/simulate.md, section "Tests", says why these tolerances).
+ *
+ * All runs start from one fixed state (erf, K = M = 2, T = I, well away from
+ * the symmetric plateau, where fluctuations would be amplified
+ * exponentially); the seeds differ only by their sample streams, so that
+ * for an observable X (eps, each entry of Q and R at time tau)
+ *   X_sim - X_ode = bias + noise,
+ * with a bias common to the seeds and noise of mean zero and standard
+ * deviation ~ sqrt(eta tau / d) (a sum of tau d / eta steps of size eta / d).
+ *
+ * 1. Scaling: the spread over seeds of X_sim - X_ode (root mean square over
+ *    the observables of their standard deviations) is fitted against d in
+ *    {250, 1000, 4000}; the slope must be -1/2 within +-0.15 (the fit's
+ *    statistical error with these seeds is about 0.06).
+ * 2. Agreement with the gradient flow: online SGD at finite eta follows the
+ *    flow plus an O(eta) term (MATH.md section 8), so the flow is the eta -> 0
+ *    limit.  The means over seeds at eta and eta / 2 are extrapolated
+ *    (2 m(eta/2) - m(eta)) and must match the ODE within 4 standard errors
+ *    plus an allowance of 0.2 (eta/2)^2 for the O(eta^2) rest and 4 / d for
+ *    the finite-d bias.  The un-extrapolated mean at eta must NOT match for eps
+ *    (it is the eta term that makes it differ; the test can tell).
+ * 3. Retractions: normalised (sphere) and Stiefel runs keep Q_kk = 1 and
+ *    Q = I to 1e-12, in online and batch mode.
+ * 4. Batch mode (full-batch GD on n = 50 d samples) follows the flow to the
+ *    empirical-risk error O(sqrt(d / n)); reproducibility; bad options. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/simulate.h"
+#include "scm/traj.h"
+#include "testutil.h"
+
+#define K 2
+#define M 2
+#define NOBS (1 + K * (K + 1) / 2 + K * M)
+
+static const double Q0[K * K] = {0.5, 0.1, 0.1, 0.4};
+static const double R0[K * M] = {0.3, 0.05, 0.02, 0.2};
+
+/* eps, upper triangle of Q, R: the observables. */
+static void observables(double eps, const double *Q, const double *R, double *x)
+{
+    int j = 0;
+    x[j++] = eps;
+    for (int k = 0; k < K; k++)
+        for (int l = k; l < K; l++)
+            x[j++] = Q[k * K + l];
+    for (int i = 0; i < K * M; i++)
+        x[j++] = R[i];
+}
+
+/* The ODE (gd flow) from the realised start, at tau. */
+static void ode_at(const scm_model *m, const double *Qs, const double *Rs, double tau,
+                   double *x)
+{
+    scm_traj_opts o;
+    scm_traj_opts_default(&o);
+    o.rtol = 1e-11;
+    o.atol = 1e-13;
+    o.t_max = tau;
+    o.t_first = tau / 2;
+    o.n_out = 1;
+    o.eps_stop = 0.0;
+    o.grad_stop = 0.0;
+    scm_traj_result r;
+    scm_error err;
+    scm_status st = scm_traj_run(m, &scm_rule_gd, Qs, Rs, &o, &r, &err);
+    CHECK(st == SCM_OK && r.stop == SCM_STOP_T_MAX, "ODE: %s", st ? err.msg : r.err.msg);
+    observables(r.eps, r.Q, r.R, x);
+    scm_traj_result_free(&r);
+}
+
+/* S seeds at (d, eta) to tau: mean and standard deviation over the seeds of
+ * X_sim - X_ode for each observable. */
+static void run_seeds(const scm_model *m, scm_sim_mode mode, long d, long n, double eta,
+                      double tau, int S, double *mean, double *sd)
+{
+    double s1[NOBS] = {0}, s2[NOBS] = {0}, ode[NOBS], x[NOBS], Qs[K * K], Rs[K * M], Q[K * K],
+           R[K * M], eps;
+    for (int s = 0; s < S; s++) {
+        scm_sim_opts o;
+        scm_sim_opts_default(&o);
+        o.mode = mode;
+        o.d = d;
+        o.n = n;
+        o.eta = eta;
+        o.seed = 100 + (unsigned long)s;
+        scm_error err;
+        scm_sim *sim = scm_sim_alloc(m, &o, Q0, R0, &err);
+        CHECK(sim != NULL, "alloc: %s", err.msg);
+        if (!sim)
+            return;
+        if (s == 0) {
+            /* The realisation reproduces the start (it is deterministic). */
+            scm_sim_state(sim, Qs, Rs, NULL, NULL, &err);
+            for (int i = 0; i < K * K; i++)
+                CHECK_CLOSE(Qs[i], Q0[i], 0, 1e-12, "realised Q(0)");
+            ode_at(m, Qs, Rs, tau, ode);
+        }
+        CHECK(scm_sim_advance(sim, tau, &err) == SCM_OK, "advance: %s", err.msg);
+        CHECK(fabs(scm_sim_time(sim) - tau) <= 0.5 * eta / (double)d, "time reached");
+        CHECK(scm_sim_state(sim, Q, R, NULL, &eps, &err) == SCM_OK, "state: %s", err.msg);
+        observables(eps, Q, R, x);
+        for (int j = 0; j < NOBS; j++) {
+            s1[j] += x[j] - ode[j];
+            s2[j] += (x[j] - ode[j]) * (x[j] - ode[j]);
+        }
+        scm_sim_free(sim);
+    }
+    for (int j = 0; j < NOBS; j++) {
+        mean[j] = s1[j] / S;
+        sd[j] = sqrt(fmax(s2[j] - s1[j] * s1[j] / S, 0.0) / (S - 1));
+    }
+}
+
+static double rms(const double *x)
+{
+    double s = 0.0;
+    for (int j = 0; j < NOBS; j++)
+        s += x[j] * x[j];
+    return sqrt(s / NOBS);
+}
+
+static void test_scaling(const scm_model *m)
+{
+    const long ds[3] = {250, 1000, 4000};
+    const int S[3] = {32, 32, 16};
+    double lx[3], ly[3], mean[NOBS], sd[NOBS];
+    for (int i = 0; i < 3; i++) {
+        run_seeds(m, SCM_SIM_ONLINE, ds[i], 0, 0.5, 1.0, S[i], mean, sd);
+        lx[i] = log((double)ds[i]);
+        ly[i] = log(rms(sd));
+        printf("scaling: d = %5ld  spread %.4g  (x sqrt(d) = %.4g)\n", ds[i], rms(sd),
+               rms(sd) * sqrt((double)ds[i]));
+    }
+    const double mx = (lx[0] + lx[1] + lx[2]) / 3, my = (ly[0] + ly[1] + ly[2]) / 3;
+    double sxy = 0.0, sxx = 0.0;
+    for (int i = 0; i < 3; i++) {
+        sxy += (lx[i] - mx) * (ly[i] - my);
+        sxx += (lx[i] - mx) * (lx[i] - mx);
+    }
+    const double slope = sxy / sxx;
+    printf("scaling: fitted exponent %.3f (want -0.5 +- 0.15)\n", slope);
+    CHECK(fabs(slope + 0.5) <= 0.15, "spread ~ d^%.3f, want d^-0.5", slope);
+}
+
+static void test_agreement(const scm_model *m)
+{
+    const long d = 2000;
+    const double eta = 0.2, tau = 1.0;
+    const int S = 24;
+    double m1[NOBS], sd1[NOBS], m2[NOBS], sd2[NOBS];
+    run_seeds(m, SCM_SIM_ONLINE, d, 0, eta, tau, S, m1, sd1);
+    run_seeds(m, SCM_SIM_ONLINE, d, 0, eta / 2, tau, S, m2, sd2);
+    for (int j = 0; j < NOBS; j++) {
+        const double ext = 2.0 * m2[j] - m1[j];
+        const double se = sqrt(4.0 * sd2[j] * sd2[j] + sd1[j] * sd1[j]) / sqrt((double)S);
+        const double allow = 4.0 * se + 0.2 * (eta / 2) * (eta / 2) + 4.0 / (double)d;
+        printf("agreement: obs %d  mean(eta) %+.3e  mean(eta/2) %+.3e  extrapolated %+.3e  "
+               "(4 s.e. %.1e, allowance %.1e)\n",
+               j, m1[j], m2[j], ext, 4.0 * se, allow);
+        CHECK(fabs(ext) <= allow, "observable %d: extrapolated gap %.3g > %.3g", j, ext, allow);
+    }
+    /* The eta term itself is visible in eps: the plain mean at eta is off. */
+    const double se1 = sd1[0] / sqrt((double)S);
+    CHECK(fabs(m1[0]) > 4.0 * se1 + 4.0 / (double)d,
+          "eps at eta = %g: the O(eta) term should show, mean %.3g, s.e. %.3g", eta, m1[0], se1);
+}
+
+static void test_retractions(const scm_model *m)
+{
+    for (int mode = 0; mode < 2; mode++)
+        for (int c = 1; c <= 2; c++) {
+            scm_sim_opts o;
+            scm_sim_opts_default(&o);
+            o.mode = mode ? SCM_SIM_BATCH : SCM_SIM_ONLINE;
+            o.d = 300;
+            o.n = mode ? 2000 : 0;
+            o.eta = mode ? 6.0 : 0.3;
+            o.constraint = (scm_sim_constraint)c;
+            scm_error err;
+            scm_sim *sim = scm_sim_alloc(m, &o, Q0, R0, &err);
+            CHECK(sim != NULL, "alloc: %s", err.msg);
+            if (!sim)
+                continue;
+            double Q[K * K], R[K * M], eps0, eps1;
+            for (int rep = 0; rep < 2; rep++) {
+                CHECK(scm_sim_advance(sim, rep ? 1.5 : 0.0, &err) == SCM_OK, "%s", err.msg);
+                scm_sim_state(sim, Q, R, NULL, rep ? &eps1 : &eps0, &err);
+                for (int k = 0; k < K; k++)
+                    for (int l = 0; l < K; l++) {
+                        const int on = k == l || c == 2;
+                        if (on)
+                            CHECK_CLOSE(Q[k * K + l], k == l ? 1.0 : 0.0, 0, 1e-12,
+                                        c == 1 ? "sphere Q_kk" : "Stiefel Q");
+                    }
+            }
+            /* It learns: the loss drops along the constrained run. */
+            CHECK(eps1 < 0.8 * eps0, "constraint %d mode %d: eps %.4g -> %.4g", c, mode, eps0,
+                  eps1);
+            scm_sim_free(sim);
+        }
+}
+
+static void test_batch(const scm_model *m)
+{
+    /* Full-batch GD (step dtau = eta / d = 0.01) on n = 50 d samples: the
+     * empirical gradient differs from the population one by O(sqrt(d / n)) =
+     * 0.14 relative, so the state follows the flow to a few percent; a wrong
+     * step scale or sign would be off by O(1). */
+    double mean[NOBS], sd[NOBS];
+    run_seeds(m, SCM_SIM_BATCH, 100, 5000, 1.0, 1.0, 3, mean, sd);
+    for (int j = 0; j < NOBS; j++)
+        CHECK(fabs(mean[j]) < 0.05, "batch: observable %d off the flow by %.3g", j, mean[j]);
+    printf("batch: rms gap to the flow %.3g\n", rms(mean));
+}
+
+static void test_reproducible_and_errors(const scm_model *m)
+{
+    scm_sim_opts o;
+    scm_sim_opts_default(&o);
+    o.d = 200;
+    o.eta = 0.4;
+    double Q1[K * K], R1[K * M], Q2[K * K], R2[K * M];
+    scm_error err;
+    for (int rep = 0; rep < 2; rep++) {
+        scm_sim *s = scm_sim_alloc(m, &o, Q0, R0, &err);
+        scm_sim_advance(s, 0.7, &err);
+        scm_sim_state(s, rep ? Q2 : Q1, rep ? R2 : R1, NULL, NULL, &err);
+        scm_sim_free(s);
+    }
+    CHECK(memcmp(Q1, Q2, sizeof Q1) == 0 && memcmp(R1, R2, sizeof R1) == 0,
+          "same seed, different result");
+
+    scm_sim_opts b = o;
+    b.d = 3;
+    CHECK(scm_sim_alloc(m, &b, Q0, R0, &err) == NULL && strstr(err.msg, "d = 3"), "d: %s",
+          err.msg);
+    b = o;
+    b.eta = -1;
+    CHECK(scm_sim_alloc(m, &b, Q0, R0, &err) == NULL && strstr(err.msg, "eta"), "eta: %s",
+          err.msg);
+    b = o;
+    b.mode = SCM_SIM_BATCH;
+    CHECK(scm_sim_alloc(m, &b, Q0, R0, &err) == NULL && strstr(err.msg, "n >= 1"), "n: %s",
+          err.msg);
+    b.n = SCM_SIM_BATCH_MAX;
+    CHECK(scm_sim_alloc(m, &b, Q0, R0, &err) == NULL && strstr(err.msg, "exceeds"), "big: %s",
+          err.msg);
+    const double Qbad[K * K] = {0.05, 0.0, 0.0, 0.05};
+    CHECK(scm_sim_alloc(m, &o, Qbad, R0, &err) == NULL && err.code == SCM_ENOTPSD,
+          "a non-PSD start: %s", err.msg);
+    scm_sim *s = scm_sim_alloc(m, &o, Q0, R0, &err);
+    CHECK(scm_sim_advance(s, NAN, &err) == SCM_EINVAL, "advance to NaN");
+    scm_sim_free(s);
+}
+
+int main(void)
+{
+    scm_error err;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_erf, NULL, NULL, NULL, &err);
+    if (!m)
+        return 1;
+    test_reproducible_and_errors(m);
+    test_retractions(m);
+    test_batch(m);
+    test_scaling(m);
+    test_agreement(m);
+    scm_model_free(m);
+    return TEST_SUMMARY();
+}
