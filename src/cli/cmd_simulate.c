@@ -395,8 +395,6 @@ static cJSON *result_json(const scm_config *c, const sim_params *p, const seed_r
             cJSON_AddStringToObject(o, "error", r->error);
         else
             cJSON_AddNullToObject(o, "error");
-        cJSON_AddNumberToObject(o, "seconds_sim", r->secs_sim);
-        cJSON_AddNumberToObject(o, "seconds_ode", r->secs_ode);
         cJSON *tr = cJSON_AddArrayToObject(o, "trajectory");
         for (long i = 0; i < r->n; i++) {
             cJSON *pt = cJSON_CreateObject();
