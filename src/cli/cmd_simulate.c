@@ -562,9 +562,9 @@ static void print_summary(const scm_config *c, const sim_params *p, const seed_r
 {
     const int S = p->seeds;
     printf("model      K = %d, M = %d, %s, rule %s\n", c->K, c->M, c->act->name, c->rule->name);
-    printf("simulate   %s, d = %ld%s, eta = %g, %d seeds from %lu, t_max = %g\n",
-           p->o.mode == SCM_SIM_BATCH ? "full-batch GD" : "online SGD", p->o.d,
-           p->o.mode == SCM_SIM_BATCH ? "" : "", p->o.eta, S, runs[0].init_seed, p->t_max);
+    printf("simulate   %s, d = %ld, eta = %g, %d seed%s from %lu, t_max = %g\n",
+           p->o.mode == SCM_SIM_BATCH ? "full-batch GD" : "online SGD", p->o.d, p->o.eta, S,
+           S > 1 ? "s" : "", runs[0].init_seed, p->t_max);
     if (p->o.mode == SCM_SIM_BATCH)
         printf("batch      n = %ld samples\n", p->o.n);
     double ssim = 0.0, sode = 0.0;
@@ -579,9 +579,12 @@ static void print_summary(const scm_config *c, const sim_params *p, const seed_r
     }
     long last = runs[0].n - 1;
     double mean, se, rms;
-    if (last >= 0 && stats_at(runs, S, last, c->K, c->M, &mean, &se, &rms))
-        printf("final      eps_sim - eps_ode = %.3g +- %.2g (s.e.), rms max|dQ, dR| = %.3g\n",
-               mean, se, rms);
+    if (last >= 0 && stats_at(runs, S, last, c->K, c->M, &mean, &se, &rms)) {
+        printf("final      eps_sim - eps_ode = %.3g", mean);
+        if (isfinite(se))
+            printf(" +- %.2g (s.e.)", se);
+        printf(", rms max|dQ, dR| = %.3g\n", rms);
+    }
     printf("time       simulation %.2f s, ODE %.3f s\n", ssim, sode);
 }
 
