@@ -23,26 +23,33 @@
  *    (it is the eta term that makes it differ; the test can tell).
  * 3. Retractions: normalised (sphere) and Stiefel runs keep Q_kk = 1 and
  *    Q = I to 1e-12, in online and batch mode.
- * 4. Batch mode (full-batch GD on n = 50 d samples) follows the flow to the
+ * 4. Finite eta, both layers trained: online SGD at eta = 0.5 with v
+ *    trained against the Saad-Solla ODE (bench/saad_solla.h, independent of
+ *    libscm, with the eta^2 I4 term), within 4 s.e. + 4 / d.
+ * 5. Batch mode (full-batch GD on n = 50 d samples) follows the flow to the
  *    empirical-risk error O(sqrt(d / n)); reproducibility; bad options. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_odeiv2.h>
+
+#include "../bench/saad_solla.h"
 #include "scm/simulate.h"
 #include "scm/traj.h"
 #include "testutil.h"
 
 #define K 2
 #define M 2
-#define NOBS (1 + K * (K + 1) / 2 + K * M)
+#define NOBS (1 + K * (K + 1) / 2 + K * M + K)
 
 static const double Q0[K * K] = {0.5, 0.1, 0.1, 0.4};
 static const double R0[K * M] = {0.3, 0.05, 0.02, 0.2};
 
-/* eps, upper triangle of Q, R: the observables. */
-static void observables(double eps, const double *Q, const double *R, double *x)
+/* eps, upper triangle of Q, R, v: the observables. */
+static void observables(double eps, const double *Q, const double *R, const double *v, double *x)
 {
     int j = 0;
     x[j++] = eps;
@@ -51,12 +58,20 @@ static void observables(double eps, const double *Q, const double *R, double *x)
             x[j++] = Q[k * K + l];
     for (int i = 0; i < K * M; i++)
         x[j++] = R[i];
+    for (int k = 0; k < K; k++)
+        x[j++] = v[k];
 }
 
-/* The ODE (gd flow) from the realised start, at tau. */
-static void ode_at(const scm_model *m, const double *Qs, const double *Rs, double tau,
-                   double *x)
+/* The ODE at tau from the realised start (Qs, Rs, v(0) = the model's v):
+ * returns the observables in x. */
+typedef void (*ode_fn)(const scm_model *m, const double *Qs, const double *Rs, double eta,
+                       double tau, double *x);
+
+/* The gd flow (scm_traj_run); eta does not enter. */
+static void ode_gd(const scm_model *m, const double *Qs, const double *Rs, double eta,
+                   double tau, double *x)
 {
+    (void)eta;
     scm_traj_opts o;
     scm_traj_opts_default(&o);
     o.rtol = 1e-11;
@@ -70,17 +85,47 @@ static void ode_at(const scm_model *m, const double *Qs, const double *Rs, doubl
     scm_error err;
     scm_status st = scm_traj_run(m, &scm_rule_gd, Qs, Rs, &o, &r, &err);
     CHECK(st == SCM_OK && r.stop == SCM_STOP_T_MAX, "ODE: %s", st ? err.msg : r.err.msg);
-    observables(r.eps, r.Q, r.R, x);
+    observables(r.eps, r.Q, r.R, m->v, x);
     scm_traj_result_free(&r);
 }
 
+/* The Saad-Solla equations of online SGD at finite eta with both layers
+ * trained (eta_v = eta), bench/saad_solla.h, written independently of
+ * libscm, integrated by GSL's rk8pd at 1e-12. */
+static int ss_gsl(double t, const double *y, double *f, void *params)
+{
+    (void)t;
+    ss_rhs(params, y, f, NULL);
+    return GSL_SUCCESS;
+}
+
+static void ode_saad_solla(const scm_model *m, const double *Qs, const double *Rs, double eta,
+                           double tau, double *x)
+{
+    ss_params p = {K, M, eta, 1.0, m->vs};
+    double y[K * K + K * M + K], eps;
+    memcpy(y, Qs, sizeof(double) * K * K);
+    memcpy(y + K * K, Rs, sizeof(double) * K * M);
+    memcpy(y + K * K + K * M, m->v, sizeof(double) * K);
+    gsl_odeiv2_system sys = {ss_gsl, NULL, K * K + K * M + K, &p};
+    gsl_odeiv2_driver *drv =
+        gsl_odeiv2_driver_alloc_y_new(&sys, gsl_odeiv2_step_rk8pd, 1e-3, 1e-12, 1e-12);
+    double t = 0.0;
+    CHECK(gsl_odeiv2_driver_apply(drv, &t, tau, y) == GSL_SUCCESS, "rk8pd");
+    gsl_odeiv2_driver_free(drv);
+    double f[K * K + K * M + K];
+    ss_rhs(&p, y, f, &eps);
+    observables(eps, y, y + K * K, y + K * K + K * M, x);
+}
+
 /* S seeds at (d, eta) to tau: mean and standard deviation over the seeds of
- * X_sim - X_ode for each observable. */
-static void run_seeds(const scm_model *m, scm_sim_mode mode, long d, long n, double eta,
-                      double tau, int S, double *mean, double *sd)
+ * X_sim - X_ode for each observable; eta_v_ratio > 0 trains v. */
+static void run_seeds(const scm_model *m, ode_fn ode_at, scm_sim_mode mode, long d, long n,
+                      double eta, double eta_v_ratio, double tau, int S, double *mean,
+                      double *sd)
 {
     double s1[NOBS] = {0}, s2[NOBS] = {0}, ode[NOBS], x[NOBS], Qs[K * K], Rs[K * M], Q[K * K],
-           R[K * M], eps;
+           R[K * M], v[K], eps;
     for (int s = 0; s < S; s++) {
         scm_sim_opts o;
         scm_sim_opts_default(&o);
@@ -88,6 +133,7 @@ static void run_seeds(const scm_model *m, scm_sim_mode mode, long d, long n, dou
         o.d = d;
         o.n = n;
         o.eta = eta;
+        o.eta_v_ratio = eta_v_ratio;
         o.seed = 100 + (unsigned long)s;
         scm_error err;
         scm_sim *sim = scm_sim_alloc(m, &o, Q0, R0, &err);
@@ -99,12 +145,12 @@ static void run_seeds(const scm_model *m, scm_sim_mode mode, long d, long n, dou
             scm_sim_state(sim, Qs, Rs, NULL, NULL, &err);
             for (int i = 0; i < K * K; i++)
                 CHECK_CLOSE(Qs[i], Q0[i], 0, 1e-12, "realised Q(0)");
-            ode_at(m, Qs, Rs, tau, ode);
+            ode_at(m, Qs, Rs, eta, tau, ode);
         }
         CHECK(scm_sim_advance(sim, tau, &err) == SCM_OK, "advance: %s", err.msg);
         CHECK(fabs(scm_sim_time(sim) - tau) <= 0.5 * eta / (double)d, "time reached");
-        CHECK(scm_sim_state(sim, Q, R, NULL, &eps, &err) == SCM_OK, "state: %s", err.msg);
-        observables(eps, Q, R, x);
+        CHECK(scm_sim_state(sim, Q, R, v, &eps, &err) == SCM_OK, "state: %s", err.msg);
+        observables(eps, Q, R, v, x);
         for (int j = 0; j < NOBS; j++) {
             s1[j] += x[j] - ode[j];
             s2[j] += (x[j] - ode[j]) * (x[j] - ode[j]);
@@ -131,7 +177,7 @@ static void test_scaling(const scm_model *m)
     const int S[3] = {32, 32, 16};
     double lx[3], ly[3], mean[NOBS], sd[NOBS];
     for (int i = 0; i < 3; i++) {
-        run_seeds(m, SCM_SIM_ONLINE, ds[i], 0, 0.5, 1.0, S[i], mean, sd);
+        run_seeds(m, ode_gd, SCM_SIM_ONLINE, ds[i], 0, 0.5, 0.0, 1.0, S[i], mean, sd);
         lx[i] = log((double)ds[i]);
         ly[i] = log(rms(sd));
         printf("scaling: d = %5ld  spread %.4g  (x sqrt(d) = %.4g)\n", ds[i], rms(sd),
@@ -154,8 +200,8 @@ static void test_agreement(const scm_model *m)
     const double eta = 0.2, tau = 1.0;
     const int S = 24;
     double m1[NOBS], sd1[NOBS], m2[NOBS], sd2[NOBS];
-    run_seeds(m, SCM_SIM_ONLINE, d, 0, eta, tau, S, m1, sd1);
-    run_seeds(m, SCM_SIM_ONLINE, d, 0, eta / 2, tau, S, m2, sd2);
+    run_seeds(m, ode_gd, SCM_SIM_ONLINE, d, 0, eta, 0.0, tau, S, m1, sd1);
+    run_seeds(m, ode_gd, SCM_SIM_ONLINE, d, 0, eta / 2, 0.0, tau, S, m2, sd2);
     for (int j = 0; j < NOBS; j++) {
         const double ext = 2.0 * m2[j] - m1[j];
         const double se = sqrt(4.0 * sd2[j] * sd2[j] + sd1[j] * sd1[j]) / sqrt((double)S);
@@ -169,6 +215,34 @@ static void test_agreement(const scm_model *m)
     const double se1 = sd1[0] / sqrt((double)S);
     CHECK(fabs(m1[0]) > 4.0 * se1 + 4.0 / (double)d,
           "eps at eta = %g: the O(eta) term should show, mean %.3g, s.e. %.3g", eta, m1[0], se1);
+}
+
+/* Finite eta, both layers: online SGD at eta = 0.5 with v trained against
+ * the Saad-Solla ODE with its eta^2 term, no extrapolation: the bias is
+ * finite-d only, allowance 4 s.e. + 4 / d (as in test_agreement). */
+static void test_finite_eta(void)
+{
+    static const double v0[K] = {0.5, 1.5};
+    scm_error err;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_erf, NULL, v0, NULL, &err);
+    const long d = 4000;
+    const int S = 16;
+    double mean[NOBS], sd[NOBS];
+    run_seeds(m, ode_saad_solla, SCM_SIM_ONLINE, d, 0, 0.5, 1.0, 1.5, S, mean, sd);
+    for (int j = 0; j < NOBS; j++) {
+        const double se = sd[j] / sqrt((double)S), allow = 4.0 * se + 4.0 / (double)d;
+        printf("finite eta: obs %d  mean gap %+.3e  (4 s.e. %.1e, allowance %.1e)\n", j, mean[j],
+               4.0 * se, allow);
+        CHECK(fabs(mean[j]) <= allow, "observable %d: gap %.3g > %.3g", j, mean[j], allow);
+    }
+    /* v moves over this time (by ~0.1: the check is about something). */
+    double x[NOBS];
+    ode_saad_solla(m, Q0, R0, 0.5, 1.5, x);
+    CHECK(fmax(fabs(x[NOBS - 2] - v0[0]), fabs(x[NOBS - 1] - v0[1])) > 0.05,
+          "v(1.5) = %g, %g from %g, %g", x[NOBS - 2], x[NOBS - 1], v0[0], v0[1]);
+    printf("finite eta: v(0) = %g, %g -> v(1.5) = %.4f, %.4f\n", v0[0], v0[1], x[NOBS - 2],
+           x[NOBS - 1]);
+    scm_model_free(m);
 }
 
 static void test_retractions(const scm_model *m)
@@ -213,7 +287,7 @@ static void test_batch(const scm_model *m)
      * 0.14 relative, so the state follows the flow to a few percent; a wrong
      * step scale or sign would be off by O(1). */
     double mean[NOBS], sd[NOBS];
-    run_seeds(m, SCM_SIM_BATCH, 100, 5000, 1.0, 1.0, 3, mean, sd);
+    run_seeds(m, ode_gd, SCM_SIM_BATCH, 100, 5000, 1.0, 0.0, 1.0, 3, mean, sd);
     for (int j = 0; j < NOBS; j++)
         CHECK(fabs(mean[j]) < 0.05, "batch: observable %d off the flow by %.3g", j, mean[j]);
     printf("batch: rms gap to the flow %.3g\n", rms(mean));
@@ -261,6 +335,7 @@ static void test_reproducible_and_errors(const scm_model *m)
 
 int main(void)
 {
+    gsl_set_error_handler_off();
     scm_error err;
     scm_model *m = scm_model_alloc(K, M, &scm_act_erf, NULL, NULL, NULL, &err);
     if (!m)
@@ -270,6 +345,7 @@ int main(void)
     test_batch(m);
     test_scaling(m);
     test_agreement(m);
+    test_finite_eta();
     scm_model_free(m);
     return TEST_SUMMARY();
 }
