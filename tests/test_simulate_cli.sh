@@ -77,7 +77,11 @@ expect_error opt_mode "--mode must be online or batch" "{$M}" --mode fast
 expect_error opt_eta "--eta needs a positive number" "{$M}" --eta 0
 expect_error opt_unknown "unknown option '--frob'" "{$M}" --frob 1
 expect_error cfg_key "frob" "{$M, \"frob\": 1}"
+expect_error set_key "unknown key 'simulate.frob'" "{$M}" --set simulate.frob=2
+expect_error set_d "'simulate.d' must be" "{$M}" --set simulate.d=-4
 expect_error t_first "t_first = 0.01 must be below simulate.t_max" "{$M}" --t-max 0.005
+"$SCM" simulate erf.json --no-plot -q -o setd --set simulate.d=200 --set model.activation=relu
+check "[ \$? -eq 0 ] && grep -q '\"d\":200' setd.json && grep -q '\"relu\"' setd.json" "--set simulate.d and model key"
 "$SCM" simulate /nonexistent.json > /dev/null 2> e; check "[ $? -eq 2 ] && grep -q 'cannot read' e" "missing config"
 check "'$SCM' simulate --help | grep -q 'usage: scm simulate'" "--help"
 

@@ -144,7 +144,31 @@ static int load(const char *path, const char *const *sets, int nsets, const sim_
         return 2;
     }
     cJSON *sec = cJSON_DetachItemFromObjectCaseSensitive(root, "simulate");
-    int rc = parse_section(sec, path, p) ? 2 : 0;
+    /* --set simulate.KEY=VALUE goes to the section, the others to the config. */
+    const char *rest[MAX_SETS];
+    int nrest = 0, rc = 0;
+    for (int i = 0; i < nsets && !rc; i++) {
+        const char *eq = strchr(sets[i], '=');
+        if (strncmp(sets[i], "simulate.", 9) != 0 || !eq) {
+            rest[nrest++] = sets[i];
+            continue;
+        }
+        char key[64];
+        const size_t kl = (size_t)(eq - sets[i]) - 9;
+        snprintf(key, sizeof key, "%.*s", (int)(kl < sizeof key ? kl : sizeof key - 1),
+                 sets[i] + 9);
+        cJSON *val = cJSON_Parse(eq + 1);
+        if (!val)
+            val = cJSON_CreateString(eq + 1);
+        if (!sec || !cJSON_IsObject(sec)) {
+            cJSON_Delete(sec);
+            sec = cJSON_CreateObject();
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(sec, key);
+        if (!sec || !val || !cJSON_AddItemToObject(sec, key, val))
+            rc = 2;
+    }
+    rc = rc || parse_section(sec, path, p) ? 2 : 0;
     cJSON_Delete(sec);
     char *text = rc ? NULL : cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
@@ -152,7 +176,7 @@ static int load(const char *path, const char *const *sets, int nsets, const sim_
         return rc;
     scm_error err;
     scm_error_clear(&err);
-    if (!text || scm_config_parse(text, path, sets, nsets, c, &err)) {
+    if (!text || scm_config_parse(text, path, rest, nrest, c, &err)) {
         fprintf(stderr, "%s: %s\n", ME, text ? err.msg : "out of memory");
         free(text);
         return 2;
