@@ -66,18 +66,25 @@ static inline double ss_i4(const double *C, int n, int a, int b, int c, int e)
     return (4.0 / (M_PI * M_PI)) * asin(L0 / sqrt(L1 * L2)) / sqrt(L4);
 }
 
+/* C = [[Q, R], [R^T, I]], (K + M) x (K + M). */
+static inline void ss_cov(int K, int M, const double *Q, const double *R, double *C)
+{
+    const int n = K + M;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            C[a * n + b] = a < K && b < K ? Q[a * K + b]
+                           : a < K        ? R[a * M + b - K]
+                           : b < K        ? R[b * M + a - K]
+                                          : (a == b ? 1.0 : 0.0);
+}
+
 /* dy/dtau at y (T = I); also the loss eps = 1/2 E[(phi - phi*)^2] if eps. */
 static inline void ss_rhs(const ss_params *p, const double *y, double *ydot, double *eps)
 {
     const int K = p->K, M = p->M, n = K + M;
     const double *Q = y, *R = y + K * K, *v = R + K * M;
     double C[SS_MAXU * SS_MAXU], w[SS_MAXU]; /* covariance; output weights (teachers negated) */
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++)
-            C[a * n + b] = a < K && b < K    ? Q[a * K + b]
-                           : a < K           ? R[a * M + b - K]
-                           : b < K           ? R[b * M + a - K]
-                           : (a == b ? 1.0 : 0.0);
+    ss_cov(K, M, Q, R, C);
     for (int a = 0; a < n; a++)
         w[a] = a < K ? v[a] : -p->vs[a - K];
     double *dQ = ydot, *dR = ydot + K * K, *dv = dR + K * M;

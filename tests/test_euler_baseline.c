@@ -33,15 +33,7 @@ static const double R[K * M] = {0.385, -0.12, 0.07, 0.455, -0.25, 0.19};
 static const double v[K] = {0.93, -0.41, 1.27};
 static const double vs[M] = {1.0, 0.77};
 
-static void cov(double *C)
-{
-    for (int a = 0; a < N; a++)
-        for (int b = 0; b < N; b++)
-            C[a * N + b] = a < K && b < K ? Q[a * K + b]
-                           : a < K        ? R[a * M + b - K]
-                           : b < K        ? R[b * M + a - K]
-                                          : (a == b ? 1.0 : 0.0);
-}
+static void cov(double *C) { ss_cov(K, M, Q, R, C); }
 
 static void test_i2_i3(void)
 {

@@ -8,7 +8,6 @@
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,45 +445,20 @@ static cJSON *result_json(const scm_config *c, const sim_params *p, const seed_r
     return root;
 }
 
-/* Append printf output to a growing buffer; 0 on no memory. */
-static int bprintf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int bprintf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return 0;
-        if (*buf && *len + (size_t)n < *cap) {
-            *len += (size_t)n;
-            return 1;
-        }
-        size_t nc = (*cap ? *cap : 4096) * 2 + (size_t)n;
-        char *nb = realloc(*buf, nc);
-        if (!nb)
-            return 0;
-        *buf = nb;
-        *cap = nc;
-    }
-}
-
 /* One CSV row: seed,source,t,eps, upper triangle of Q, R row by row, v. */
 static int csv_row(char **b, size_t *len, size_t *cap, unsigned long seed, const char *src,
                    double t, double eps, const double *Q, const double *R, const double *v,
                    int K, int M)
 {
-    int ok = bprintf(b, len, cap, "%lu,%s,%.17g,%.17g", seed, src, t, eps);
+    int ok = cli_buf_printf(b, len, cap, "%lu,%s,%.17g,%.17g", seed, src, t, eps);
     for (int k = 0; ok && k < K; k++)
         for (int l = k; ok && l < K; l++)
-            ok = bprintf(b, len, cap, ",%.17g", Q[k * K + l]);
+            ok = cli_buf_printf(b, len, cap, ",%.17g", Q[k * K + l]);
     for (int j = 0; ok && j < K * M; j++)
-        ok = bprintf(b, len, cap, ",%.17g", R[j]);
+        ok = cli_buf_printf(b, len, cap, ",%.17g", R[j]);
     for (int k = 0; ok && k < K; k++)
-        ok = v ? bprintf(b, len, cap, ",%.17g", v[k]) : bprintf(b, len, cap, ",");
-    return ok && bprintf(b, len, cap, "\n");
+        ok = v ? cli_buf_printf(b, len, cap, ",%.17g", v[k]) : cli_buf_printf(b, len, cap, ",");
+    return ok && cli_buf_printf(b, len, cap, "\n");
 }
 
 static scm_status write_csv(const char *path, const scm_config *c, const seed_run *runs, int S,
@@ -492,18 +466,18 @@ static scm_status write_csv(const char *path, const scm_config *c, const seed_ru
 {
     const int K = c->K, M = c->M;
     const long KK = (long)K * K, KM = (long)K * M;
-    char *b = NULL;
-    size_t len = 0, cap = 0;
-    int ok = bprintf(&b, &len, &cap, "seed,source,t,eps");
+    size_t len = 0, cap = 1 << 16;
+    char *b = malloc(cap);
+    int ok = b && cli_buf_printf(&b, &len, &cap, "seed,source,t,eps");
     for (int k = 0; ok && k < K; k++)
         for (int l = k; ok && l < K; l++)
-            ok = bprintf(&b, &len, &cap, ",Q_%d_%d", k + 1, l + 1);
+            ok = cli_buf_printf(&b, &len, &cap, ",Q_%d_%d", k + 1, l + 1);
     for (int k = 0; ok && k < K; k++)
         for (int n = 0; ok && n < M; n++)
-            ok = bprintf(&b, &len, &cap, ",R_%d_%d", k + 1, n + 1);
+            ok = cli_buf_printf(&b, &len, &cap, ",R_%d_%d", k + 1, n + 1);
     for (int k = 0; ok && k < K; k++)
-        ok = bprintf(&b, &len, &cap, ",v_%d", k + 1);
-    ok = ok && bprintf(&b, &len, &cap, "\n");
+        ok = cli_buf_printf(&b, &len, &cap, ",v_%d", k + 1);
+    ok = ok && cli_buf_printf(&b, &len, &cap, "\n");
     for (int s = 0; ok && s < S; s++) {
         const seed_run *r = runs + s;
         for (long i = 0; ok && i < r->n; i++)
