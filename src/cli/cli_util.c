@@ -133,3 +133,18 @@ int cli_buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
         *cap = *cap * 2 + (size_t)n;
     }
 }
+
+char *cli_output_name(const char *config, const char *suffix)
+{
+    const char *base = strrchr(config, '/');
+    base = base ? base + 1 : config;
+    size_t n = strlen(base), s = strlen(suffix);
+    if (n > 5 && strcmp(base + n - 5, ".json") == 0)
+        n -= 5;
+    char *out = malloc(n + s + 1);
+    if (out) {
+        memcpy(out, base, n);
+        memcpy(out + n, suffix, s + 1);
+    }
+    return out;
+}

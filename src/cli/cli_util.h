@@ -40,6 +40,11 @@ int cli_buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 #endif
     ;
 
+/* The default output name of a command: CONFIG's base name (directory
+ * dropped) without .json, plus suffix (".result.json"); NULL on no memory,
+ * else the caller frees. */
+char *cli_output_name(const char *config, const char *suffix);
+
 /* A fixed-points result file (scm fixed-points -o) as sweep families. */
 scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_error *err);
 

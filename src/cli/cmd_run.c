@@ -35,22 +35,6 @@ static void run_usage(FILE *f)
             "says why), 2 bad input (no result file is written).\n");
 }
 
-/* CONFIG's base name without .json, plus .result.json. */
-static char *default_output(const char *config)
-{
-    const char *base = strrchr(config, '/');
-    base = base ? base + 1 : config;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".json") == 0)
-        n -= 5;
-    char *out = malloc(n + 13);
-    if (out) {
-        memcpy(out, base, n);
-        strcpy(out + n, ".result.json");
-    }
-    return out;
-}
-
 static cJSON *result_json(const scm_config *c, const scm_traj_result *r)
 {
     const int K = c->K, M = c->M;
@@ -218,7 +202,7 @@ int scm_cmd_run(int argc, char **argv)
         goto done;
     }
     if (!out)
-        out = out_alloc = default_output(config);
+        out = out_alloc = cli_output_name(config, ".result.json");
     m = scm_config_model(c, &err);
     Q0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
     R0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);

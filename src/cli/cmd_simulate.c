@@ -667,22 +667,6 @@ static char *with_ext(const char *prefix, const char *ext)
     return s;
 }
 
-/* The default prefix: the config's base name without .json, plus ".sim". */
-static char *default_prefix(const char *config)
-{
-    const char *base = strrchr(config, '/');
-    base = base ? base + 1 : config;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".json") == 0)
-        n -= 5;
-    char *s = malloc(n + 5);
-    if (s) {
-        memcpy(s, base, n);
-        memcpy(s + n, ".sim", 5);
-    }
-    return s;
-}
-
 int scm_cmd_simulate(int argc, char **argv)
 {
     const char *config = NULL, *prefix = NULL, *sets[MAX_SETS];
@@ -717,7 +701,7 @@ int scm_cmd_simulate(int argc, char **argv)
                 ME, config, c->traj.t_first, p.t_max);
         goto done;
     }
-    pfx = prefix ? NULL : default_prefix(config);
+    pfx = prefix ? NULL : cli_output_name(config, ".sim");
     prefix = prefix ? prefix : pfx;
     runs = calloc((size_t)p.seeds, sizeof *runs);
     if (!prefix || !runs || !(json_path = with_ext(prefix, ".json")) ||
