@@ -2,7 +2,7 @@
 # test_simulate_cli.sh SCM: `scm simulate` end to end: the JSON and CSV
 # written, their content consistent (sim and ODE start from the same state,
 # one row per seed, side and time; the summary's mean matches the rows), a
-# byte-identical rerun, and every bad-input path (exit 2, a message naming
+# byte-identical rerun (also on two threads), and every bad-input path (exit 2, a message naming
 # the key or option, no result file).
 set -u
 SCM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -47,6 +47,8 @@ assert abs(last["eps_diff_mean"] - sum(d) / 3) < 1e-15
 PY
 "$SCM" simulate erf.json --no-plot -q -o again
 check "cmp -s erf.sim.json again.json && cmp -s erf.sim.csv again.csv" "rerun not byte-identical"
+"$SCM" simulate erf.json --no-plot -q -o thr --threads 2
+check "cmp -s erf.sim.json thr.json && cmp -s erf.sim.csv thr.csv" "--threads 2 differs from one thread"
 "$SCM" simulate erf.json --no-plot -q -o b --mode batch --n 600 --d 100 --seeds 1 --t-max 0.5
 check "[ $? -eq 0 ] && grep -q '\"mode\":\"batch\"' b.json" "batch mode run"
 
@@ -75,6 +77,7 @@ expect_error huge_batch "exceeds" "{$M}" --mode batch --n 1000000 --d 1000
 expect_error opt_d "--d needs an integer" "{$M}" --d x
 expect_error opt_mode "--mode must be online or batch" "{$M}" --mode fast
 expect_error opt_eta "--eta needs a positive number" "{$M}" --eta 0
+expect_error opt_threads "--threads needs an integer" "{$M}" --threads 0
 expect_error opt_unknown "unknown option '--frob'" "{$M}" --frob 1
 expect_error cfg_key "frob" "{$M, \"frob\": 1}"
 expect_error set_key "unknown key 'simulate.frob'" "{$M}" --set simulate.frob=2

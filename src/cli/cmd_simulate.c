@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,14 +53,15 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: scm simulate CONFIG.json [--d D] [--seeds S] [--mode online|batch] [--n N]\n"
             "                    [--eta ETA] [--t-max T] [-o PREFIX] [--set key=value]...\n"
-            "                    [--no-plot] [-q]\n"
+            "                    [--threads T] [--no-plot] [-q]\n"
             "\n"
             "Train a real network of dimension D (one-pass SGD on fresh Gaussian samples, or\n"
             "full-batch GD on N fixed samples) with the config's rule from S seeds, and the\n"
             "ODE from each seed's realised Q(0), R(0); write PREFIX.json, PREFIX.csv and\n"
             "PREFIX.png (the plot needs python3 with matplotlib).  The options override the\n"
             "config's \"simulate\" section: d (1000), seeds (4), mode (online), n, eta\n"
-            "(online 0.05, batch 0.02 d), t_max (10).  Time is tau = eta t / d.\n");
+            "(online 0.05, batch 0.02 d), t_max (10).  Time is tau = eta t / d.  Seeds run\n"
+            "on T threads (default 1); the output does not depend on T.\n");
 }
 
 /* ------------------------------------------------------------ the simulate section */
@@ -257,10 +259,12 @@ static int seed_run_alloc(seed_run *r, long n, int K, int M)
 /* Simulate seed number s and integrate its ODE.  Returns 0 (r filled; a
  * numerical failure of either side is in r->error and the records stop
  * there), 1 on no memory, 2 after a message for bad input. */
-static int run_seed(scm_config *c, const scm_model *m, const sim_params *p, int s, seed_run *r)
+static int run_seed(const scm_config *cfg, const scm_model *m, const sim_params *p, int s,
+                    seed_run *r)
 {
+    /* A shallow copy with this seed's init seed (threads share cfg). */
+    scm_config cc = *cfg, *c = &cc;
     const int K = c->K, M = c->M;
-    const unsigned long base = c->seed;
     double *Q0 = malloc(sizeof(double) * (size_t)K * (size_t)K);
     double *R0 = malloc(sizeof(double) * (size_t)K * (size_t)M);
     scm_sim *sim = NULL;
@@ -269,10 +273,9 @@ static int run_seed(scm_config *c, const scm_model *m, const sim_params *p, int 
     scm_error err;
     scm_error_clear(&err);
     int rc = 2;
-    r->init_seed = base + (unsigned long)s;
+    r->init_seed = cfg->seed + (unsigned long)s;
     c->seed = r->init_seed;
     scm_status st = Q0 && R0 ? scm_config_initial_state(c, m, Q0, R0, &err) : SCM_ENOMEM;
-    c->seed = base;
     scm_sim_opts o = p->o;
     o.seed = sample_seed(r->init_seed);
     if (st || !(sim = scm_sim_alloc(m, &o, Q0, R0, &err))) {
@@ -325,6 +328,56 @@ done:
     scm_sim_free(sim);
     free(Q0);
     free(R0);
+    return rc;
+}
+
+/* Seeds t, t + T, ... of a run with T threads (the results do not depend on
+ * T: every seed has its own generators). */
+typedef struct {
+    const scm_config *c;
+    const scm_model *m;
+    const sim_params *p;
+    seed_run *runs;
+    int *rcs;
+    int t, T;
+} seed_job;
+
+static void *seed_worker(void *arg)
+{
+    seed_job *j = arg;
+    for (int s = j->t; s < j->p->seeds; s += j->T)
+        if ((j->rcs[s] = run_seed(j->c, j->m, j->p, s, j->runs + s)))
+            break;
+    return NULL;
+}
+
+/* All seeds on up to T threads; the first non-zero run_seed status in seed
+ * order, or 0. */
+static int run_seeds(const scm_config *c, const scm_model *m, const sim_params *p, int T,
+                     seed_run *runs)
+{
+    T = T < p->seeds ? T : p->seeds;
+    int *rcs = calloc((size_t)p->seeds, sizeof *rcs);
+    seed_job *jobs = calloc((size_t)T, sizeof *jobs);
+    pthread_t *th = calloc((size_t)T, sizeof *th);
+    char *created = calloc((size_t)T, 1);
+    int rc = !rcs || !jobs || !th || !created;
+    for (int t = 0; !rc && t < T; t++) {
+        jobs[t] = (seed_job){c, m, p, runs, rcs, t, T};
+        created[t] = t > 0 && pthread_create(&th[t], NULL, seed_worker, &jobs[t]) == 0;
+    }
+    for (int t = 0; !rc && t < T; t++) {
+        if (created[t])
+            pthread_join(th[t], NULL);
+        else
+            seed_worker(&jobs[t]); /* thread 0, or a thread that could not start */
+    }
+    for (int s = 0; !rc && s < p->seeds; s++)
+        rc = rcs[s];
+    free(rcs);
+    free(jobs);
+    free(th);
+    free(created);
     return rc;
 }
 
@@ -589,7 +642,7 @@ static void print_summary(const scm_config *c, const sim_params *p, const seed_r
 /* Options: -1 after a message, 0 to go on, 1 for --help. */
 static int parse_args(int argc, char **argv, const char **config, const char **prefix,
                       const char **sets, int *nsets, sim_params *cli, int *given, int *quiet,
-                      int *noplot)
+                      int *noplot, int *threads)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -641,6 +694,10 @@ static int parse_args(int argc, char **argv, const char **config, const char **p
             if (cli_opt_positive(ME, a, v, &cli->o.eta))
                 return -1;
             given[4] = 1;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (cli_opt_long(ME, a, v, 1, 256, &l))
+                return -1;
+            *threads = (int)l;
         } else if (strcmp(a, "--t-max") == 0) {
             if (cli_opt_positive(ME, a, v, &cli->t_max))
                 return -1;
@@ -670,10 +727,11 @@ static char *with_ext(const char *prefix, const char *ext)
 int scm_cmd_simulate(int argc, char **argv)
 {
     const char *config = NULL, *prefix = NULL, *sets[MAX_SETS];
-    int nsets = 0, quiet = 0, noplot = 0, given[6] = {0};
+    int nsets = 0, quiet = 0, noplot = 0, threads = 1, given[6] = {0};
     sim_params cli, p;
     memset(&cli, 0, sizeof cli);
-    int a = parse_args(argc, argv, &config, &prefix, sets, &nsets, &cli, given, &quiet, &noplot);
+    int a = parse_args(argc, argv, &config, &prefix, sets, &nsets, &cli, given, &quiet, &noplot,
+                       &threads);
     if (a)
         return a > 0 ? (usage(stdout), 0) : 2;
     memset(&p, 0, sizeof p);
@@ -709,15 +767,14 @@ int scm_cmd_simulate(int argc, char **argv)
         fprintf(stderr, "%s: out of memory\n", ME);
         goto done;
     }
-    int failed = 0;
-    for (int s = 0; s < p.seeds; s++) {
-        if ((rc = run_seed(c, m, &p, s, runs + s))) {
-            if (rc == 1)
-                fprintf(stderr, "%s: out of memory\n", ME);
-            goto done;
-        }
-        failed |= runs[s].error[0] != 0;
+    if ((rc = run_seeds(c, m, &p, threads, runs))) {
+        if (rc == 1)
+            fprintf(stderr, "%s: out of memory\n", ME);
+        goto done;
     }
+    int failed = 0;
+    for (int s = 0; s < p.seeds; s++)
+        failed |= runs[s].error[0] != 0;
     rc = 1;
     if (!(res = result_json(c, &p, runs, failed))) {
         fprintf(stderr, "%s: out of memory building the result\n", ME);
