@@ -14,7 +14,7 @@
  *    the observables of their standard deviations) is fitted against d in
  *    {250, 1000, 4000}; the slope must be -1/2 within +-0.15 (the fit's
  *    statistical error with these seeds is about 0.06).
- * 2. Agreement with the gradient flow: online SGD at finite eta follows the
+ * 2. Agreement with the gradient flow (erf, d = 2000; ReLU, d = 1000): online SGD at finite eta follows the
  *    flow plus an O(eta) term (MATH.md section 8), so the flow is the eta -> 0
  *    limit.  The means over seeds at eta and eta / 2 are extrapolated
  *    (2 m(eta/2) - m(eta)) and must match the ODE within 4 standard errors
@@ -194,11 +194,10 @@ static void test_scaling(const scm_model *m)
     CHECK(fabs(slope + 0.5) <= 0.15, "spread ~ d^%.3f, want d^-0.5", slope);
 }
 
-static void test_agreement(const scm_model *m)
+static void test_agreement(const scm_model *m, long d, int S)
 {
-    const long d = 2000;
     const double eta = 0.2, tau = 1.0;
-    const int S = 24;
+    printf("agreement: %s, d = %ld, %d seeds\n", m->act->name, d, S);
     double m1[NOBS], sd1[NOBS], m2[NOBS], sd2[NOBS];
     run_seeds(m, ode_gd, SCM_SIM_ONLINE, d, 0, eta, 0.0, tau, S, m1, sd1);
     run_seeds(m, ode_gd, SCM_SIM_ONLINE, d, 0, eta / 2, 0.0, tau, S, m2, sd2);
@@ -344,7 +343,10 @@ int main(void)
     test_retractions(m);
     test_batch(m);
     test_scaling(m);
-    test_agreement(m);
+    test_agreement(m, 2000, 24);
+    scm_model *relu = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, &err);
+    test_agreement(relu, 1000, 16);
+    scm_model_free(relu);
     test_finite_eta();
     scm_model_free(m);
     return TEST_SUMMARY();
