@@ -6,13 +6,13 @@
  * The config is that of `scm run` plus an optional "simulate" section, which
  * is taken out before the rest is parsed by scm_config_parse. */
 #include <cjson/cJSON.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
