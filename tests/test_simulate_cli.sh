@@ -47,6 +47,10 @@ assert abs(last["eps_diff_mean"] - sum(d) / 3) < 1e-15
 PY
 "$SCM" simulate erf.json --no-plot -q -o again
 check "cmp -s erf.sim.json again.json && cmp -s erf.sim.csv again.csv" "rerun not byte-identical"
+if /usr/bin/python3 -c 'import matplotlib' 2> /dev/null; then
+    "$SCM" simulate erf.json -q -o plotted --seeds 1
+    check "[ -s plotted.png ] && [ ! -e plotted.png.tmp.png ]" "the plot was not written"
+fi
 "$SCM" simulate erf.json --no-plot -q -o thr --threads 2
 check "cmp -s erf.sim.json thr.json && cmp -s erf.sim.csv thr.csv" "--threads 2 differs from one thread"
 "$SCM" simulate erf.json --no-plot -q -o b --mode batch --n 600 --d 100 --seeds 1 --t-max 0.5
