@@ -179,8 +179,6 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
         for (int n = 1; n < M; n++)
             if (fabs(R[k * M + n]) > fabs(R[k * M + best]))
                 best = n;
-        if (R[k * M + best] < 0.0)
-            rec->n_anti++;
         int seen = 0;
         if (picks)
             for (int j = 0; j < live; j++)
@@ -193,6 +191,9 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
     rec->n_shared = picks ? live - distinct : 0;
     if (picks != picks_buf)
         free(picks);
+    /* the anti-aligned count of every tool (model.h); -1 without memory */
+    if (scm_model_count_anti(m, Q, R, o->dead_q, &rec->n_anti) != SCM_OK)
+        rec->n_anti = -1;
 
     rec->matched = 0;
     rec->family[0] = '\0';
@@ -779,6 +780,8 @@ scm_status scm_sweep_summary_add(scm_sweep_summary *s, const scm_sweep_record *r
     s->done++;
     if (r->converged) {
         s->converged++;
+        if (r->n_anti < 0)
+            return SCM_ENOMEM; /* the classification ran out of memory */
         if (r->n_anti >= s->nanti) {
             long *na = realloc(s->anti, sizeof *na * (size_t)(r->n_anti + 1));
             if (!na)

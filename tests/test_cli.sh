@@ -139,5 +139,29 @@ done
 "$SCM" fixed-points --K 4 --M 4 --k1 1 --starts 10 -q -o "$W/fpn.json"
 check "python3 -c \"import json; assert all('stability' not in p for p in json.load(open('$W/fpn.json'))['fixed_points'])\"" "fixed-points without --stability has a stability object"
 
+# scm stability --K --M --k1 (issue 15): the family's point says what it is.
+# K = M = 12, k1 = 2 is not the global minimum; --index and --loss pick.
+"$SCM" stability --K 12 --M 12 --k1 2 --no-flow --no-hessian --trials 1 -o "$W/fam.json" > "$W/fam.out" 2>&1
+check "[ $? -eq 0 ]" "stability --K 12 --M 12 --k1 2: $(cat "$W/fam.out")"
+check "grep -q 'lowest-loss minimum candidate' '$W/fam.out'" "stability family: no selection line"
+python3 - "$W/fam.json" <<'PY' && ok || ko "stability family JSON"
+import json, sys
+f = json.load(open(sys.argv[1]))["family"]
+assert f["n_anti"] == 2 and f["k1"] == 2, f
+assert f["loss"] > 1e-3 and f["class"] == "min_candidate", f
+assert f["selection"] == "lowest-loss minimum candidate" and f["ansatz"] in ("k1", "k1_extra")
+assert "R[anti,tanti].diag" in f["scalars"] or "R[al,tal].diag" in f["scalars"], f["scalars"]
+assert all(p["loss"] > 1e-6 for p in f["points"]), f["points"]
+PY
+loss=$(python3 -c "import json; print(json.load(open('$W/fam.json'))['family']['loss'])")
+"$SCM" stability --K 12 --M 12 --k1 2 --loss "$loss" --no-flow --no-hessian --trials 1 -q -o "$W/fam2.json" 2> "$W/e"
+check "[ $? -eq 0 ] && python3 -c \"import json; f = json.load(open('$W/fam2.json'))['family']; assert f['selection'] == '--loss' and abs(f['loss'] - $loss) < 1e-9\"" "stability --loss: $(cat "$W/e")"
+"$SCM" stability --K 12 --M 12 --k1 2 --index 999 --no-flow -q -o "$W/fam3.json" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- '--index 999' '$W/e' && [ ! -e '$W/fam3.json' ]" "stability --index out of range: $(cat "$W/e")"
+"$SCM" stability --K 12 --M 12 --k1 2 --loss 0.5 --no-flow -q -o "$W/fam4.json" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- '--loss 0.5' '$W/e' && [ ! -e '$W/fam4.json' ]" "stability --loss no match: $(cat "$W/e")"
+"$SCM" stability --K 12 --M 12 --k1 2 --loss 0.1 --index 0 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'not both' '$W/e'" "stability --loss with --index"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
