@@ -21,6 +21,9 @@
  *    plus an allowance of 0.2 (eta/2)^2 for the O(eta^2) rest and 4 / d for
  *    the finite-d bias.  The un-extrapolated mean at eta must NOT match for eps
  *    (it is the eta term that makes it differ; the test can tell).
+ *    The same for normalised (sphere) and Stiefel runs (erf, d = 1000)
+ *    against the constrained population gradient flow integrated in weight
+ *    space (projected closed-form gradient, RK4): no (Q, R) ODE involved.
  * 3. Retractions: normalised (sphere) and Stiefel runs keep Q_kk = 1 and
  *    Q = I to 1e-12, in online and batch mode.
  * 4. Finite eta, both layers trained: online SGD at eta = 0.5 with v
@@ -39,6 +42,7 @@
 #include "../bench/saad_solla.h"
 #include "scm/simulate.h"
 #include "scm/traj.h"
+#include "scm/weights.h"
 #include "testutil.h"
 
 #define K 2
@@ -62,16 +66,16 @@ static void observables(double eps, const double *Q, const double *R, const doub
         x[j++] = v[k];
 }
 
-/* The ODE at tau from the realised start (Qs, Rs, v(0) = the model's v):
- * returns the observables in x. */
-typedef void (*ode_fn)(const scm_model *m, const double *Qs, const double *Rs, double eta,
-                       double tau, double *x);
+/* The ODE for the simulation options o at tau from the realised start (Qs,
+ * Rs, v(0) = the model's v): returns the observables in x. */
+typedef void (*ode_fn)(const scm_model *m, const scm_sim_opts *o, const double *Qs,
+                       const double *Rs, double tau, double *x);
 
-/* The gd flow (scm_traj_run); eta does not enter. */
-static void ode_gd(const scm_model *m, const double *Qs, const double *Rs, double eta,
-                   double tau, double *x)
+/* The gd flow (scm_traj_run); o does not enter. */
+static void ode_gd(const scm_model *m, const scm_sim_opts *so, const double *Qs,
+                   const double *Rs, double tau, double *x)
 {
-    (void)eta;
+    (void)so;
     scm_traj_opts o;
     scm_traj_opts_default(&o);
     o.rtol = 1e-11;
@@ -99,10 +103,10 @@ static int ss_gsl(double t, const double *y, double *f, void *params)
     return GSL_SUCCESS;
 }
 
-static void ode_saad_solla(const scm_model *m, const double *Qs, const double *Rs, double eta,
-                           double tau, double *x)
+static void ode_saad_solla(const scm_model *m, const scm_sim_opts *o, const double *Qs,
+                           const double *Rs, double tau, double *x)
 {
-    ss_params p = {K, M, eta, 1.0, m->vs};
+    ss_params p = {K, M, o->eta, 1.0, m->vs};
     double y[K * K + K * M + K], eps;
     memcpy(y, Qs, sizeof(double) * K * K);
     memcpy(y + K * K, Rs, sizeof(double) * K * M);
@@ -118,22 +122,114 @@ static void ode_saad_solla(const scm_model *m, const double *Qs, const double *R
     observables(eps, y, y + K * K, y + K * K + K * M, x);
 }
 
-/* S seeds at (d, eta) to tau: mean and standard deviation over the seeds of
- * X_sim - X_ode for each observable; eta_v_ratio > 0 trains v. */
-static void run_seeds(const scm_model *m, ode_fn ode_at, scm_sim_mode mode, long d, long n,
-                      double eta, double eta_v_ratio, double tau, int S, double *mean,
-                      double *sd)
+/* The constrained population gradient flow in weight space (MATH.md
+ * section 8), an eta -> 0 reference for the sphere and Stiefel runs that
+ * does not go through any ODE in (Q, R): W realised in d = K + M from the
+ * realised start, dW/dtau = -d P_W(grad_W eps) with the closed-form
+ * gradient scm_weights_grad and the projection of the rule (sphere: each
+ * row minus its radial part; Stiefel: G - sym(G W^T) W / d), classical RK4
+ * with dtau = 1e-3 followed by a Gram-Schmidt re-orthonormalisation (an
+ * O(h^5) correction per step). */
+#define DW (K + M)
+static void proj_grad(scm_flow *fl, scm_sim_constraint c, const double *W, const double *Ws,
+                      double *F)
+{
+    double G[K * DW];
+    if (scm_weights_grad(fl, DW, W, Ws, NULL, G) != SCM_OK)
+        memset(G, 0xff, sizeof G); /* NaN: fails the comparison downstream */
+    double S[K * K];
+    for (int k = 0; k < K; k++)
+        for (int l = 0; l < K; l++) {
+            double gw = 0.0;
+            for (int i = 0; i < DW; i++)
+                gw += G[k * DW + i] * W[l * DW + i];
+            S[k * K + l] = gw;
+        }
+    for (int k = 0; k < K; k++)
+        for (int i = 0; i < DW; i++) {
+            double f = G[k * DW + i];
+            if (c == SCM_SIM_SPHERE)
+                f -= S[k * K + k] / DW * W[k * DW + i];
+            else
+                for (int l = 0; l < K; l++)
+                    f -= 0.5 * (S[k * K + l] + S[l * K + k]) / DW * W[l * DW + i];
+            F[k * DW + i] = -DW * f;
+        }
+}
+
+static void reorthonormalise(scm_sim_constraint c, double *W)
+{
+    for (int k = 0; k < K; k++) {
+        double *w = W + k * DW;
+        for (int l = 0; c == SCM_SIM_STIEFEL && l < k; l++) {
+            double p = 0.0;
+            for (int i = 0; i < DW; i++)
+                p += w[i] * W[l * DW + i];
+            for (int i = 0; i < DW; i++)
+                w[i] -= p / DW * W[l * DW + i];
+        }
+        double n2 = 0.0;
+        for (int i = 0; i < DW; i++)
+            n2 += w[i] * w[i];
+        for (int i = 0; i < DW; i++)
+            w[i] *= sqrt(DW / n2);
+    }
+}
+
+static void ode_constrained(const scm_model *m, const scm_sim_opts *o, const double *Qs,
+                            const double *Rs, double tau, double *x)
+{
+    double W[K * DW], Ws[M * DW], Wt[K * DW], k1[K * DW], k2[K * DW], k3[K * DW], k4[K * DW];
+    double Q[K * K], R[K * M], eps;
+    scm_error err;
+    CHECK(scm_weights_realise(m, Qs, Rs, DW, W, Ws, &err) == SCM_OK, "realise: %s", err.msg);
+    scm_flow *fl = scm_flow_alloc(m);
+    const int n = (int)lround(tau / 1e-3);
+    const double h = tau / n;
+    for (int s = 0; s < n; s++) {
+        proj_grad(fl, o->constraint, W, Ws, k1);
+        for (int i = 0; i < K * DW; i++)
+            Wt[i] = W[i] + 0.5 * h * k1[i];
+        proj_grad(fl, o->constraint, Wt, Ws, k2);
+        for (int i = 0; i < K * DW; i++)
+            Wt[i] = W[i] + 0.5 * h * k2[i];
+        proj_grad(fl, o->constraint, Wt, Ws, k3);
+        for (int i = 0; i < K * DW; i++)
+            Wt[i] = W[i] + h * k3[i];
+        proj_grad(fl, o->constraint, Wt, Ws, k4);
+        for (int i = 0; i < K * DW; i++)
+            W[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+        reorthonormalise(o->constraint, W);
+    }
+    scm_weights_overlaps(m, DW, W, Ws, Q, R);
+    scm_flow_loss(fl, Q, R, &eps);
+    observables(eps, Q, R, m->v, x);
+    scm_flow_free(fl);
+}
+
+static scm_sim_opts opts(scm_sim_mode mode, long d, long n, double eta, double eta_v_ratio,
+                         scm_sim_constraint c)
+{
+    scm_sim_opts o;
+    scm_sim_opts_default(&o);
+    o.mode = mode;
+    o.d = d;
+    o.n = n;
+    o.eta = eta;
+    o.eta_v_ratio = eta_v_ratio;
+    o.constraint = c;
+    return o;
+}
+
+/* S seeds (sample seeds 100, 101, ...) of the options tmpl to tau: mean
+ * and standard deviation over the seeds of X_sim - X_ode per observable. */
+static void run_seeds(const scm_model *m, ode_fn ode_at, const scm_sim_opts *tmpl, double tau,
+                      int S, double *mean, double *sd)
 {
     double s1[NOBS] = {0}, s2[NOBS] = {0}, ode[NOBS], x[NOBS], Qs[K * K], Rs[K * M], Q[K * K],
            R[K * M], v[K], eps;
     for (int s = 0; s < S; s++) {
-        scm_sim_opts o;
-        scm_sim_opts_default(&o);
-        o.mode = mode;
-        o.d = d;
-        o.n = n;
-        o.eta = eta;
-        o.eta_v_ratio = eta_v_ratio;
+        scm_sim_opts o = *tmpl;
         o.seed = 100 + (unsigned long)s;
         scm_error err;
         scm_sim *sim = scm_sim_alloc(m, &o, Q0, R0, &err);
@@ -141,14 +237,15 @@ static void run_seeds(const scm_model *m, ode_fn ode_at, scm_sim_mode mode, long
         if (!sim)
             return;
         if (s == 0) {
-            /* The realisation reproduces the start (it is deterministic). */
+            /* The realisation reproduces the start (it is deterministic;
+             * with a constraint it is the retracted start). */
             scm_sim_state(sim, Qs, Rs, NULL, NULL, &err);
-            for (int i = 0; i < K * K; i++)
+            for (int i = 0; o.constraint == SCM_SIM_FREE && i < K * K; i++)
                 CHECK_CLOSE(Qs[i], Q0[i], 0, 1e-12, "realised Q(0)");
-            ode_at(m, Qs, Rs, eta, tau, ode);
+            ode_at(m, &o, Qs, Rs, tau, ode);
         }
         CHECK(scm_sim_advance(sim, tau, &err) == SCM_OK, "advance: %s", err.msg);
-        CHECK(fabs(scm_sim_time(sim) - tau) <= 0.5 * eta / (double)d, "time reached");
+        CHECK(fabs(scm_sim_time(sim) - tau) <= 0.5 * o.eta / (double)o.d, "time reached");
         CHECK(scm_sim_state(sim, Q, R, v, &eps, &err) == SCM_OK, "state: %s", err.msg);
         observables(eps, Q, R, v, x);
         for (int j = 0; j < NOBS; j++) {
@@ -177,7 +274,8 @@ static void test_scaling(const scm_model *m)
     const int S[3] = {32, 32, 16};
     double lx[3], ly[3], mean[NOBS], sd[NOBS];
     for (int i = 0; i < 3; i++) {
-        run_seeds(m, ode_gd, SCM_SIM_ONLINE, ds[i], 0, 0.5, 0.0, 1.0, S[i], mean, sd);
+        const scm_sim_opts o = opts(SCM_SIM_ONLINE, ds[i], 0, 0.5, 0.0, SCM_SIM_FREE);
+        run_seeds(m, ode_gd, &o, 1.0, S[i], mean, sd);
         lx[i] = log((double)ds[i]);
         ly[i] = log(rms(sd));
         printf("scaling: d = %5ld  spread %.4g  (x sqrt(d) = %.4g)\n", ds[i], rms(sd),
@@ -194,13 +292,16 @@ static void test_scaling(const scm_model *m)
     CHECK(fabs(slope + 0.5) <= 0.15, "spread ~ d^%.3f, want d^-0.5", slope);
 }
 
-static void test_agreement(const scm_model *m, long d, int S)
+static void test_agreement(const scm_model *m, ode_fn ode_at, scm_sim_constraint c, long d,
+                           int S)
 {
     const double eta = 0.2, tau = 1.0;
-    printf("agreement: %s, d = %ld, %d seeds\n", m->act->name, d, S);
+    printf("agreement: %s, constraint %d, d = %ld, %d seeds\n", m->act->name, (int)c, d, S);
     double m1[NOBS], sd1[NOBS], m2[NOBS], sd2[NOBS];
-    run_seeds(m, ode_gd, SCM_SIM_ONLINE, d, 0, eta, 0.0, tau, S, m1, sd1);
-    run_seeds(m, ode_gd, SCM_SIM_ONLINE, d, 0, eta / 2, 0.0, tau, S, m2, sd2);
+    const scm_sim_opts o1 = opts(SCM_SIM_ONLINE, d, 0, eta, 0.0, c);
+    const scm_sim_opts o2 = opts(SCM_SIM_ONLINE, d, 0, eta / 2, 0.0, c);
+    run_seeds(m, ode_at, &o1, tau, S, m1, sd1);
+    run_seeds(m, ode_at, &o2, tau, S, m2, sd2);
     for (int j = 0; j < NOBS; j++) {
         const double ext = 2.0 * m2[j] - m1[j];
         const double se = sqrt(4.0 * sd2[j] * sd2[j] + sd1[j] * sd1[j]) / sqrt((double)S);
@@ -227,7 +328,8 @@ static void test_finite_eta(void)
     const long d = 4000;
     const int S = 16;
     double mean[NOBS], sd[NOBS];
-    run_seeds(m, ode_saad_solla, SCM_SIM_ONLINE, d, 0, 0.5, 1.0, 1.5, S, mean, sd);
+    const scm_sim_opts o = opts(SCM_SIM_ONLINE, d, 0, 0.5, 1.0, SCM_SIM_FREE);
+    run_seeds(m, ode_saad_solla, &o, 1.5, S, mean, sd);
     for (int j = 0; j < NOBS; j++) {
         const double se = sd[j] / sqrt((double)S), allow = 4.0 * se + 4.0 / (double)d;
         printf("finite eta: obs %d  mean gap %+.3e  (4 s.e. %.1e, allowance %.1e)\n", j, mean[j],
@@ -236,7 +338,7 @@ static void test_finite_eta(void)
     }
     /* v moves over this time (by ~0.1: the check is about something). */
     double x[NOBS];
-    ode_saad_solla(m, Q0, R0, 0.5, 1.5, x);
+    ode_saad_solla(m, &o, Q0, R0, 1.5, x);
     CHECK(fmax(fabs(x[NOBS - 2] - v0[0]), fabs(x[NOBS - 1] - v0[1])) > 0.05,
           "v(1.5) = %g, %g from %g, %g", x[NOBS - 2], x[NOBS - 1], v0[0], v0[1]);
     printf("finite eta: v(0) = %g, %g -> v(1.5) = %.4f, %.4f\n", v0[0], v0[1], x[NOBS - 2],
@@ -286,7 +388,8 @@ static void test_batch(const scm_model *m)
      * 0.14 relative, so the state follows the flow to a few percent; a wrong
      * step scale or sign would be off by O(1). */
     double mean[NOBS], sd[NOBS];
-    run_seeds(m, ode_gd, SCM_SIM_BATCH, 100, 5000, 1.0, 0.0, 1.0, 3, mean, sd);
+    const scm_sim_opts o = opts(SCM_SIM_BATCH, 100, 5000, 1.0, 0.0, SCM_SIM_FREE);
+    run_seeds(m, ode_gd, &o, 1.0, 3, mean, sd);
     for (int j = 0; j < NOBS; j++)
         CHECK(fabs(mean[j]) < 0.05, "batch: observable %d off the flow by %.3g", j, mean[j]);
     printf("batch: rms gap to the flow %.3g\n", rms(mean));
@@ -343,9 +446,11 @@ int main(void)
     test_retractions(m);
     test_batch(m);
     test_scaling(m);
-    test_agreement(m, 2000, 24);
+    test_agreement(m, ode_gd, SCM_SIM_FREE, 2000, 24);
     scm_model *relu = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, &err);
-    test_agreement(relu, 1000, 16);
+    test_agreement(relu, ode_gd, SCM_SIM_FREE, 1000, 16);
+    test_agreement(m, ode_constrained, SCM_SIM_SPHERE, 1000, 16);
+    test_agreement(m, ode_constrained, SCM_SIM_STIEFEL, 1000, 16);
     scm_model_free(relu);
     test_finite_eta();
     scm_model_free(m);
