@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,4 +111,40 @@ scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_err
     scm_status st = scm_sweep_families_parse(text, path, fams, err);
     free(text);
     return st;
+}
+
+int cli_buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return 0;
+        if ((size_t)n < *cap - *len) {
+            *len += (size_t)n;
+            return 1;
+        }
+        char *nb = realloc(*buf, *cap * 2 + (size_t)n);
+        if (!nb)
+            return 0;
+        *buf = nb;
+        *cap = *cap * 2 + (size_t)n;
+    }
+}
+
+char *cli_output_name(const char *config, const char *suffix)
+{
+    const char *base = strrchr(config, '/');
+    base = base ? base + 1 : config;
+    size_t n = strlen(base), s = strlen(suffix);
+    if (n > 5 && strcmp(base + n - 5, ".json") == 0)
+        n -= 5;
+    char *out = malloc(n + s + 1);
+    if (out) {
+        memcpy(out, base, n);
+        memcpy(out + n, suffix, s + 1);
+    }
+    return out;
 }

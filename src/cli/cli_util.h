@@ -32,6 +32,19 @@ int cli_parse_double(const char *s, double *out);
 int cli_opt_long(const char *me, const char *opt, const char *s, long lo, long hi, long *out);
 int cli_opt_positive(const char *me, const char *opt, const char *s, double *out);
 
+/* Append printf output to the malloc'ed buffer *buf (length *len, capacity
+ * *cap > 0), growing it; 0 on no memory (the buffer is still the caller's). */
+int cli_buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* The default output name of a command: CONFIG's base name (directory
+ * dropped) without .json, plus suffix (".result.json"); NULL on no memory,
+ * else the caller frees. */
+char *cli_output_name(const char *config, const char *suffix);
+
 /* A fixed-points result file (scm fixed-points -o) as sweep families. */
 scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_error *err);
 

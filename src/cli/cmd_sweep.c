@@ -120,21 +120,6 @@ static int emit_record(const scm_sweep_record *r, void *user)
     return 0;
 }
 
-static char *default_runs_name(const char *config)
-{
-    const char *base = strrchr(config, '/');
-    base = base ? base + 1 : config;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".json") == 0)
-        n -= 5;
-    char *out = malloc(n + 12);
-    if (out) {
-        memcpy(out, base, n);
-        strcpy(out + n, ".runs.jsonl");
-    }
-    return out;
-}
-
 /* Validate an existing runs file for --resume: the header must equal
  * header, the records must be the first *ndone of idx with the right seeds.
  * A last line without its newline (a kill mid-write) is dropped; *keep is
@@ -364,7 +349,7 @@ int scm_cmd_sweep(int argc, char **argv)
         goto done;
     }
     if (!out)
-        out = out_alloc = default_runs_name(config);
+        out = out_alloc = cli_output_name(config, ".runs.jsonl");
     header = scm_sweep_header_json(c, base, runs, (int)shard_i, (int)shard_n, &fams);
     long nidx = shard_i < runs ? (runs - 1 - shard_i) / shard_n + 1 : 0;
     idx = malloc(sizeof *idx * (size_t)(nidx > 0 ? nidx : 1));
