@@ -126,27 +126,32 @@ static double rk8pd(double tol, const double *times, double *eps)
  * is the model's v. */
 static long ssr_dim(const scm_model *m) { return (long)m->K * m->K + (long)m->K * m->M + m->K; }
 static long ssr_scratch(const scm_model *m) { return ssr_dim(m); }
-static void ssr_pack(const scm_model *m, const double *Q, const double *R, double *y)
+static void ssr_pack(const scm_model *m, const double *Q, const double *R, const double *v,
+                     double *y)
 {
     memcpy(y, Q, sizeof(double) * (size_t)(m->K * m->K));
     memcpy(y + m->K * m->K, R, sizeof(double) * (size_t)(m->K * m->M));
-    memcpy(y + m->K * m->K + m->K * m->M, m->v, sizeof(double) * (size_t)m->K);
+    memcpy(y + m->K * m->K + m->K * m->M, v ? v : m->v, sizeof(double) * (size_t)m->K);
 }
-static void ssr_unpack(const scm_model *m, const double *y, double *Q, double *R)
+static void ssr_unpack(const scm_model *m, const double *y, double *Q, double *R, double *v)
 {
     memcpy(Q, y, sizeof(double) * (size_t)(m->K * m->K));
     memcpy(R, y + m->K * m->K, sizeof(double) * (size_t)(m->K * m->M));
+    if (v)
+        memcpy(v, y + m->K * m->K + m->K * m->M, sizeof(double) * (size_t)m->K);
 }
-static scm_status ssr_rhs(scm_flow *fl, const double *y, double *ydot, double *eps,
-                          double *scratch)
+static scm_status ssr_rhs(const scm_rule_params *p, scm_flow *fl, const double *y, double *ydot,
+                          double *eps, double *scratch)
 {
+    (void)p;
     (void)fl;
     (void)scratch;
     ss_rhs(&P, y, ydot, eps);
     return SCM_OK;
 }
-static const scm_rule ss_rule = {"saad_solla", ssr_dim, ssr_scratch, ssr_pack, ssr_unpack,
-                                 ssr_rhs};
+static const scm_rule ss_rule = {.name = "saad_solla", .dim = ssr_dim, .scratch = ssr_scratch,
+                                 .pack = ssr_pack, .unpack = ssr_unpack, .rhs = ssr_rhs,
+                                 .trains_v = 1};
 
 /* scm_traj_run of rule at rtol (atol = 1e-3 rtol) to tmax: eps at the
  * output times, the mean seconds over repetitions; -1 if it failed. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scm/init.h"
 #include "scm/stability.h"
 #include "scm/twolayer.h"
 
@@ -133,4 +134,121 @@ out:
     free(y);
     scm_model_free(m);
     return st;
+}
+
+scm_status scm_lintarget_run(double t, double alpha, long d, unsigned long seed, double t_max,
+                             int n_out, scm_traj_result *res, scm_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!(alpha > 0.0 && isfinite(alpha)))
+        return scm_error_set(err, SCM_EINVAL, "alpha must be > 0, got %g", alpha);
+    const double v0[2] = {alpha, -alpha};
+    scm_model *m = scm_lintarget_model(2, t, v0, err);
+    if (!m)
+        return err ? err->code : SCM_EINVAL;
+    double Q[4], R[4];
+    scm_status st = scm_init_random(m, d, 1.0, seed, Q, R, err);
+    if (!st) {
+        scm_init_scale(m, alpha, Q, R);
+        scm_traj_opts o;
+        scm_traj_opts_default(&o);
+        o.t_max = t_max;
+        o.t_first = 1e-3;
+        o.n_out = n_out;
+        o.grad_stop = 0.0; /* the start is near a fixed point (all zero) */
+        o.dead_tol = 1e-6 * alpha * alpha; /* the start has Q_kk ~ alpha^2 */
+        double eps0;
+        scm_flow *fl = scm_flow_alloc(m);
+        st = fl ? scm_flow_loss(fl, Q, R, &eps0) : SCM_ENOMEM;
+        scm_flow_free(fl);
+        o.eps_stop = st ? 0.0 : 1e-10 * eps0;
+        /* tolerances relative to the start's tiny scale */
+        o.atol = fmin(o.atol, 1e-4 * alpha * alpha);
+        if (!st)
+            st = scm_traj_run(m, &scm_rule_two_layer, Q, R, &o, res, err);
+    }
+    scm_model_free(m);
+    return st;
+}
+
+void scm_lintarget_phase_opts_default(scm_lintarget_phase_opts *o)
+{
+    o->align_tol = 1e-2;
+    o->grow_factor = 10.0;
+    o->coef_tol = 0.1;
+    o->conv_tol = 1e-8;
+}
+
+/* The time where f crosses level between points i - 1 and i (linear). */
+static double crossing(const double *t, double f0, double f1, int i, double level)
+{
+    if (i == 0 || f1 == f0)
+        return t[i];
+    double s = (level - f0) / (f1 - f0);
+    return t[i - 1] + s * (t[i] - t[i - 1]);
+}
+
+scm_status scm_lintarget_phases_detect(const scm_model *m, const scm_traj_result *r,
+                                       const scm_lintarget_phase_opts *o,
+                                       scm_lintarget_phases *ph, scm_error *err)
+{
+    if (m->K != 2 || m->M != 2 || !(m->T[0] > 0.0))
+        return scm_error_set(err, SCM_EINVAL,
+                             "phases need the linear-target model (K = M = 2, T_11 > 0)");
+    if (r->n_out < 3)
+        return scm_error_set(err, SCM_EINVAL, "the record has %ld points, need >= 3", r->n_out);
+    const double t11 = m->T[0];
+    ph->t_align = ph->t_grow_start = ph->t_grow_end = ph->t_conv = ph->rate = NAN;
+    ph->imbalance_drift = 0.0;
+    double prev_a = 0.0, prev_g = 0.0, prev_c = 0.0, prev_e = 0.0, size0 = 0.0, b0[2];
+    const double eps0 = r->out_eps[0];
+    for (long i = 0; i < r->n_out; i++) {
+        const double *Q = r->out_Q + i * 4, *R = r->out_R + i * 4, *v = r->out_v + i * 2;
+        double amin = INFINITY, size = 0.0, cmin = INFINITY;
+        for (int k = 0; k < 2; k++) {
+            double q = Q[k * 2 + k];
+            amin = fmin(amin, q > 0.0 ? fabs(R[k * 2]) / sqrt(q * t11) : 0.0);
+            size = fmax(size, q + v[k] * v[k]);
+            cmin = fmin(cmin, fabs(v[k]) * sqrt(fmax(q, 0.0)) / sqrt(t11));
+            double b = q - v[k] * v[k];
+            if (i == 0)
+                b0[k] = b;
+            else
+                ph->imbalance_drift = fmax(ph->imbalance_drift, fabs(b - b0[k]) / size);
+        }
+        const double eps = r->out_eps[i];
+        if (i == 0)
+            size0 = size;
+        int j = (int)i;
+        if (isnan(ph->t_align) && amin >= 1.0 - o->align_tol)
+            ph->t_align = crossing(r->out_t, prev_a, amin, j, 1.0 - o->align_tol);
+        if (isnan(ph->t_grow_start) && size >= o->grow_factor * size0)
+            ph->t_grow_start = crossing(r->out_t, prev_g, size, j, o->grow_factor * size0);
+        if (isnan(ph->t_grow_end) && cmin >= 1.0 - o->coef_tol)
+            ph->t_grow_end = crossing(r->out_t, prev_c, cmin, j, 1.0 - o->coef_tol);
+        if (isnan(ph->t_conv) && isfinite(eps) && eps <= o->conv_tol * eps0)
+            ph->t_conv = crossing(r->out_t, log(prev_e), log(eps), j, log(o->conv_tol * eps0));
+        prev_a = amin;
+        prev_g = size;
+        prev_c = cmin;
+        prev_e = eps;
+    }
+    /* the decay rate over the second half of the convergence phase: a
+     * least-squares line through log eps */
+    if (isfinite(ph->t_grow_end) && isfinite(ph->t_conv)) {
+        double ta = 0.5 * (ph->t_grow_end + ph->t_conv), sx = 0, sy = 0, sxx = 0, sxy = 0;
+        int n = 0;
+        for (long i = 0; i < r->n_out; i++)
+            if (r->out_t[i] >= ta && r->out_t[i] <= ph->t_conv && r->out_eps[i] > 0.0) {
+                double x = r->out_t[i], y = log(r->out_eps[i]);
+                sx += x;
+                sy += y;
+                sxx += x * x;
+                sxy += x * y;
+                n++;
+            }
+        if (n >= 3)
+            ph->rate = -(n * sxy - sx * sy) / (n * sxx - sx * sx);
+    }
+    return SCM_OK;
 }

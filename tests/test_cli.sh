@@ -189,5 +189,14 @@ for r in ("normalised", "stiefel", "two_layer"):
         assert j["config"]["rule_params"]["lr_v_ratio"] == 1
 PY
 
+# scm lintarget: outputs and bad options
+"$SCM" lintarget --alpha 1e-2,1e-3 --c 0.5 -q -o "$W/lt" 2> "$W/e"
+check "[ $? -eq 0 ] && [ -s '$W/lt.json' ] && [ -s '$W/lt.phases.csv' ] && [ -s '$W/lt.traces.csv' ]" "lintarget: $(cat "$W/e")"
+check "python3 -c \"import json; r = json.load(open('$W/lt.json')); assert len(r['runs']) == 2 and r['saddle_manifold'][0]['verdict'].startswith('non-strict')\"" "lintarget JSON"
+"$SCM" lintarget --alpha 2 -o "$W/lt2" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- '--alpha values must be in (0, 1)' '$W/e' && [ ! -e '$W/lt2.json' ]" "lintarget --alpha 2"
+"$SCM" lintarget --c x -o "$W/lt3" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- \"--c needs\" '$W/e'" "lintarget --c x"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

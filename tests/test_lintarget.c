@@ -10,7 +10,13 @@
  *    the Hessian is PSD with exactly d + 2 zero and d positive eigenvalues
  *    (the count derived in lintarget.h), and along the flat directions the
  *    loss falls like s^3 (non-strict saddle) when an output weight is
- *    negative (c < -1 or c > 0), and rises like s^4 for c in (-1, 0). */
+ *    negative (c < -1 or c > 0), and rises like s^4 for c in (-1, 0);
+ *  - small-initialisation runs (two_layer): the phases come in order, the
+ *    imbalance Q_kk - v_k^2 is conserved, and the end of the growth phase
+ *    moves with log(1/alpha) at the slope 2 / sqrt(t) of the linearised
+ *    growth (v_k, |w_k| grow at rate sqrt(t) / 2 along +-a, so the output
+ *    coefficient v_k |w_k| ~ alpha^2 exp(sqrt(t) tau) reaches O(1) at
+ *    tau = (2 / sqrt(t)) log(1/alpha)), for t = 1 and t = 2.25. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -169,6 +175,46 @@ static void test_manifold(void)
     CHECK(scm_lintarget_model(2, 0.0, NULL, NULL) == NULL, "t = 0 rejected");
 }
 
+static void test_phases(double t)
+{
+    const double alphas[3] = {1e-3, 1e-4, 1e-5};
+    double x[3], y[3];
+    for (int i = 0; i < 3; i++) {
+        scm_traj_result r;
+        scm_error e;
+        CHECK(scm_lintarget_run(t, alphas[i], 1000, 7, 200, 800, &r, &e) == SCM_OK, "run: %s",
+              e.msg);
+        CHECK(r.stop == SCM_STOP_EPS, "alpha %g: stop %s (%s)", alphas[i],
+              scm_stop_reason_str(r.stop), r.err.msg);
+        const double v0[2] = {alphas[i], -alphas[i]};
+        scm_model *m = scm_lintarget_model(2, t, v0, NULL);
+        scm_lintarget_phase_opts o;
+        scm_lintarget_phase_opts_default(&o);
+        scm_lintarget_phases ph;
+        CHECK(scm_lintarget_phases_detect(m, &r, &o, &ph, &e) == SCM_OK, "phases: %s", e.msg);
+        CHECK(ph.t_align < ph.t_grow_end && ph.t_grow_start < ph.t_grow_end &&
+                  ph.t_grow_end < ph.t_conv,
+              "alpha %g: phases out of order %g %g %g %g", alphas[i], ph.t_align, ph.t_grow_start,
+              ph.t_grow_end, ph.t_conv);
+        CHECK(ph.imbalance_drift < 1e-5, "alpha %g: imbalance drift %g", alphas[i],
+              ph.imbalance_drift);
+        /* the students end on +a and -a with coefficients +-sqrt(t) */
+        CHECK(fabs(r.v[0] * sqrt(r.Q[0]) - sqrt(t)) < 1e-3 &&
+                  fabs(r.v[1] * sqrt(r.Q[3]) + sqrt(t)) < 1e-3,
+              "alpha %g: final coefficients %g %g", alphas[i], r.v[0] * sqrt(r.Q[0]),
+              r.v[1] * sqrt(r.Q[3]));
+        x[i] = log(1.0 / alphas[i]);
+        y[i] = ph.t_grow_end;
+        scm_model_free(m);
+        scm_traj_result_free(&r);
+    }
+    double s1 = (y[1] - y[0]) / (x[1] - x[0]), s2 = (y[2] - y[1]) / (x[2] - x[1]);
+    CHECK_CLOSE(s1, 2.0 / sqrt(t), 0.01, 0.0, "growth-end slope vs log(1/alpha), 1e-3..1e-4");
+    CHECK_CLOSE(s2, 2.0 / sqrt(t), 0.01, 0.0, "growth-end slope vs log(1/alpha), 1e-4..1e-5");
+    scm_traj_result r;
+    CHECK(scm_lintarget_run(t, 0.0, 1000, 7, 200, 800, &r, NULL) == SCM_EINVAL, "alpha = 0 rejected");
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -176,5 +222,7 @@ int main(void)
     test_derivatives(&scm_act_erf);
     test_loss_mc();
     test_manifold();
+    test_phases(1.0);
+    test_phases(2.25);
     return TEST_SUMMARY();
 }

@@ -20,6 +20,7 @@
 #define SCM_LINTARGET_H
 
 #include "scm/model.h"
+#include "scm/traj.h"
 
 /* The ReLU model with K students, M = 2 teachers as above (t > 0), second
  * layer v (NULL: all ones; it is a starting value when v is trained). */
@@ -52,5 +53,45 @@ typedef struct {
  * s0 (> 0). */
 scm_status scm_lintarget_saddle_check(double t, double c, const double *beta, long d, double s0,
                                       scm_lintarget_saddle_report *rep, scm_error *err);
+
+/* ---- the trajectory from a small initialisation (two_layer) ---- */
+
+/* One run: K = 2 students, both layers trained (rule two_layer, eta_v =
+ * eta), the target of squared norm t, students w_k ~ N(0, I_d) scaled by
+ * alpha (init.scale) and v(0) = alpha (1, -1); recorded at n_out
+ * log-spaced times from 1e-3 to t_max, stopping when eps < 1e-10 eps(0).
+ * res is an scm_traj_result (free it). */
+scm_status scm_lintarget_run(double t, double alpha, long d, unsigned long seed, double t_max,
+                             int n_out, scm_traj_result *res, scm_error *err);
+
+/* The three phases of a recorded two_layer run of the linear target,
+ * detected on the record (times interpolated linearly between points):
+ *   alignment   from 0 to t_align, the first time both students point along
+ *               +-a to |cos| >= 1 - align_tol (cos_k = R_k1 / sqrt(Q_kk T_11));
+ *   growth      from t_grow_start, the first time max_k (Q_kk + v_k^2)
+ *               exceeds grow_factor times its value at t = 0, to
+ *               t_grow_end, the first time every output coefficient
+ *               |v_k| sqrt(Q_kk) reaches (1 - coef_tol) sqrt(T_11);
+ *   convergence from t_grow_end to t_conv, the first time
+ *               eps <= conv_tol eps(0), with the fitted exponential rate of
+ *               eps over its second half (eps ~ exp(-rate t)).
+ * A phase whose end is not reached has NaN times.  Also the largest drift
+ * of the imbalance b_k = Q_kk - v_k^2 over the record, relative to
+ * max_k (Q_kk + v_k^2) at that time (conserved by the flow). */
+typedef struct {
+    double align_tol, grow_factor, coef_tol, conv_tol;
+} scm_lintarget_phase_opts;
+
+/* align_tol 1e-2, grow_factor 10, coef_tol 0.1, conv_tol 1e-8. */
+void scm_lintarget_phase_opts_default(scm_lintarget_phase_opts *o);
+
+typedef struct {
+    double t_align, t_grow_start, t_grow_end, t_conv, rate;
+    double imbalance_drift;
+} scm_lintarget_phases;
+
+scm_status scm_lintarget_phases_detect(const scm_model *m, const scm_traj_result *r,
+                                       const scm_lintarget_phase_opts *o,
+                                       scm_lintarget_phases *ph, scm_error *err);
 
 #endif

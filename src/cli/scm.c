@@ -24,6 +24,7 @@ static void usage(FILE *f)
             "  compare               sweeps for several K side by side: a report\n"
             "  stability             stability of a fixed point: perturbations and spectra\n"
             "  simulate CONFIG.json  a real network of dimension d trained beside the ODE\n"
+            "  lintarget             the linear target as a +-ReLU pair: phases, saddles\n"
             "\n"
             "options:\n"
             "  -h, --help            this message; `scm <command> --help` for a command\n"
@@ -58,6 +59,8 @@ int main(int argc, char **argv)
         return scm_cmd_stability(argc - 1, argv + 1);
     if (strcmp(cmd, "simulate") == 0)
         return scm_cmd_simulate(argc - 1, argv + 1);
+    if (strcmp(cmd, "lintarget") == 0)
+        return scm_cmd_lintarget(argc - 1, argv + 1);
     if (strcmp(cmd, "fixed-points") == 0)
         return scm_cmd_fixed_points(argc - 1, argv + 1);
     fprintf(stderr, "scm: unknown command '%s' (see scm --help)\n", cmd);
