@@ -23,6 +23,7 @@ static void usage(FILE *f)
             "  merge RUNS.jsonl...   combine sweep shards into a summary\n"
             "  compare               sweeps for several K side by side: a report\n"
             "  stability             stability of a fixed point: perturbations and spectra\n"
+            "  split                 split a neuron of a fixed point: the lambda line's class\n"
             "\n"
             "options:\n"
             "  -h, --help            this message; `scm <command> --help` for a command\n"
@@ -55,6 +56,8 @@ int main(int argc, char **argv)
         return scm_cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "stability") == 0)
         return scm_cmd_stability(argc - 1, argv + 1);
+    if (strcmp(cmd, "split") == 0)
+        return scm_cmd_split(argc - 1, argv + 1);
     if (strcmp(cmd, "fixed-points") == 0)
         return scm_cmd_fixed_points(argc - 1, argv + 1);
     fprintf(stderr, "scm: unknown command '%s' (see scm --help)\n", cmd);
