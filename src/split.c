@@ -313,6 +313,7 @@ void scm_split_predict(const scm_stab_counts *parent, const scm_split_inner *h, 
     out->diff_pos = ap * p + an * q;
     out->diff_neg = ap * q + an * p;
     out->diff_zero = (ap + an + az) * d - out->diff_pos - out->diff_neg;
+    out->diff_zero_explained = az * d + (h->perp_flat ? (ap + an) * comp : 0);
     out->n_pos = parent->n_pos + out->diff_pos;
     out->n_neg = parent->n_neg + out->diff_neg;
     out->n_zero = parent->n_zero + out->diff_zero;
@@ -452,11 +453,11 @@ scm_status scm_split_check(const scm_model *m, const double *Q, const double *R,
                                 err)))
         goto out;
     scm_split_predict(parent, h, d, n, mu, &out->pred);
-    out->explained_zero = parent_zero_sym + out->pred.diff_zero;
+    out->explained_zero = parent_zero_sym + out->pred.diff_zero_explained;
     out->eval_min = min_without_zeros(ev, Kd, out->explained_zero);
     out->match = out->counts.n_neg == out->pred.n_neg && out->counts.n_zero == out->pred.n_zero &&
                  out->counts.n_pos == out->pred.n_pos;
-    scm_split_inertia meas = {out->counts.n_neg, out->counts.n_zero, out->counts.n_pos, 0, 0, 0};
+    scm_split_inertia meas = {out->counts.n_neg, out->counts.n_zero, out->counts.n_pos, 0, 0, 0, 0};
     out->verdict = scm_split_verdict(&meas, out->explained_zero);
     out->pred_verdict = scm_split_verdict(&out->pred, out->explained_zero);
 out:

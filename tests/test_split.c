@@ -398,6 +398,36 @@ static void test_classes(const parent *p, int r, rule c, scm_split_class want,
     scm_split_inner_free(&h);
 }
 
+/* 6b: a line with a zero of H_r on the span (K = 1, M = 2, v = 2: its
+ * lambda = 1/2 point is the K = M = 2 plateau): the zero is not explained,
+ * so points without a negative eigenvalue are degenerate, not minima. */
+static void test_semidefinite(const parent *p)
+{
+    const long d = p->m->K + p->m->M + 1;
+    scm_split_inner h;
+    scm_error err;
+    scm_split_inner_hessian(p->m, p->Q, p->R, 0, 1e-6, &h, &err);
+    CHECK(h.cls == SCM_SPLIT_SEMIDEF && h.n_zero == 1 && h.n_neg == 1,
+          "K = 1, M = 2, v = 2: class %s, span %d neg %d zero", scm_split_class_str(h.cls),
+          h.n_neg, h.n_zero);
+    double *ev = dalloc((long)p->m->K * d);
+    scm_stab_counts pc;
+    scm_stab_zero_modes pz;
+    int closed;
+    scm_split_hessian(p->m, p->Q, p->R, d, 1e-6, ev, &pc, &pz, &closed, &err);
+    const double mus[3][2] = {{1.5, -0.5}, {0.5, 0.5}, {-0.3, 1.3}};
+    const scm_hverdict want[3] = {SCM_HVERDICT_DEGENERATE, SCM_HVERDICT_SADDLE,
+                                  SCM_HVERDICT_DEGENERATE};
+    for (int i = 0; i < 3; i++) {
+        scm_split_point pt;
+        scm_split_check(p->m, p->Q, p->R, &h, 2, mus[i], d, 1e-6, &pc, pz.total, &pt, &err);
+        CHECK(pt.match && pt.verdict == want[i], "lambda %g: match %d, verdict %s, want %s",
+              mus[i][0], pt.match, scm_hverdict_str(pt.verdict), scm_hverdict_str(want[i]));
+    }
+    free(ev);
+    scm_split_inner_free(&h);
+}
+
 /* 7. */
 static void test_errors(const parent *p)
 {
@@ -484,6 +514,11 @@ int main(void)
     test_classes(&pd, 0, RULE_PD, SCM_SPLIT_PD, lpd, wpd, 2);
     test_classes(&nd, 0, RULE_ND, SCM_SPLIT_ND, lnd, wnd, 1);
     test_classes(&in, 0, RULE_INDEF, SCM_SPLIT_INDEFINITE, lin, win, 1);
+
+    double v2[1] = {2.0};
+    parent semi = make_parent(&scm_act_erf, 1, 2, NULL, v2, NULL, Qs, Rs, 1);
+    test_semidefinite(&semi);
+    parent_free(&semi);
 
     test_errors(&p23);
 

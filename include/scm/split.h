@@ -89,6 +89,9 @@ scm_status scm_split_embed(const scm_model *m, const double *Q, const double *R,
 typedef struct {
     long n_neg, n_zero, n_pos;        /* the whole Hessian */
     long diff_neg, diff_zero, diff_pos; /* the daughters' difference block alone */
+    long diff_zero_explained; /* of diff_zero: daughters of zero weight (n_0 d) and a flat
+                                 complement ((n_+ - 1 + n_-) (d - rank)); zeros of H_r on
+                                 the span are not explained */
 } scm_split_inertia;
 
 void scm_split_predict(const scm_stab_counts *parent, const scm_split_inner *h, long d, int n,
@@ -121,7 +124,7 @@ typedef struct {
     int closed;          /* the Hessian in closed form (else central differences) */
     scm_stab_counts counts;     /* of its Hessian */
     scm_split_inertia pred;     /* predicted */
-    long explained_zero; /* parent's symmetry zero modes + predicted difference-block zeros */
+    long explained_zero; /* parent's symmetry zero modes + pred.diff_zero_explained */
     double eval_min;     /* smallest eigenvalue once the explained_zero eigenvalues
                             nearest zero are removed (NaN if none is left) */
     int match;           /* 1 if counts agree with pred exactly */
