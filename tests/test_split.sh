@@ -54,6 +54,8 @@ expect_error() {
 echo '{"Q":[[1,0],[0,1]],"R":[[0.5],[0.2]]' > "$W/broken.json"
 echo '{"Q":[[1]],"R":[[0.5]],"v":[1,2]}' > "$W/badv.json"
 echo '{"Q":[[1]],"R":[[1.5]]}' > "$W/notpsd.json"
+echo '{"Q":[[1]],"R":[[0.5]],"vs":["a"]}' > "$W/badvs.json"
+echo '{"Q":[[1]],"R":[[0.5]],"T":[[-1]]}' > "$W/badT.json"
 expect_error noneuron "neuron r is required" --point "$W/pd.json"
 expect_error sum "must sum to 1" --point "$W/pd.json" --neuron 0 --weights 0.3,0.6
 expect_error onew "at least 2 daughters" --point "$W/pd.json" --neuron 0 --weights 1
@@ -64,6 +66,8 @@ expect_error missing "cannot read" --point "$W/nope.json" --neuron 0
 expect_error broken "not valid JSON" --point "$W/broken.json" --neuron 0
 expect_error badv "v must be an array of 1" --point "$W/badv.json" --neuron 0
 expect_error notpsd "not a valid state" --point "$W/notpsd.json" --neuron 0
+expect_error badvs "vs\[0\] is not a finite number" --point "$W/badvs.json" --neuron 0
+expect_error badT "T is not positive semi-definite" --point "$W/badT.json" --neuron 0
 expect_error act "unknown activation 'tanh'" --point "$W/pd.json" --neuron 0 --activation tanh
 expect_error sel "one of --k1, --index, --loss" --K 3 --M 3 --neuron 0
 expect_error idx "index 99 out of range" --K 2 --M 2 --index 99 --neuron 0

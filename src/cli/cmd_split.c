@@ -117,52 +117,27 @@ static void parent_free(parent *p)
     free(p->T);
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb)
-            free(buf);
-        buf = nb;
-        cap *= 2;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
-/* An optional vector field of length n: NULL if absent, 2 on a bad one. */
+/* An optional array of n numbers: 0 (absent: *x stays NULL, or read), 2
+ * on a bad one, 1 out of memory. */
 static int read_vec(const cJSON *o, const char *key, int n, double **x, const char *path)
 {
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key), *e;
     if (!j)
         return 0;
-    scm_error err;
-    *x = calloc((size_t)n, sizeof **x);
-    if (!*x || scm_output_read_matrix(j, key, 1, n, *x, &err)) {
-        /* accept a flat array too */
-        if (*x && cJSON_IsArray(j) && cJSON_GetArraySize(j) == n) {
-            int i = 0;
-            const cJSON *e;
-            cJSON_ArrayForEach(e, j)
-            {
-                if (!cJSON_IsNumber(e))
-                    break;
-                (*x)[i++] = e->valuedouble;
-            }
-            if (i == n)
-                return 0;
-        }
+    if (!cJSON_IsArray(j) || cJSON_GetArraySize(j) != n) {
         fprintf(stderr, ME ": '%s': %s must be an array of %d numbers\n", path, key, n);
         return 2;
+    }
+    if (!(*x = calloc((size_t)n, sizeof **x)))
+        return 1;
+    int i = 0;
+    cJSON_ArrayForEach(e, j)
+    {
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble)) {
+            fprintf(stderr, ME ": '%s': %s[%d] is not a finite number\n", path, key, i);
+            return 2;
+        }
+        (*x)[i++] = e->valuedouble;
     }
     return 0;
 }
@@ -171,10 +146,11 @@ static int read_vec(const cJSON *o, const char *key, int n, double **x, const ch
 static int load_point(const char *path, long index, parent *p)
 {
     size_t len = 0;
-    char *text = slurp(path, &len);
+    scm_error err;
+    char *text = scm_output_read_file(path, (size_t)64 << 20, &len, &err);
     if (!text) {
-        fprintf(stderr, ME ": cannot read '%s'\n", path);
-        return 2;
+        fprintf(stderr, ME ": %s\n", err.msg);
+        return err.code == SCM_ENOMEM ? 1 : 2;
     }
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
@@ -212,7 +188,6 @@ static int load_point(const char *path, long index, parent *p)
     snprintf(p->act, sizeof p->act, "%s", cJSON_IsString(ja) ? ja->valuestring : "erf");
     p->Q = calloc((size_t)(p->K * p->K), sizeof *p->Q);
     p->R = calloc((size_t)(p->K * p->M), sizeof *p->R);
-    scm_error err;
     if (!p->Q || !p->R) {
         rc = 1;
         goto out;
@@ -230,8 +205,10 @@ static int load_point(const char *path, long index, parent *p)
             goto out;
         }
     }
-    if (read_vec(root, "v", (int)p->K, &p->v, path) || read_vec(root, "vs", (int)p->M, &p->vs, path))
+    if ((rc = read_vec(root, "v", (int)p->K, &p->v, path)) ||
+        (rc = read_vec(root, "vs", (int)p->M, &p->vs, path)))
         goto out;
+    rc = 2;
     snprintf(p->desc, sizeof p->desc, "%s%s", path, fps ? "" : " (Q, R given)");
     if (fps)
         snprintf(p->desc + strlen(p->desc), sizeof p->desc - strlen(p->desc), "[%ld]", index);
