@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "fp_list.h"
 #include "scm/fixedpoint.h"
 #include "scm/output.h"
 #include "scm/split.h"
@@ -218,98 +219,12 @@ out:
     return rc;
 }
 
-/* Enumerated points of (K, M), deduplicated, sorted by loss. */
-typedef struct {
-    double eps, trQ, normR2, n_anti;
-    double *Q, *R;
-    char ansatz[64];
-} cand;
-
-static int cmp_cand(const void *a, const void *b)
-{
-    const cand *x = a, *y = b;
-    return x->eps < y->eps ? -1 : x->eps > y->eps;
-}
-
-static int enumerate(const parent *p, const scm_activation *act, long starts, cand **out, int *nout)
-{
-    scm_error err;
-    scm_fp_opts o;
-    scm_fp_opts_default(&o);
-    o.n_random = (int)starts;
-    int n = 0, cap = 0, rc = 0;
-    cand *c = NULL;
-    for (int a = 0; a < scm_ansatz_builtin_count() && !rc; a++) {
-        const char *file, *text = scm_ansatz_builtin_text(a, &file);
-        scm_ansatz *an = scm_ansatz_parse(text, strlen(text), file, &err);
-        int lo, hi;
-        if (!an || scm_ansatz_applies(an, (int)p->K, (int)p->M, &lo, &hi) != 1) {
-            scm_ansatz_free(an);
-            continue;
-        }
-        for (int k1 = lo; k1 <= hi && !rc; k1++) {
-            scm_ansatz_inst *in = scm_ansatz_instantiate(an, (double)p->K, (double)p->M, k1, &err);
-            scm_fp_set set;
-            scm_fp_set_init(&set);
-            if (in && scm_fp_enumerate(an, in, act, &o, NULL, 0, &set, &err) == SCM_OK)
-                for (int i = 0; i < set.n && !rc; i++) {
-                    scm_fp_point *q = &set.pt[i];
-                    double res = q->polished ? q->res_polish : q->res_full;
-                    if (!q->Q || !(res < 1e-12))
-                        continue;
-                    scm_fp_structure s;
-                    scm_fp_classify(in, q->x, &s);
-                    int dup = 0;
-                    for (int j = 0; j < n && !dup; j++)
-                        dup = fabs(c[j].eps - q->eps) < 1e-10 && fabs(c[j].trQ - s.trQ) < 1e-6 &&
-                              fabs(c[j].normR2 - s.normR2) < 1e-6;
-                    if (dup)
-                        continue;
-                    if (n == cap) {
-                        cap = cap ? 2 * cap : 16;
-                        cand *nc = realloc(c, sizeof *c * (size_t)cap);
-                        if (!nc) {
-                            rc = 1;
-                            break;
-                        }
-                        c = nc;
-                    }
-                    cand *e = &c[n];
-                    e->eps = q->eps;
-                    e->trQ = s.trQ;
-                    e->normR2 = s.normR2;
-                    e->n_anti = s.n_anti;
-                    snprintf(e->ansatz, sizeof e->ansatz, "%s k1 = %d", scm_ansatz_name(an), k1);
-                    e->Q = malloc(sizeof *e->Q * (size_t)(p->K * p->K));
-                    e->R = malloc(sizeof *e->R * (size_t)(p->K * p->M));
-                    if (!e->Q || !e->R) {
-                        free(e->Q);
-                        free(e->R);
-                        rc = 1;
-                        break;
-                    }
-                    memcpy(e->Q, q->Q, sizeof *e->Q * (size_t)(p->K * p->K));
-                    memcpy(e->R, q->R, sizeof *e->R * (size_t)(p->K * p->M));
-                    n++;
-                }
-            scm_fp_set_free(&set);
-            scm_ansatz_inst_free(in);
-        }
-        scm_ansatz_free(an);
-    }
-    if (c)
-        qsort(c, (size_t)n, sizeof *c, cmp_cand);
-    *out = c;
-    *nout = n;
-    return rc;
-}
-
 /* Choose the parent among the enumerated points: by k1, index or loss. */
 static int choose(parent *p, const scm_activation *act, long starts, long k1, long index,
                   double loss)
 {
-    cand *c = NULL;
-    int n = 0, rc = enumerate(p, act, starts, &c, &n), pick = -1;
+    scm_cli_fp *c = NULL;
+    int n = 0, rc = scm_cli_fp_list((int)p->K, (int)p->M, act, starts, &c, &n), pick = -1;
     if (rc)
         fprintf(stderr, ME ": out of memory in the enumeration\n");
     else if (n == 0) {
@@ -345,11 +260,7 @@ static int choose(parent *p, const scm_activation *act, long starts, long k1, lo
         snprintf(p->desc, sizeof p->desc, "enumerated point %d of %d (by loss), %s, loss %.12g",
                  pick, n, c[pick].ansatz, c[pick].eps);
     }
-    for (int i = 0; i < n; i++) {
-        free(c[i].Q);
-        free(c[i].R);
-    }
-    free(c);
+    scm_cli_fp_free(c, n);
     return rc;
 }
 

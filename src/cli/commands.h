@@ -13,5 +13,6 @@ int scm_cmd_stability(int argc, char **argv);
 int scm_cmd_merge(int argc, char **argv);
 int scm_cmd_compare(int argc, char **argv);
 int scm_cmd_split(int argc, char **argv);
+int scm_cmd_staircase(int argc, char **argv);
 
 #endif

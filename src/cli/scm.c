@@ -24,6 +24,7 @@ static void usage(FILE *f)
             "  compare               sweeps for several K side by side: a report\n"
             "  stability             stability of a fixed point: perturbations and spectra\n"
             "  split                 split a neuron of a fixed point: the lambda line's class\n"
+            "  staircase             plateaus of small-initialisation runs, escape times\n"
             "\n"
             "options:\n"
             "  -h, --help            this message; `scm <command> --help` for a command\n"
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
         return scm_cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "stability") == 0)
         return scm_cmd_stability(argc - 1, argv + 1);
+    if (strcmp(cmd, "staircase") == 0)
+        return scm_cmd_staircase(argc - 1, argv + 1);
     if (strcmp(cmd, "split") == 0)
         return scm_cmd_split(argc - 1, argv + 1);
     if (strcmp(cmd, "fixed-points") == 0)
