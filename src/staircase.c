@@ -10,6 +10,21 @@ void scm_stair_opts_default(scm_stair_opts *o)
     o->min_dur = 5.0;
 }
 
+/* The time where the rate crosses rate_tol * eps, between the midpoints of
+ * the intervals (i - 1, i) (slow) and (i, i + 1) (fast), interpolating log
+ * rate linearly: near a saddle the rate grows exponentially in tau. */
+static double crossing(const double *t, const double *eps, long i, double rate_tol)
+{
+    double r1 = fabs(eps[i] - eps[i - 1]) / (t[i] - t[i - 1]);
+    double r2 = fabs(eps[i + 1] - eps[i]) / (t[i + 1] - t[i]);
+    double m1 = 0.5 * (t[i - 1] + t[i]), m2 = 0.5 * (t[i] + t[i + 1]);
+    double thr = rate_tol * eps[i];
+    if (!(r1 > 0.0) || !(r2 > r1))
+        return t[i];
+    double f = (log(thr) - log(r1)) / (log(r2) - log(r1));
+    return m1 + fmin(fmax(f, 0.0), 1.0) * (m2 - m1);
+}
+
 scm_status scm_stair_detect(const double *t, const double *eps, long n, const scm_stair_opts *o,
                             scm_stair_plateau *pl, int cap, int *np, scm_error *err)
 {
@@ -45,6 +60,8 @@ scm_status scm_stair_detect(const double *t, const double *eps, long n, const sc
                     p->t_start = t[start];
                     p->t_end = t[i];
                     p->eps = eps[(start + i) / 2];
+                    if (i + 1 < n && i > start)
+                        p->t_end = crossing(t, eps, i, o->rate_tol);
                 }
                 (*np)++;
             }

@@ -62,8 +62,10 @@ static void test_synthetic(void)
             else
                 hi = mid;
         }
-        /* the finite-difference rate on a grid of 0.1 crosses within two steps */
-        CHECK(fabs(pl[k].t_end - lo) <= 0.2, "escape time %g, analytic crossing %g", pl[k].t_end,
+        /* the finite-difference rate on a grid of 0.1, log-interpolated: the
+         * logistic's rate is exponential to O(e^(-x)) here, the midpoint rule
+         * exact to O(h^2) */
+        CHECK(fabs(pl[k].t_end - lo) <= 0.01, "escape time %g, analytic crossing %g", pl[k].t_end,
               lo);
     }
     free(t);
@@ -126,6 +128,9 @@ static void test_known_answer(void)
         o.n_out = 3000;
         o.eps_stop = 1e-10;
         o.grad_stop = 0;
+        /* below the symmetry-breaking part ~ alpha / sqrt d (docs/staircase.md) */
+        o.atol = 1e-2 * alphas[a] * alphas[a] / 1000.0;
+        o.rtol = 1e-10;
         scm_traj_result tr;
         CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &tr, &err) == SCM_OK, "run: %s", err.msg);
         scm_stair_opts so;
@@ -147,7 +152,7 @@ static void test_known_answer(void)
     CHECK(scm_stair_fit(x, y, ny, &s, &c0, &se) == SCM_OK, "fit");
     printf("K = M = 2 erf: escape-time slope %.5g +- %.2g, 1 / lambda = %.5g\n", s, se,
            1.0 / re_max);
-    CHECK_CLOSE(s, 1.0 / re_max, 0.01, 0.0, "slope of escape times vs log(1/alpha) = 1/lambda");
+    CHECK_CLOSE(s, 1.0 / re_max, 1e-3, 0.0, "slope of escape times vs log(1/alpha) = 1/lambda");
     scm_flow_free(fl);
     scm_model_free(m);
 }

@@ -4,8 +4,10 @@
  * A plateau is a maximal stretch of the recorded trajectory where the loss
  * changes slowly, |d eps / d tau| <= rate_tol * eps (derivative by finite
  * differences between recorded points), lasting at least min_dur in tau.
- * Its loss is the loss at its middle point and its escape time is its end
- * (the last point of the stretch).  Near a saddle with unstable rate
+ * Its loss is the loss at its middle point and its escape time is its end:
+ * where the rate crosses rate_tol * eps, interpolating log rate linearly
+ * between the midpoints of the last slow and the first fast interval (the
+ * last point of the stretch for a stretch that ends the curve).  Near a saddle with unstable rate
  * lambda (d delta / dtau = lambda delta), a departure of initial size
  * ~ alpha makes d eps / d tau ~ alpha^2 e^(2 lambda tau), so the end of the
  * stretch is tau_esc = log(1 / alpha) / lambda + const: the slope of the

@@ -88,7 +88,7 @@ typedef struct {
 
 typedef struct {
     long K, M, d, seed, n_out, starts;
-    double t_max, match_tol;
+    double t_max, match_tol, atol_rel, rtol;
     scm_stair_opts so;
     const scm_activation *act;
 } sc_opts;
@@ -114,6 +114,11 @@ static int run_all(const sc_opts *o, const scm_model *m, const double *fp_eps, i
         to.n_out = (int)o->n_out;
         to.eps_stop = 1e-10;
         to.grad_stop = 0;
+        /* the symmetry-breaking part of the state starts at ~ alpha / sqrt d:
+         * the absolute tolerance stays well below it, or integration error
+         * (not the initialisation) seeds the escape */
+        to.atol = fmin(to.atol, o->atol_rel * r->alpha * r->alpha / (double)o->d);
+        to.rtol = fmin(to.rtol, o->rtol);
         if (scm_traj_run(m, &scm_rule_gd, Q, R, &to, &r->tr, &err) ||
             r->tr.stop == SCM_STOP_FAILED) {
             fprintf(stderr, ME ": run at alpha = %g failed: %s\n", r->alpha,
@@ -309,7 +314,7 @@ done:
 int scm_cmd_staircase(int argc, char **argv)
 {
     sc_opts o = {.K = -1, .M = -1, .d = 1000, .seed = 1, .n_out = 3000, .starts = 50,
-                 .t_max = 1e4, .match_tol = 1e-4};
+                 .t_max = 1e4, .match_tol = 1e-4, .atol_rel = 1e-2, .rtol = 1e-10};
     scm_stair_opts_default(&o.so);
     double alphas[MAX_ALPHA];
     int na = 0, quiet = 0;
