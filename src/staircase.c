@@ -36,8 +36,9 @@ scm_status scm_stair_detect(const double *t, const double *eps, long n, const sc
         return scm_error_set(err, SCM_EINVAL, "a loss curve needs 2 points, got %ld", n);
     for (long i = 0; i < n; i++) {
         if (!isfinite(t[i]) || !isfinite(eps[i]) || !(eps[i] > 0.0))
-            return scm_error_set(err, SCM_EINVAL, "point %ld: t = %g, eps = %g (need finite, eps > 0)",
-                                 i, t[i], eps[i]);
+            return scm_error_set(err, SCM_EINVAL,
+                                 "point %ld: t = %g, eps = %g (need finite, eps > 0)", i, t[i],
+                                 eps[i]);
         if (i && !(t[i] > t[i - 1]))
             return scm_error_set(err, SCM_EINVAL, "times not increasing at point %ld", i);
     }

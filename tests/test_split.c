@@ -341,7 +341,8 @@ static void test_classes(const parent *p, int r, rule c, scm_split_class want,
     scm_error err;
     CHECK(scm_split_inner_hessian(p->m, p->Q, p->R, r, 1e-6, &h, &err) == SCM_OK,
           "inner Hessian: %s", err.msg);
-    CHECK(h.cls == want, "class %s, want %s", scm_split_class_str(h.cls), scm_split_class_str(want));
+    CHECK(h.cls == want, "class %s, want %s", scm_split_class_str(h.cls),
+          scm_split_class_str(want));
     CHECK(h.perp_flat, "erf at a fixed point: flat complement (h_perp = %.3g)", h.h_perp);
     double *ev = dalloc((long)K * d);
     scm_stab_counts pc;
@@ -386,8 +387,9 @@ static void test_classes(const parent *p, int r, rule c, scm_split_class want,
         scm_stab_result res;
         CHECK(scm_stab_analyse(mc, Qc, Rc, &o, &res, &err) == SCM_OK, "perturbation: %s",
               err.msg);
-        CHECK(res.verdict == perturb_want[i], "lambda = %g, class %s: perturbation test %s, want %s",
-              mu[0], scm_split_class_str(h.cls), scm_verdict_str(res.verdict),
+        CHECK(res.verdict == perturb_want[i],
+              "lambda = %g, class %s: perturbation test %s, want %s", mu[0],
+              scm_split_class_str(h.cls), scm_verdict_str(res.verdict),
               scm_verdict_str(perturb_want[i]));
         scm_model_free(mc);
         free(vc);

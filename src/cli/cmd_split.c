@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 #include "fp_list.h"
 #include "scm/fixedpoint.h"
@@ -54,48 +55,6 @@ static void sp_usage(FILE *f)
             "  -q, --quiet         no table\n"
             "\n"
             "exit status: 0 done, 1 a computation failed, 2 bad input.\n");
-}
-
-static int parse_long(const char *s, const char *opt, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, ME ": %s needs an integer in [%ld, %ld], got '%s'\n", opt, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* A comma-separated list of finite numbers, at most cap of them. */
-static int parse_list(const char *s, const char *opt, double *x, int cap, int *n)
-{
-    char buf[4096];
-    if (strlen(s) >= sizeof buf) {
-        fprintf(stderr, ME ": %s: list too long\n", opt);
-        return -1;
-    }
-    snprintf(buf, sizeof buf, "%s", s);
-    *n = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *end;
-        double v = strtod(tok, &end);
-        if (*end != '\0' || !isfinite(v)) {
-            fprintf(stderr, ME ": %s needs finite numbers, got '%s'\n", opt, tok);
-            return -1;
-        }
-        if (*n == cap) {
-            fprintf(stderr, ME ": %s takes at most %d values\n", opt, cap);
-            return -1;
-        }
-        x[(*n)++] = v;
-    }
-    if (*n == 0) {
-        fprintf(stderr, ME ": %s needs at least one value\n", opt);
-        return -1;
-    }
-    return 0;
 }
 
 static cJSON *num(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
@@ -243,8 +202,9 @@ static int choose(parent *p, const scm_activation *act, long starts, long k1, lo
             if (c[i].n_anti == (double)k1)
                 pick = i;
         if (pick < 0) {
-            fprintf(stderr, ME ": no fixed point with %ld anti-aligned students at K = %ld, M = %ld\n",
-                    k1, p->K, p->M);
+            fprintf(stderr,
+                    ME ": no fixed point with %ld anti-aligned students at K = %ld, M = %ld\n", k1,
+                    p->K, p->M);
             rc = 1;
         }
     } else {
@@ -382,7 +342,8 @@ static cJSON *result_json(const parent *p, const scm_model *m, const scm_split_i
         cJSON_AddItemToObject(j, "mu", scm_output_vector(s[i].mu, s[i].n));
         cJSON_AddItemToObject(j, "loss", num(q->eps));
         cJSON_AddItemToObject(j, "residual", num(q->residual));
-        cJSON_AddStringToObject(j, "hessian_method", q->closed ? "closed_form" : "central_differences");
+        cJSON_AddStringToObject(j, "hessian_method",
+                                q->closed ? "closed_form" : "central_differences");
         cJSON_AddNumberToObject(j, "negative", q->counts.n_neg);
         cJSON_AddNumberToObject(j, "zero", q->counts.n_zero);
         cJSON_AddNumberToObject(j, "positive", q->counts.n_pos);
@@ -536,25 +497,25 @@ int scm_cmd_split(int argc, char **argv)
         }
         int bad = 0;
         if (!strcmp(a, "--K"))
-            bad = parse_long(v, a, 1, 1000, &K);
+            bad = scm_cli_long(ME, v, a, 1, 1000, &K);
         else if (!strcmp(a, "--M"))
-            bad = parse_long(v, a, 1, 1000, &M);
+            bad = scm_cli_long(ME, v, a, 1, 1000, &M);
         else if (!strcmp(a, "--k1"))
-            bad = parse_long(v, a, 0, 1000, &k1);
+            bad = scm_cli_long(ME, v, a, 0, 1000, &k1);
         else if (!strcmp(a, "--index"))
-            bad = parse_long(v, a, 0, 1000000, &index);
+            bad = scm_cli_long(ME, v, a, 0, 1000000, &index);
         else if (!strcmp(a, "--neuron"))
-            bad = parse_long(v, a, 0, 999, &r);
+            bad = scm_cli_long(ME, v, a, 0, 999, &r);
         else if (!strcmp(a, "--lambda-grid"))
-            bad = parse_long(v, a, 1, MAX_LAMBDA, &grid);
+            bad = scm_cli_long(ME, v, a, 1, MAX_LAMBDA, &grid);
         else if (!strcmp(a, "--d"))
-            bad = parse_long(v, a, 1, 2000, &d);
+            bad = scm_cli_long(ME, v, a, 1, 2000, &d);
         else if (!strcmp(a, "--starts"))
-            bad = parse_long(v, a, 0, 1000000, &starts);
+            bad = scm_cli_long(ME, v, a, 0, 1000000, &starts);
         else if (!strcmp(a, "--lambda"))
-            bad = parse_list(v, a, lam, MAX_LAMBDA, &nl);
+            bad = scm_cli_list(ME, v, a, 0, lam, MAX_LAMBDA, &nl);
         else if (!strcmp(a, "--weights"))
-            bad = parse_list(v, a, w, MAX_DAUGHTERS, &nw);
+            bad = scm_cli_list(ME, v, a, 0, w, MAX_DAUGHTERS, &nw);
         else if (!strcmp(a, "--loss")) {
             char *end;
             loss = strtod(v, &end);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 #include "fp_list.h"
 #include "scm/init.h"
@@ -52,30 +53,6 @@ static void sc_usage(FILE *f)
             "exit status: 0 done, 1 a computation failed, 2 bad input.\n");
 }
 
-static int parse_long(const char *s, const char *opt, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, ME ": %s needs an integer in [%ld, %ld], got '%s'\n", opt, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_pos(const char *s, const char *opt, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*s == '\0' || *end != '\0' || !(v > 0.0) || !isfinite(v)) {
-        fprintf(stderr, ME ": %s needs a positive number, got '%s'\n", opt, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static cJSON *num(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
 typedef struct {
@@ -94,11 +71,12 @@ typedef struct {
 } sc_opts;
 
 /* One run per alpha, its plateaus and their matches. */
-static int run_all(const sc_opts *o, const scm_model *m, const double *fp_eps, int nfp, run_t *runs,
-                   int nr)
+static int run_all(const sc_opts *o, const scm_model *m, const double *fp_eps, int nfp,
+                   run_t *runs, int nr)
 {
     scm_error err;
-    double *Q = calloc((size_t)(o->K * o->K), sizeof *Q), *R = calloc((size_t)(o->K * o->M), sizeof *R);
+    double *Q = calloc((size_t)(o->K * o->K), sizeof *Q);
+    double *R = calloc((size_t)(o->K * o->M), sizeof *R);
     int rc = Q && R ? 0 : 1;
     for (int a = 0; a < nr && !rc; a++) {
         run_t *r = &runs[a];
@@ -171,8 +149,8 @@ static int fit_all(const run_t *runs, int nr, const double *lam, int nfp, fit_t 
     return nf;
 }
 
-static void print_table(const sc_opts *o, const scm_cli_fp *fp, const double *lam, const run_t *runs,
-                        int nr, const fit_t *fits, int nf)
+static void print_table(const sc_opts *o, const scm_cli_fp *fp, const run_t *runs, int nr,
+                        const fit_t *fits, int nf)
 {
     printf("scm staircase: K = %ld, M = %ld, %s, T = I, v = v* = 1, d = %ld, seed %ld\n", o->K,
            o->M, o->act->name, o->d, o->seed);
@@ -197,7 +175,6 @@ static void print_table(const sc_opts *o, const scm_cli_fp *fp, const double *la
                fp[t->fp].eps, fp[t->fp].ansatz, t->slope, t->intercept, t->se, t->n,
                1.0 / t->lambda);
     }
-    (void)lam;
 }
 
 static cJSON *result_json(const sc_opts *o, const scm_cli_fp *fp, const double *lam, int nfp,
@@ -290,7 +267,7 @@ static int staircase(const sc_opts *o, const double *alphas, int nr, const char 
         goto done;
     int nf = fit_all(runs, nr, lam, nfp, fits);
     if (!quiet)
-        print_table(o, fp, lam, runs, nr, fits, nf);
+        print_table(o, fp, runs, nr, fits, nf);
     if (out) {
         cJSON *root = result_json(o, fp, lam, nfp, runs, nr, fits, nf);
         if (!root || scm_output_write_json(out, root, 1, &err)) {
@@ -336,41 +313,32 @@ int scm_cmd_staircase(int argc, char **argv)
         }
         int bad = 0;
         if (!strcmp(a, "--K"))
-            bad = parse_long(v, a, 1, 200, &o.K);
+            bad = scm_cli_long(ME, v, a, 1, 200, &o.K);
         else if (!strcmp(a, "--M"))
-            bad = parse_long(v, a, 1, 200, &o.M);
+            bad = scm_cli_long(ME, v, a, 1, 200, &o.M);
         else if (!strcmp(a, "--d"))
-            bad = parse_long(v, a, 1, 100000000, &o.d);
+            bad = scm_cli_long(ME, v, a, 1, 100000000, &o.d);
         else if (!strcmp(a, "--seed"))
-            bad = parse_long(v, a, 0, 2147483647L, &o.seed);
+            bad = scm_cli_long(ME, v, a, 0, 2147483647L, &o.seed);
         else if (!strcmp(a, "--n-out"))
-            bad = parse_long(v, a, 10, 1000000, &o.n_out);
+            bad = scm_cli_long(ME, v, a, 10, 1000000, &o.n_out);
         else if (!strcmp(a, "--starts"))
-            bad = parse_long(v, a, 0, 1000000, &o.starts);
+            bad = scm_cli_long(ME, v, a, 0, 1000000, &o.starts);
         else if (!strcmp(a, "--t-max"))
-            bad = parse_pos(v, a, &o.t_max);
+            bad = scm_cli_pos(ME, v, a, &o.t_max);
         else if (!strcmp(a, "--rate-tol"))
-            bad = parse_pos(v, a, &o.so.rate_tol);
+            bad = scm_cli_pos(ME, v, a, &o.so.rate_tol);
         else if (!strcmp(a, "--min-dur"))
-            bad = parse_pos(v, a, &o.so.min_dur);
+            bad = scm_cli_pos(ME, v, a, &o.so.min_dur);
         else if (!strcmp(a, "--match-tol"))
-            bad = parse_pos(v, a, &o.match_tol);
+            bad = scm_cli_pos(ME, v, a, &o.match_tol);
         else if (!strcmp(a, "--activation"))
             actname = v;
         else if (!strcmp(a, "-o"))
             out = v;
-        else if (!strcmp(a, "--alpha")) {
-            char buf[2048];
-            snprintf(buf, sizeof buf, "%s", v);
-            na = 0;
-            for (char *tok = strtok(buf, ","); tok && !bad; tok = strtok(NULL, ",")) {
-                if (na == MAX_ALPHA) {
-                    fprintf(stderr, ME ": at most %d alphas\n", MAX_ALPHA);
-                    return 2;
-                }
-                bad = parse_pos(tok, a, &alphas[na++]);
-            }
-        } else {
+        else if (!strcmp(a, "--alpha"))
+            bad = scm_cli_list(ME, v, a, 1, alphas, MAX_ALPHA, &na);
+        else {
             fprintf(stderr, ME ": unknown option '%s'\n", a);
             sc_usage(stderr);
             return 2;
