@@ -124,6 +124,8 @@ char *scm_output_read_file(const char *path, size_t max_len, size_t *len, scm_er
     }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
+    if (!buf)
+        scm_error_set(err, SCM_ENOMEM, "out of memory reading '%s'", path);
     while (buf) {
         n += fread(buf + n, 1, cap - n - 1, f);
         if (n < cap - 1 || ferror(f))

@@ -55,7 +55,8 @@ typedef struct {
 } scm_split_inner;
 
 /* The inner Hessian of neuron r at (Q, R) of model m (K students), with
- * zero threshold rel_tol (relative to the largest |eigenvalue|, e.g. 1e-9).
+ * zero threshold max(rel_tol * largest |eigenvalue|, 1e-12) (rel_tol e.g.
+ * 1e-6; the floor makes H_r = 0, at zero loss, semidefinite).
  * The activation must have second derivatives here (erf, relu, linear).
  * ReLU: neuron r's own term vanishes (g(0) g''(0) = 0: the kink of
  * E[g(lambda_r) delta(lambda_r) ...] carries g(0) = 0); another student or
