@@ -230,9 +230,12 @@ scm_status scm_split_inner_hessian(const scm_model *m, const double *Q, const do
      * for erf, h_perp = -v_r E[res lambda_r g'(lambda_r)] = 0 at any fixed
      * point (g'' = -x g', and w_r . grad_r eps = 0; docs/split.md). */
     h->perp_flat = fabs(h->h_perp) <= h->zero_tol;
+    /* ReLU: H_r w_r = v_r E[res delta(lambda_r) lambda_r x] / sqrt d = 0, the
+     * daughters' homogeneity (scaling one up and the other down) */
+    h->homog_zero = m->act == &scm_act_relu && h->n_zero > 0;
     int pos = h->n_pos + (h->h_perp > h->zero_tol), neg = h->n_neg + (h->h_perp < -h->zero_tol);
-    h->cls = pos && neg   ? SCM_SPLIT_INDEFINITE
-             : h->n_zero ? SCM_SPLIT_SEMIDEF
+    h->cls = pos && neg                  ? SCM_SPLIT_INDEFINITE
+             : h->n_zero > h->homog_zero ? SCM_SPLIT_SEMIDEF
              : pos       ? SCM_SPLIT_PD
              : neg       ? SCM_SPLIT_ND
                          : SCM_SPLIT_SEMIDEF;
@@ -313,7 +316,8 @@ void scm_split_predict(const scm_stab_counts *parent, const scm_split_inner *h, 
     out->diff_pos = ap * p + an * q;
     out->diff_neg = ap * q + an * p;
     out->diff_zero = (ap + an + az) * d - out->diff_pos - out->diff_neg;
-    out->diff_zero_explained = az * d + (h->perp_flat ? (ap + an) * comp : 0);
+    out->diff_zero_explained =
+        az * d + (ap + an) * ((h->perp_flat ? comp : 0) + h->homog_zero);
     out->n_pos = parent->n_pos + out->diff_pos;
     out->n_neg = parent->n_neg + out->diff_neg;
     out->n_zero = parent->n_zero + out->diff_zero;

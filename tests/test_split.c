@@ -209,6 +209,21 @@ static void test_inner_fd(const parent *p, int r, double lam, double rtol)
                     rep == 3 ? "complement: curvature along the daughters' difference"
                              : "curvature along the daughters' difference vs mu_a mu_b e^T H_r e");
     }
+    /* ReLU: H_r w_r = 0 (lambda delta(lambda) = 0, homogeneity) */
+    if (p->m->act == &scm_act_relu) {
+        double hw = 0.0, hmax = 0.0;
+        for (long i = 0; i < d; i++) {
+            double s2 = 0.0;
+            for (long j = 0; j < d; j++) {
+                s2 += Hr[i * d + j] * s.Wc[(long)r * d + j];
+                hmax = fmax(hmax, fabs(Hr[i * d + j]));
+            }
+            hw = fmax(hw, fabs(s2));
+        }
+        CHECK(hw <= 1e-12 * hmax * d, "ReLU: |H_r w_r| = %.3g (max |H_r| %.3g)", hw, hmax);
+        CHECK(h.homog_zero == 1 && h.n_zero == 1, "ReLU: one span zero, explained (%d, %d)",
+              h.homog_zero, h.n_zero);
+    }
     /* 4: h_perp = v_r E[res g''] = -w_r . grad_r eps (erf) */
     if (p->m->act == &scm_act_erf) {
         double *G = dalloc((long)K * d);

@@ -41,6 +41,20 @@ check "[ ! -s '$W/q.txt' ]" "-q prints nothing"
 check "[ $? -eq 0 ] && grep -q '0.2,0.3,0.5' '$W/w.txt' && grep -q 'loss 0.01424' '$W/w.txt'" \
     "three daughters by --loss: $(cat "$W/w.txt")"
 
+# ReLU (an enumerated saddle, K = M = 3): coinciding daughters need the
+# finite-difference Hessian; the homogeneity zero of H_r is explained
+"$SCM" split --K 3 --M 3 --activation relu --index 1 --neuron 0 --lambda -0.5,0.5,1.5 \
+    -o "$W/relu.json" > "$W/relu.txt" 2>&1
+check "[ $? -eq 0 ]" "ReLU split: $(cat "$W/relu.txt")"
+python3 - "$W/relu.json" <<'PY' && ok || ko "ReLU result content"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["activation"] == "relu" and r["inner_hessian"]["class"] == "ND", r["inner_hessian"]
+for p in r["points"]:
+    assert p["hessian_method"] == "central_differences" and p["inertia_matches"], p
+    assert p["verdict"] == "saddle" and p["residual"] < 1e-12, p
+PY
+
 # expect_error NAME PATTERN [scm split args...]: exit 2, message, no result file
 expect_error() {
     local name=$1 pat=$2

@@ -51,6 +51,7 @@ typedef struct {
     double zero_tol; /* |h| <= zero_tol counts as zero: rel_tol * max |h| */
     int n_pos, n_neg, n_zero; /* counts over the span eigenvalues */
     int perp_flat;   /* |h_perp| <= zero_tol: always so for erf at a fixed point */
+    int homog_zero;  /* ReLU: 1 span zero (H_r w_r = 0, homogeneity) is explained */
     scm_split_class cls;      /* over the span and, unless it is flat, the complement */
 } scm_split_inner;
 
@@ -59,7 +60,9 @@ typedef struct {
  * 1e-6; the floor makes H_r = 0, at zero loss, semidefinite).
  * The activation must have second derivatives here (erf, relu, linear).
  * ReLU: neuron r's own term vanishes (g(0) g''(0) = 0: the kink of
- * E[g(lambda_r) delta(lambda_r) ...] carries g(0) = 0); another student or
+ * E[g(lambda_r) delta(lambda_r) ...] carries g(0) = 0), and H_r w_r = 0
+ * (lambda delta(lambda) = 0: the homogeneity of the daughters, one span
+ * zero that the class ignores: homog_zero); another student or
  * a teacher parallel to w_r gives SCM_ESINGULAR, a dead neuron r
  * SCM_EDEAD.  SCM_EINVAL for r out of range; SCM_ENOMEM; SCM_ESOLVER
  * (eigensolver).  h is owned by the caller: scm_split_inner_free. */
@@ -90,9 +93,10 @@ scm_status scm_split_embed(const scm_model *m, const double *Q, const double *R,
 typedef struct {
     long n_neg, n_zero, n_pos;        /* the whole Hessian */
     long diff_neg, diff_zero, diff_pos; /* the daughters' difference block alone */
-    long diff_zero_explained; /* of diff_zero: daughters of zero weight (n_0 d) and a flat
-                                 complement ((n_+ - 1 + n_-) (d - rank)); zeros of H_r on
-                                 the span are not explained */
+    long diff_zero_explained; /* of diff_zero: daughters of zero weight (n_0 d), a flat
+                                 complement ((n_+ - 1 + n_-) (d - rank)) and ReLU's
+                                 homogeneity (n_+ - 1 + n_-); other zeros of H_r on the
+                                 span are not explained */
 } scm_split_inertia;
 
 void scm_split_predict(const scm_stab_counts *parent, const scm_split_inner *h, long d, int n,
