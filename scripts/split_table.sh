@@ -1,5 +1,6 @@
 #!/bin/bash
-# Regenerate data/split_erf.csv, data/split_erf.png and data/split/*.json:
+# Regenerate data/split_erf.csv, data/split_erf.png, data/split/*.json and
+# data/split/inputs/*.json:
 # the lambda lines of a few erf fixed points (docs/split.md section 5).
 # Usage: scripts/split_table.sh [BUILD_DIR]   (default: build); about a minute.
 set -euo pipefail
@@ -10,8 +11,8 @@ ninja -C "$build" scm >/dev/null
 scm=$build/scm
 out=data/split
 mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$out/inputs  # the parents' starting points, before --polish
+mkdir -p "$tmp"
 grid="--lambda-grid 41 --perturb -q"
 # M = 1, teacher norm T and weight v* the student cannot fit: PD and ND lines
 echo '{"activation":"erf","T":[[2]],"Q":[[1]],"R":[[0.5]],"vs":[1.5]}' > "$tmp/m1_pd.json"
