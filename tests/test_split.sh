@@ -70,6 +70,7 @@ echo '{"Q":[[1]],"R":[[0.5]],"v":[1,2]}' > "$W/badv.json"
 echo '{"Q":[[1]],"R":[[1.5]]}' > "$W/notpsd.json"
 echo '{"Q":[[1]],"R":[[0.5]],"vs":["a"]}' > "$W/badvs.json"
 echo '{"Q":[[1]],"R":[[0.5]],"T":[[-1]]}' > "$W/badT.json"
+expect_error notfp "not a fixed point: flow residual" --point "$W/pd.json" --neuron 0
 expect_error noneuron "neuron r is required" --point "$W/pd.json"
 expect_error sum "must sum to 1" --point "$W/pd.json" --neuron 0 --weights 0.3,0.6
 expect_error onew "at least 2 daughters" --point "$W/pd.json" --neuron 0 --weights 1

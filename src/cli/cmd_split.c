@@ -391,6 +391,38 @@ static int make_samples(const double *lam, int nl, long grid, const double *w, i
     return 0;
 }
 
+/* The parent must be a fixed point: max |F_Q|, |F_R| <= 1e-9. */
+static int check_fixed_point(const scm_model *m, scm_flow *fl, parent *p)
+{
+    const int K = m->K, M = m->M;
+    double *FQ = calloc((size_t)K * K, sizeof *FQ), *FR = calloc((size_t)K * M, sizeof *FR), eps;
+    int rc = 0;
+    scm_status st = FQ && FR ? scm_flow_rhs(fl, p->Q, p->R, FQ, FR, &eps) : SCM_ENOMEM;
+    if (st) {
+        fprintf(stderr, ME ": the flow cannot be evaluated at the point (%s)\n",
+                scm_status_str(st));
+        rc = st == SCM_ENOMEM ? 1 : 2;
+    } else {
+        double res = 0.0;
+        for (int i = 0; i < K * K; i++)
+            res = fmax(res, fabs(FQ[i]));
+        for (int i = 0; i < K * M; i++)
+            res = fmax(res, fabs(FR[i]));
+        if (!(res <= 1e-9)) {
+            fprintf(stderr,
+                    ME ": the point is not a fixed point: flow residual %.3g > 1e-9 (try "
+                       "--polish)\n",
+                    res);
+            rc = 2;
+        }
+        size_t l = strlen(p->desc);
+        snprintf(p->desc + l, sizeof p->desc - l, "; residual %.2g", res);
+    }
+    free(FQ);
+    free(FR);
+    return rc;
+}
+
 static int run(parent *p, long r, long d, int do_polish, int do_perturb, const char *out,
                int quiet, sample *s, int ns)
 {
@@ -435,7 +467,11 @@ static int run(parent *p, long r, long d, int do_polish, int do_perturb, const c
             rc = 1;
             goto done;
         }
+        size_t l = strlen(p->desc);
+        snprintf(p->desc + l, sizeof p->desc - l, ", Newton-polished");
     }
+    if ((rc = check_fixed_point(m, fl, p)))
+        goto done;
     scm_status st = scm_split_inner_hessian(m, p->Q, p->R, (int)r, 1e-6, &h, &err);
     if (!st) {
         int closed;
