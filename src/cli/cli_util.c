@@ -148,3 +148,34 @@ char *cli_output_name(const char *config, const char *suffix)
     }
     return out;
 }
+
+int cli_opt_list(const char *me, const char *opt, const char *s, int positive, double *x, int cap,
+                 int *n)
+{
+    char buf[4096];
+    if (strlen(s) >= sizeof buf) {
+        fprintf(stderr, "%s: %s: list too long\n", me, opt);
+        return -1;
+    }
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (*n == cap) {
+            fprintf(stderr, "%s: %s takes at most %d values\n", me, opt, cap);
+            return -1;
+        }
+        if (positive) {
+            if (cli_opt_positive(me, opt, tok, &x[*n]))
+                return -1;
+        } else if (!cli_parse_double(tok, &x[*n])) {
+            fprintf(stderr, "%s: %s needs finite numbers, got '%s'\n", me, opt, tok);
+            return -1;
+        }
+        (*n)++;
+    }
+    if (*n == 0) {
+        fprintf(stderr, "%s: %s needs at least one value\n", me, opt);
+        return -1;
+    }
+    return 0;
+}

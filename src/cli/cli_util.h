@@ -32,6 +32,11 @@ int cli_parse_double(const char *s, double *out);
 int cli_opt_long(const char *me, const char *opt, const char *s, long lo, long hi, long *out);
 int cli_opt_positive(const char *me, const char *opt, const char *s, double *out);
 
+/* A comma-separated list of 1 .. cap finite numbers (> 0 if positive) into
+ * x[0 .. *n - 1]; 0, or -1 after printing the error. */
+int cli_opt_list(const char *me, const char *opt, const char *s, int positive, double *x, int cap,
+                 int *n);
+
 /* Append printf output to the malloc'ed buffer *buf (length *len, capacity
  * *cap > 0), growing it; 0 on no memory (the buffer is still the caller's). */
 int cli_buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)

@@ -45,28 +45,6 @@ static void usage(FILE *f)
             "exit status: 0 done, 1 a run failed, 2 bad input.\n");
 }
 
-/* Parse a comma-separated list of numbers (> 0 when positive). */
-static int parse_list(const char *opt, const char *s, int positive, double *out, int *n)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", s);
-    *n = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        double x;
-        if (*n == MAXV || !cli_parse_double(tok, &x) || (positive && !(x > 0.0))) {
-            fprintf(stderr, ME ": %s needs up to %d %snumbers, got '%s'\n", opt, MAXV,
-                    positive ? "positive " : "", tok);
-            return -1;
-        }
-        out[(*n)++] = x;
-    }
-    if (*n == 0) {
-        fprintf(stderr, ME ": %s needs at least one number\n", opt);
-        return -1;
-    }
-    return 0;
-}
-
 static cJSON *num(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
 /* Least-squares line y = a + b x over the finite pairs. */
@@ -120,9 +98,9 @@ int scm_cmd_lintarget(int argc, char **argv)
         }
         int bad = 0;
         if (!strcmp(a, "--alpha"))
-            bad = parse_list(a, v, 1, alpha, &na);
+            bad = cli_opt_list(ME, a, v, 1, alpha, MAXV, &na);
         else if (!strcmp(a, "--c"))
-            bad = parse_list(a, v, 0, cs, &nc);
+            bad = cli_opt_list(ME, a, v, 0, cs, MAXV, &nc);
         else if (!strcmp(a, "--t"))
             bad = cli_opt_positive(ME, a, v, &t);
         else if (!strcmp(a, "--t-max"))

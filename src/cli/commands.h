@@ -14,5 +14,7 @@ int scm_cmd_merge(int argc, char **argv);
 int scm_cmd_compare(int argc, char **argv);
 int scm_cmd_simulate(int argc, char **argv);
 int scm_cmd_lintarget(int argc, char **argv);
+int scm_cmd_split(int argc, char **argv);
+int scm_cmd_staircase(int argc, char **argv);
 
 #endif
