@@ -230,14 +230,13 @@ def plot_fractions(plt, rep, out):
         else:
             ax.set_ylim(0, 1.05)
             ax.set_ylabel("fraction of runs")
-            ax.legend(fontsize=8, ncol=len(Ks))
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.grid(axis="y", lw=0.3, alpha=0.6)
     axes[1].set_xticks(range(len(keep)))
     axes[1].set_xticklabels([row_label(fr["rows"][i]) for i in keep], fontsize=8)
     axes[1].set_xlabel("k1 (family the run ends in; 0 = global minimum)")
-    title = ("Fractions per family, M = %d, %d runs per K, 95%% Wilson intervals "
-             "(a count of 0 shows its upper bound)") % (
-        rep["M"], rep["runs"])
+    title = ("Fractions per family, M = %d, %d runs per K\n95%% Wilson intervals "
+             "(a count of 0 shows its upper bound)") % (rep["M"], rep["runs"])
     if dropped:
         title += "\n(rows with no run for any K left out: %s)" % ", ".join(dropped)
     axes[0].set_title(title, fontsize=9)
