@@ -17,6 +17,7 @@ Exit status: 0 written, 2 bad input (the message names the file and the key),
 backend: no display needed.  docs/plots.md."""
 import json
 import math
+import os
 import sys
 
 ME = "plot_compare.py"
@@ -25,6 +26,13 @@ COLORS = ["C0", "C1", "C2", "C4", "C5", "C6", "C8", "C9"]
 
 class InputError(Exception):
     pass
+
+
+def save(fig, path):
+    """The PNG written atomically (temp file + rename), as the C side writes."""
+    tmp = path + ".tmp"
+    fig.savefig(tmp, dpi=120, format="png")
+    os.replace(tmp, path)
 
 
 def need(obj, key, types, where):
@@ -197,7 +205,7 @@ def plot_hist(plt, ticker, rep, out):
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=7.5,
                frameon=False, bbox_to_anchor=(0.5, 0.965))
     fig.tight_layout(rect=(0, 0, 1, 0.94))
-    fig.savefig(out + ".hist.png", dpi=120)
+    save(fig, out + ".hist.png")
     plt.close(fig)
 
 
@@ -241,7 +249,7 @@ def plot_fractions(plt, rep, out):
         title += "\n(rows with no run for any K left out: %s)" % ", ".join(dropped)
     axes[0].set_title(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(out + ".fractions.png", dpi=120)
+    save(fig, out + ".fractions.png")
     plt.close(fig)
 
 
@@ -278,7 +286,7 @@ def plot_traces(plt, rep, out):
             ax.text(0.5, 0.5, "no traces recorded", transform=ax.transAxes, ha="center")
     axes[0, 0].set_ylabel("loss eps")
     fig.tight_layout()
-    fig.savefig(out + ".traces.png", dpi=120)
+    save(fig, out + ".traces.png")
     plt.close(fig)
 
 

@@ -46,6 +46,13 @@ class InputError(Exception):
     pass
 
 
+def save(fig, path):
+    """The PNG written atomically (temp file + rename), as the C side writes."""
+    tmp = path + ".tmp"
+    fig.savefig(tmp, dpi=120, format="png")
+    os.replace(tmp, path)
+
+
 def read_csv(path, required):
     """Rows of a CSV as dicts; InputError names the file and the column."""
     try:
@@ -138,7 +145,7 @@ def plot_plateau(plt, rows, out, max_family=6):
     fig.suptitle("Spurious plateaus of the ReLU committee machine (T = I, v = v* = 1)",
                  fontsize=10)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    save(fig, out)
     plt.close(fig)
 
 
@@ -300,7 +307,7 @@ def plot_continuation(plt, branches, out):
     fig.suptitle("Fixed-point branches continued in M (scm fixed-points --continue-to)",
                  fontsize=10)
     fig.tight_layout(rect=(0, 0.09 if handles else 0, 1, 1))
-    fig.savefig(out, dpi=120)
+    save(fig, out)
     plt.close(fig)
 
 

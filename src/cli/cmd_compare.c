@@ -419,11 +419,13 @@ static int compare_plots(const char *json_path, int quiet)
     char *argv[] = {(char *)py, script, (char *)json_path, NULL};
     int st = compare_spawn(argv, quiet, 0);
     if (st != 0) {
+        char why[64] = "could not be started";
+        if (st >= 0)
+            snprintf(why, sizeof why, "exit status %d", st);
         fprintf(stderr,
-                "scm compare: the figures failed (%s %s %s: %s %d); the report %s and its "
+                "scm compare: the figures failed (%s %s %s: %s); the report %s and its "
                 "Markdown are written\n",
-                py, script, json_path, st < 0 ? "could not start, status" : "exit status", st,
-                json_path);
+                py, script, json_path, why, json_path);
         return 1;
     }
     return 0;
