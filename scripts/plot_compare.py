@@ -17,22 +17,12 @@ Exit status: 0 written, 2 bad input (the message names the file and the key),
 backend: no display needed.  docs/plots.md."""
 import json
 import math
-import os
 import sys
+
+from plot_common import InputError, import_pyplot, save
 
 ME = "plot_compare.py"
 COLORS = ["C0", "C1", "C2", "C4", "C5", "C6", "C8", "C9"]
-
-
-class InputError(Exception):
-    pass
-
-
-def save(fig, path):
-    """The PNG written atomically (temp file + rename), as the C side writes."""
-    tmp = path + ".tmp"
-    fig.savefig(tmp, dpi=120, format="png")
-    os.replace(tmp, path)
 
 
 def need(obj, key, types, where):
@@ -300,15 +290,10 @@ def main(argv):
         sys.stderr.write("%s: %s\n" % (ME, e))
         return 2
     out = argv[2] if len(argv) == 3 else argv[1].removesuffix(".json")
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker as ticker
-    except ImportError as e:
-        sys.stderr.write("%s: matplotlib is missing (%s): apt-get install python3-matplotlib, "
-                         "then run /usr/bin/python3 %s\n" % (ME, e, " ".join(argv)))
+    plt = import_pyplot(ME, argv)
+    if plt is None:
         return 3
+    import matplotlib.ticker as ticker
     plot_hist(plt, ticker, rep, out)
     plot_fractions(plt, rep, out)
     plot_traces(plt, rep, out)

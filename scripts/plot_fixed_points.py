@@ -26,6 +26,8 @@ import math
 import os
 import sys
 
+from plot_common import InputError, import_pyplot, save
+
 ME = "plot_fixed_points.py"
 FAM_COLORS = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"]
 CLASS_MARKERS = {  # classification -> (marker, filled, legend text)
@@ -40,17 +42,6 @@ END_MARKERS = {  # how a branch ends -> (marker, colour, legend text)
 }
 CONT_COLUMNS = ["K", "M0", "dK", "branch", "n_anti", "ansatz", "k1", "start_loss", "M", "loss",
                 "end"]
-
-
-class InputError(Exception):
-    pass
-
-
-def save(fig, path):
-    """The PNG written atomically (temp file + rename), as the C side writes."""
-    tmp = path + ".tmp"
-    fig.savefig(tmp, dpi=120, format="png")
-    os.replace(tmp, path)
 
 
 def read_csv(path, required):
@@ -311,18 +302,6 @@ def plot_continuation(plt, branches, out):
     plt.close(fig)
 
 
-def import_pyplot(argv):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        return plt
-    except ImportError as e:
-        sys.stderr.write("%s: matplotlib is missing (%s): apt-get install python3-matplotlib, "
-                         "then run /usr/bin/python3 %s\n" % (ME, e, " ".join(argv)))
-        return None
-
-
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         sys.stderr.write(__doc__)
@@ -331,7 +310,7 @@ def main(argv):
         if argv[1] == "plateau" and len(argv) in (3, 4):
             rows = load_plateau(argv[2])
             out = argv[3] if len(argv) == 4 else argv[2].removesuffix(".csv") + "_losses.png"
-            plt = import_pyplot(argv)
+            plt = import_pyplot(ME, argv)
             if plt is None:
                 return 3
             plot_plateau(plt, rows, out)
@@ -361,7 +340,7 @@ def main(argv):
                 write_csv(csv_out, branches)
             if out is None:
                 out = csv_out.removesuffix(".csv") + ".png" if csv_out else "continuation.png"
-            plt = import_pyplot(argv)
+            plt = import_pyplot(ME, argv)
             if plt is None:
                 return 3
             plot_continuation(plt, branches, out)
