@@ -125,7 +125,7 @@ def plot_hist(plt, ticker, rep, out):
     # reached (at least 3), so the panels show where the runs could have ended
     k1_max = max([c["k1"] for c in spur_all if c["k1"] is not None] + [3])
     lines = {K: {k: l for k, l in fams.get(K, {}).items() if k <= k1_max} for K in Ks}
-    losses = [0.5 * (c["eps_min"] + c["eps_max"]) for c in spur_all]
+    losses = [c[k] for c in spur_all for k in ("eps_min", "eps_max")]
     losses += [l for d in lines.values() for l in d.values()]
     lo_pl = min(losses) if losses else 1e-2
     hi_pl = max(losses) if losses else 1e-1
@@ -154,8 +154,13 @@ def plot_hist(plt, ticker, rep, out):
         shown = []  # (log x, log y) of the count labels, to skip overlapping ones
         for c in sorted(spur, key=lambda c: -c["count"]):
             x = 0.5 * (c["eps_min"] + c["eps_max"])
-            color = "C0" if c["k1"] is not None else "C3"
-            ax.bar(x, c["count"], width=x * (bw - 1 / bw), bottom=0.5, color=color, zorder=2)
+            if c["k1"] is not None or c["eps_max"] < c["eps_min"] * bw:
+                color = "C0" if c["k1"] is not None else "C3"
+                ax.bar(x, c["count"], width=x * (bw - 1 / bw), bottom=0.5, color=color, zorder=2)
+            else:  # unmatched runs over a range of losses: a hatched span, not one bar
+                x = math.sqrt(c["eps_min"] * c["eps_max"])
+                ax.bar(c["eps_min"], c["count"], width=c["eps_max"] - c["eps_min"], bottom=0.5,
+                       align="edge", color="none", edgecolor="C3", hatch="///", zorder=2)
             lx, ly = math.log10(x), math.log10(c["count"])
             if all(abs(lx - a) > 0.03 or abs(ly - b) > 0.6 for a, b in shown):
                 shown.append((lx, ly))
@@ -173,6 +178,9 @@ def plot_hist(plt, ticker, rep, out):
         done = sum(c["count"] for c in cls)
         note = "K = %d: %d runs, %d at the global minimum, %d on plateaus" % (
             K, done, glob, sum(c["count"] for c in spur))
+        unm = sum(c["count"] for c in spur if c["k1"] is None)
+        if unm:
+            note += " (%d unmatched)" % unm
         if nc:
             note += ", %d not converged" % nc
         if not spur:
@@ -189,8 +197,8 @@ def plot_hist(plt, ticker, rep, out):
                plt.Line2D([], [], color="0.55", ls="--", lw=0.7)]
     labels = ["global minimum", "plateau (matched family)", "analytic plateau loss, lowest per k1"]
     if any(c["k1"] is None and c["class"] != "not_converged" for c in spur_all):
-        handles.insert(2, plt.Rectangle((0, 0), 1, 1, color="C3"))
-        labels.insert(2, "unmatched")
+        handles.insert(2, plt.Rectangle((0, 0), 1, 1, fc="none", ec="C3", hatch="///"))
+        labels.insert(2, "unmatched (over its loss range)")
     fig.suptitle("Where training ends: M = %d, %d runs per K" % (M, runs), fontsize=10, y=0.99)
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=7.5,
                frameon=False, bbox_to_anchor=(0.5, 0.965))
