@@ -55,7 +55,7 @@ def load_report(path):
         raise InputError("%s: not JSON: %s" % (path, e))
     if not isinstance(rep, dict):
         raise InputError("%s: not a JSON object" % path)
-    num(rep, "M", path)
+    num(rep, "M", path), num(rep, "runs", path)
     Ks = need(rep, "K", list, path)
     if not Ks or not all(isinstance(k, int) for k in Ks):
         raise InputError("%s: key 'K' is not a non-empty list of integers" % path)
@@ -213,8 +213,7 @@ def row_label(r):
 
 def plot_fractions(plt, rep, out):
     Ks, fr = rep["K"], rep["fractions"]
-    keep = [i for i, r in enumerate(fr["rows"]) if any(c > 0 for c in fr["count"][i])]
-    dropped = [r for i, r in enumerate(fr["rows"]) if i not in keep]
+    keep = range(len(fr["rows"]))  # the rows of the report's table, as PREFIX.md
     fig, axes = plt.subplots(2, 1, figsize=(min(14, max(6.5, 0.2 * len(keep) * len(Ks) + 3)), 6.4),
                              sharex=True)
     w = 0.8 / len(Ks)
@@ -243,8 +242,6 @@ def plot_fractions(plt, rep, out):
     axes[1].set_xlabel("k1 (family the run ends in; 0 = global minimum)")
     title = ("Fractions per family, M = %d, %d runs per K\n95%% Wilson intervals "
              "(a count of 0 shows its upper bound)") % (rep["M"], rep["runs"])
-    if dropped:
-        title += "\n(rows with no run for any K left out: %s)" % ", ".join(dropped)
     axes[0].set_title(title, fontsize=9)
     fig.tight_layout()
     save(fig, out + ".fractions.png")
