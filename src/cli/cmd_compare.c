@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "scm/output.h"
 #include "scm/stability.h"
 #include "scm/sweep.h"
+#include "scm_paths.h"
 
 #define MAX_SETS 256
 
@@ -28,7 +31,8 @@ static void compare_usage(FILE *f)
     fprintf(f,
             "usage: scm compare --M M --K K1,K2,... --runs N [CONFIG.json] [--seed S]\n"
             "                   [--threads T] [--families K=FP.json]... [--traces n]\n"
-            "                   [--no-stability] [--set key=value]... [-o PREFIX] [--quiet]\n"
+            "                   [--no-stability] [--no-plots] [--set key=value]... [-o PREFIX]\n"
+            "                   [--quiet]\n"
             "\n"
             "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
             "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES, two-stage\n"
@@ -39,8 +43,11 @@ static void compare_usage(FILE *f)
             "and per K with 95%% Wilson intervals, the families reached with their\n"
             "stability verdicts, the loss histograms, loss-vs-time traces of the first\n"
             "run of each of the n most frequent classes of each K, default 4) and\n"
-            "PREFIX.md.  Plots:\n"
-            "python3 scripts/plot_compare.py PREFIX.json.\n"
+            "PREFIX.md, then the figures PREFIX.hist.png, PREFIX.fractions.png and\n"
+            "PREFIX.traces.png (python3 with matplotlib on plot_compare.py, found in\n"
+            "$SCM_SCRIPTS_DIR, else " SCM_SCRIPTS_DIR ",\n"
+            "else " SCM_DATA_SCRIPTS_DIR "; python3 is $SCM_PYTHON, else the\n"
+            "first of python3, /usr/bin/python3 with matplotlib; --no-plots skips them).\n"
             "\n"
             "The families of each K are enumerated (`scm fixed-points --K K --M M\n"
             "--polish-max-K 0 --max-residual 1e-9`, the built-in ansaetze, into\n"
@@ -51,7 +58,9 @@ static void compare_usage(FILE *f)
             "`scm stability --trials 3 --sigma 1e-4,1e-3,1e-2` (K <= 20; --no-stability\n"
             "skips it).  Default PREFIX: compare_M<M>.\n"
             "\n"
-            "exit status: 0 done, 1 a failure while running or writing, 2 bad input.\n");
+            "exit status: 0 done (also when matplotlib is missing: no figures, and how\n"
+            "to get them), 1 a failure while running or writing (a plotting failure\n"
+            "keeps the JSON and Markdown report), 2 bad input.\n");
 }
 
 /* Append a row count into the k1 table column (k1 < 0: unmatched). */
@@ -334,11 +343,99 @@ done:
     return nc;
 }
 
+/* ---- the figures (scripts/plot_compare.py) ------------------------------ */
+
+extern char **environ;
+
+/* Runs argv[0] (looked up in PATH) with argv, no shell; stdout and/or
+ * stderr to /dev/null when asked.  Returns its exit status, 128 + the
+ * signal that killed it, or -1 when it could not be started. */
+static int compare_spawn(char *const argv[], int mute_out, int mute_err)
+{
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return -1;
+    if (mute_out)
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    if (mute_err)
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int st, e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (e != 0)
+        return -1;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Writes the figures of the report json_path with plot_compare.py: the
+ * script from $SCM_SCRIPTS_DIR, else the source tree, else the installed
+ * copy; the interpreter $SCM_PYTHON, else the first of python3 (PATH) and
+ * /usr/bin/python3 that imports matplotlib (a python3 earlier in PATH, e.g.
+ * pyenv's, may lack it).  Returns 0 when the figures were written or
+ * matplotlib is missing (the message says how to get them), 1 when the
+ * script is missing or failed: the JSON and Markdown report stay. */
+static int compare_plots(const char *json_path, int quiet)
+{
+    const char *env = getenv("SCM_SCRIPTS_DIR");
+    const char *dirs[3] = {env && *env ? env : NULL, SCM_SCRIPTS_DIR, SCM_DATA_SCRIPTS_DIR};
+    char script[4096] = "";
+    for (int i = env && *env ? 0 : 1; i < (env && *env ? 1 : 3) && !script[0]; i++) {
+        snprintf(script, sizeof script, "%s/plot_compare.py", dirs[i]);
+        if (access(script, R_OK) != 0)
+            script[0] = '\0';
+    }
+    if (!script[0]) {
+        if (env && *env)
+            fprintf(stderr, "scm compare: no figures: no readable plot_compare.py in "
+                            "SCM_SCRIPTS_DIR = '%s'\n", env);
+        else
+            fprintf(stderr, "scm compare: no figures: plot_compare.py is in neither %s nor "
+                            "%s (set SCM_SCRIPTS_DIR to its directory)\n",
+                    SCM_SCRIPTS_DIR, SCM_DATA_SCRIPTS_DIR);
+        return 1;
+    }
+    const char *py_env = getenv("SCM_PYTHON");
+    const char *cands[2] = {"python3", "/usr/bin/python3"};
+    const char *py = NULL;
+    for (int i = 0; i < (py_env && *py_env ? 1 : 2) && !py; i++) {
+        const char *c = py_env && *py_env ? py_env : cands[i];
+        char *probe[] = {(char *)c, "-c", "import matplotlib", NULL};
+        if (compare_spawn(probe, 1, 1) == 0)
+            py = c;
+    }
+    if (!py) {
+        fprintf(stderr,
+                "scm compare: no figures: matplotlib is not importable by %s; get it with\n"
+                "    apt-get install python3-matplotlib\n"
+                "then write the figures with\n"
+                "    %s %s %s\n",
+                py_env && *py_env ? py_env : "python3 or /usr/bin/python3",
+                py_env && *py_env ? py_env : "/usr/bin/python3", script, json_path);
+        return 0;
+    }
+    char *argv[] = {(char *)py, script, (char *)json_path, NULL};
+    int st = compare_spawn(argv, quiet, 0);
+    if (st != 0) {
+        char why[64] = "could not be started";
+        if (st >= 0)
+            snprintf(why, sizeof why, "exit status %d", st);
+        fprintf(stderr,
+                "scm compare: the figures failed (%s %s %s: %s); the report %s and its "
+                "Markdown are written\n",
+                py, script, json_path, why, json_path);
+        return 1;
+    }
+    return 0;
+}
+
 int scm_cmd_compare(int argc, char **argv)
 {
     const char *config = NULL, *prefix = NULL, *seed = NULL, *threads = "1";
     const char *sets[MAX_SETS], *fam_for[64] = {0};
-    int nsets = 0, quiet = 0, ntr = 4, no_stab = 0;
+    int nsets = 0, quiet = 0, ntr = 4, no_stab = 0, no_plots = 0;
     long M = -1, runs = -1, Ks[64];
     char fam_made[64][4096];
     int nK = 0;
@@ -351,6 +448,8 @@ int scm_cmd_compare(int argc, char **argv)
             quiet = 1;
         } else if (strcmp(a, "--no-stability") == 0) {
             no_stab = 1;
+        } else if (strcmp(a, "--no-plots") == 0) {
+            no_plots = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             if (i + 1 >= argc) {
                 fprintf(stderr, "scm compare: option %s needs an argument\n", a);
@@ -845,8 +944,9 @@ int scm_cmd_compare(int argc, char **argv)
             }
         }
     }
-    fprintf(md, "\nFiles: %s.json; plots with `python3 scripts/plot_compare.py %s.json`.\n",
-            prefix, prefix);
+    fprintf(md, "\nFiles: %s.json; figures %s.hist.png, %s.fractions.png, %s.traces.png "
+                "(`python3 scripts/plot_compare.py %s.json`).\n",
+            prefix, prefix, prefix, prefix, prefix);
     if (fclose(md) != 0 || rename(tmp, path) != 0) {
         md = NULL;
         fprintf(stderr, "scm compare: cannot write '%s': %s\n", path, strerror(errno));
@@ -857,7 +957,8 @@ int scm_cmd_compare(int argc, char **argv)
     md = NULL;
     if (!quiet)
         fprintf(stderr, "scm compare: wrote %s.json and %s.md\n", prefix, prefix);
-    rc = 0;
+    snprintf(path, sizeof path, "%s.json", prefix);
+    rc = no_plots ? 0 : compare_plots(path, quiet);
 out:
     if (md)
         fclose(md);
