@@ -13,7 +13,8 @@
  * 1. Scaling: the spread over seeds of X_sim - X_ode (root mean square over
  *    the observables of their standard deviations) is fitted against d in
  *    {250, 1000, 4000}; the slope must be -1/2 within +-0.15 (the fit's
- *    statistical error with these seeds is about 0.06).
+ *    statistical error with these seeds is about 0.06).  For every rule
+ *    (gd, normalised, stiefel, two_layer) against its ODE.
  * 2. Agreement with the gradient flow (erf and ReLU, d = 1000): online SGD
  *    at finite eta follows the flow plus an O(eta) term (MATH.md section 8), so the flow is the eta -> 0
  *    limit.  The means over seeds at eta and eta / 2 are extrapolated
@@ -23,7 +24,8 @@
  *    (it is the eta term that makes it differ; the test can tell).
  *    The same for normalised (sphere) and Stiefel runs (erf, d = 1000)
  *    against the constrained population gradient flow integrated in weight
- *    space (projected closed-form gradient, RK4): no (Q, R) ODE involved.
+ *    space (projected closed-form gradient, RK4): no (Q, R) ODE involved;
+ *    and for normalised, stiefel and two_layer against their ODEs.
  * 3. Retractions: normalised (sphere) and Stiefel runs keep Q_kk = 1 and
  *    Q = I to 1e-12, in online and batch mode.
  * 4. Finite eta, both layers trained: online SGD at eta = 0.5 with v
@@ -71,11 +73,21 @@ static void observables(double eps, const double *Q, const double *R, const doub
 typedef void (*ode_fn)(const scm_model *m, const scm_sim_opts *o, const double *Qs,
                        const double *Rs, double tau, double *x);
 
-/* The gd flow (scm_traj_run); o does not enter. */
-static void ode_gd(const scm_model *m, const scm_sim_opts *so, const double *Qs,
-                   const double *Rs, double tau, double *x)
+/* The rule whose ODE the simulation options o follow as eta -> 0. */
+static const scm_rule *rule_of(const scm_sim_opts *o)
 {
-    (void)so;
+    if (o->constraint == SCM_SIM_SPHERE)
+        return &scm_rule_normalised;
+    if (o->constraint == SCM_SIM_STIEFEL)
+        return &scm_rule_stiefel;
+    return o->eta_v_ratio > 0.0 ? &scm_rule_two_layer : &scm_rule_gd;
+}
+
+/* That rule's ODE by scm_traj_run (lr_v_ratio = o->eta_v_ratio, v(0) the
+ * model's v). */
+static void ode_rule(const scm_model *m, const scm_sim_opts *so, const double *Qs,
+                     const double *Rs, double tau, double *x)
+{
     scm_traj_opts o;
     scm_traj_opts_default(&o);
     o.rtol = 1e-11;
@@ -85,11 +97,14 @@ static void ode_gd(const scm_model *m, const scm_sim_opts *so, const double *Qs,
     o.n_out = 1;
     o.eps_stop = 0.0;
     o.grad_stop = 0.0;
+    if (so->eta_v_ratio > 0.0)
+        o.rule_params.lr_v_ratio = so->eta_v_ratio;
     scm_traj_result r;
     scm_error err;
-    scm_status st = scm_traj_run(m, &scm_rule_gd, Qs, Rs, &o, &r, &err);
+    scm_status st = scm_traj_run(m, rule_of(so), Qs, Rs, &o, &r, &err);
     CHECK(st == SCM_OK && r.stop == SCM_STOP_T_MAX, "ODE: %s", st ? err.msg : r.err.msg);
-    observables(r.eps, r.Q, r.R, m->v, x);
+    if (st == SCM_OK)
+        observables(r.eps, r.Q, r.R, r.v, x);
     scm_traj_result_free(&r);
 }
 
@@ -268,18 +283,20 @@ static double rms(const double *x)
     return sqrt(s / NOBS);
 }
 
-static void test_scaling(const scm_model *m)
+/* The spread over S[i] seeds at d = ds[i] (eta = 0.5, time tau) against the
+ * ODE of the options' rule: exponent -1/2 +- 0.15. */
+static void test_scaling(const scm_model *m, scm_sim_constraint c, double eta_v_ratio,
+                         const int *S, double tau)
 {
     const long ds[3] = {250, 1000, 4000};
-    const int S[3] = {32, 32, 16};
     double lx[3], ly[3], mean[NOBS], sd[NOBS];
     for (int i = 0; i < 3; i++) {
-        const scm_sim_opts o = opts(SCM_SIM_ONLINE, ds[i], 0, 0.5, 0.0, SCM_SIM_FREE);
-        run_seeds(m, ode_gd, &o, 1.0, S[i], mean, sd);
+        const scm_sim_opts o = opts(SCM_SIM_ONLINE, ds[i], 0, 0.5, eta_v_ratio, c);
+        run_seeds(m, ode_rule, &o, tau, S[i], mean, sd);
         lx[i] = log((double)ds[i]);
         ly[i] = log(rms(sd));
-        printf("scaling: d = %5ld  spread %.4g  (x sqrt(d) = %.4g)\n", ds[i], rms(sd),
-               rms(sd) * sqrt((double)ds[i]));
+        printf("scaling %s: d = %5ld  spread %.4g  (x sqrt(d) = %.4g)\n", rule_of(&o)->name,
+               ds[i], rms(sd), rms(sd) * sqrt((double)ds[i]));
     }
     const double mx = (lx[0] + lx[1] + lx[2]) / 3, my = (ly[0] + ly[1] + ly[2]) / 3;
     double sxy = 0.0, sxx = 0.0;
@@ -289,17 +306,19 @@ static void test_scaling(const scm_model *m)
     }
     const double slope = sxy / sxx;
     printf("scaling: fitted exponent %.3f (want -0.5 +- 0.15)\n", slope);
-    CHECK(fabs(slope + 0.5) <= 0.15, "spread ~ d^%.3f, want d^-0.5", slope);
+    CHECK(fabs(slope + 0.5) <= 0.15, "constraint %d, eta_v %g: spread ~ d^%.3f, want d^-0.5",
+          (int)c, eta_v_ratio, slope);
 }
 
-static void test_agreement(const scm_model *m, ode_fn ode_at, scm_sim_constraint c, long d,
-                           int S)
+static void test_agreement(const scm_model *m, ode_fn ode_at, scm_sim_constraint c,
+                           double eta_v_ratio, long d, int S)
 {
     const double eta = 0.2, tau = 1.0;
-    printf("agreement: %s, constraint %d, d = %ld, %d seeds\n", m->act->name, (int)c, d, S);
     double m1[NOBS], sd1[NOBS], m2[NOBS], sd2[NOBS];
-    const scm_sim_opts o1 = opts(SCM_SIM_ONLINE, d, 0, eta, 0.0, c);
-    const scm_sim_opts o2 = opts(SCM_SIM_ONLINE, d, 0, eta / 2, 0.0, c);
+    const scm_sim_opts o1 = opts(SCM_SIM_ONLINE, d, 0, eta, eta_v_ratio, c);
+    const scm_sim_opts o2 = opts(SCM_SIM_ONLINE, d, 0, eta / 2, eta_v_ratio, c);
+    printf("agreement: %s, rule %s, %s, d = %ld, %d seeds\n", m->act->name, rule_of(&o1)->name,
+           ode_at == ode_rule ? "its ODE" : "weight-space flow", d, S);
     run_seeds(m, ode_at, &o1, tau, S, m1, sd1);
     run_seeds(m, ode_at, &o2, tau, S, m2, sd2);
     for (int j = 0; j < NOBS; j++) {
@@ -389,7 +408,7 @@ static void test_batch(const scm_model *m)
      * step scale or sign would be off by O(1). */
     double mean[NOBS], sd[NOBS];
     const scm_sim_opts o = opts(SCM_SIM_BATCH, 100, 5000, 1.0, 0.0, SCM_SIM_FREE);
-    run_seeds(m, ode_gd, &o, 1.0, 3, mean, sd);
+    run_seeds(m, ode_rule, &o, 1.0, 3, mean, sd);
     for (int j = 0; j < NOBS; j++)
         CHECK(fabs(mean[j]) < 0.05, "batch: observable %d off the flow by %.3g", j, mean[j]);
     printf("batch: rms gap to the flow %.3g\n", rms(mean));
@@ -445,13 +464,24 @@ int main(void)
     test_reproducible_and_errors(m);
     test_retractions(m);
     test_batch(m);
-    test_scaling(m);
-    test_agreement(m, ode_gd, SCM_SIM_FREE, 1000, 24);
+    static const int S_gd[3] = {32, 32, 16}, S_rule[3] = {24, 16, 8};
+    test_scaling(m, SCM_SIM_FREE, 0.0, S_gd, 1.0);
+    test_agreement(m, ode_rule, SCM_SIM_FREE, 0.0, 1000, 24);
     scm_model *relu = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, &err);
-    test_agreement(relu, ode_gd, SCM_SIM_FREE, 1000, 16);
-    test_agreement(m, ode_constrained, SCM_SIM_SPHERE, 1000, 16);
-    test_agreement(m, ode_constrained, SCM_SIM_STIEFEL, 1000, 16);
+    test_agreement(relu, ode_rule, SCM_SIM_FREE, 0.0, 1000, 16);
     scm_model_free(relu);
+    /* The other rules: against their ODEs (and the manifold ones against
+     * the weight-space projected flow too); two_layer from v(0) = (0.5, 1.5). */
+    static const double v0[K] = {0.5, 1.5};
+    scm_model *m2 = scm_model_alloc(K, M, &scm_act_erf, NULL, v0, NULL, &err);
+    for (int c = SCM_SIM_SPHERE; c <= SCM_SIM_STIEFEL; c++) {
+        test_agreement(m, ode_constrained, (scm_sim_constraint)c, 0.0, 1000, 16);
+        test_agreement(m, ode_rule, (scm_sim_constraint)c, 0.0, 1000, 16);
+        test_scaling(m, (scm_sim_constraint)c, 0.0, S_rule, 0.5);
+    }
+    test_agreement(m2, ode_rule, SCM_SIM_FREE, 1.0, 1000, 16);
+    test_scaling(m2, SCM_SIM_FREE, 1.0, S_rule, 0.5);
+    scm_model_free(m2);
     test_finite_eta();
     scm_model_free(m);
     return TEST_SUMMARY();

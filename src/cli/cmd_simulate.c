@@ -41,7 +41,7 @@ typedef struct {
     long n;
     double *t, *t_sim;
     double *eps_sim, *Q_sim, *R_sim, *v_sim;
-    double *eps_ode, *Q_ode, *R_ode;
+    double *eps_ode, *Q_ode, *R_ode, *v_ode;
     scm_stop_reason ode_stop;
     char error[600];  /* empty when both sides ran to the end */
     double secs_sim, secs_ode;
@@ -122,12 +122,25 @@ static int parse_section(const cJSON *sec, const char *path, sim_params *p)
 }
 
 /* The weight-space form of the config's rule: its constraint and trained
- * layers.  -1 after a message for a rule the simulator does not know. */
+ * layers (docs/simulate.md, section 1).  -1 after a message for a rule the
+ * simulator does not know. */
 static int rule_params(const scm_config *c, sim_params *p)
 {
     const char *r = c->rule->name;
-    if (strcmp(r, "gd") == 0) {
-        p->o.constraint = SCM_SIM_FREE;
+    p->o.constraint = SCM_SIM_FREE;
+    p->o.eta_v_ratio = 0.0;
+    if (strcmp(r, "gd") == 0)
+        return 0;
+    if (strcmp(r, "normalised") == 0) {
+        p->o.constraint = SCM_SIM_SPHERE;
+        return 0;
+    }
+    if (strcmp(r, "stiefel") == 0) {
+        p->o.constraint = SCM_SIM_STIEFEL;
+        return 0;
+    }
+    if (strcmp(r, "two_layer") == 0) {
+        p->o.eta_v_ratio = c->traj.rule_params.lr_v_ratio;
         return 0;
     }
     fprintf(stderr, "%s: the simulator has no weight-space form of rule '%s'\n", ME, r);
@@ -237,6 +250,7 @@ static void seed_run_free(seed_run *r)
     free(r->eps_ode);
     free(r->Q_ode);
     free(r->R_ode);
+    free(r->v_ode);
 }
 
 static int seed_run_alloc(seed_run *r, long n, int K, int M)
@@ -252,8 +266,9 @@ static int seed_run_alloc(seed_run *r, long n, int K, int M)
     r->R_sim = calloc(nn * KM, sizeof(double));
     r->R_ode = calloc(nn * KM, sizeof(double));
     r->v_sim = calloc(nn * (size_t)K, sizeof(double));
+    r->v_ode = calloc(nn * (size_t)K, sizeof(double));
     return r->t && r->t_sim && r->eps_sim && r->eps_ode && r->Q_sim && r->Q_ode && r->R_sim &&
-           r->R_ode && r->v_sim;
+           r->R_ode && r->v_sim && r->v_ode;
 }
 
 /* Simulate seed number s and integrate its ODE.  Returns 0 (r filled; a
@@ -312,6 +327,7 @@ static int run_seed(const scm_config *cfg, const scm_model *m, const sim_params 
         r->eps_ode[i] = tr.out_eps[i];
         memcpy(r->Q_ode + i * KK, tr.out_Q + i * KK, sizeof(double) * KK);
         memcpy(r->R_ode + i * KM, tr.out_R + i * KM, sizeof(double) * KM);
+        memcpy(r->v_ode + i * K, tr.out_v + i * K, sizeof(double) * (size_t)K);
         if ((st = scm_sim_advance(sim, tr.out_t[i], &err)) ||
             (st = scm_sim_state(sim, r->Q_sim + i * KK, r->R_sim + i * KM, r->v_sim + i * K,
                                 r->eps_sim + i, &err))) {
@@ -385,7 +401,7 @@ static int run_seeds(const scm_config *c, const scm_model *m, const sim_params *
 
 /* Over the seeds that reached output i: mean and standard error of
  * eps_sim - eps_ode, and the root mean square over seeds of the largest
- * deviation of an entry of Q or R.  0 when no seed reached it. */
+ * deviation of an entry of Q, R or v.  0 when no seed reached it. */
 static int stats_at(const seed_run *runs, int S, long i, int K, int M, double *mean,
                     double *se, double *rms)
 {
@@ -402,6 +418,8 @@ static int stats_at(const seed_run *runs, int S, long i, int K, int M, double *m
             dev = fmax(dev, fabs(r->Q_sim[i * KK + j] - r->Q_ode[i * KK + j]));
         for (long j = 0; j < KM; j++)
             dev = fmax(dev, fabs(r->R_sim[i * KM + j] - r->R_ode[i * KM + j]));
+        for (long j = 0; j < K; j++)
+            dev = fmax(dev, fabs(r->v_sim[i * K + j] - r->v_ode[i * K + j]));
         s1 += e;
         s2 += e * e;
         sq += dev * dev;
@@ -478,7 +496,7 @@ static cJSON *result_json(const scm_config *c, const sim_params *p, const seed_r
                                                        r->Q_sim + i * KK, r->R_sim + i * KM,
                                                        r->v_sim + i * K, K, M));
             cJSON_AddItemToObject(pt, "ode", side_json(r->t[i], r->eps_ode[i], r->Q_ode + i * KK,
-                                                       r->R_ode + i * KM, NULL, K, M));
+                                                       r->R_ode + i * KM, r->v_ode + i * K, K, M));
             cJSON_AddItemToArray(tr, pt);
         }
         cJSON_AddItemToArray(seeds, o);
@@ -510,7 +528,7 @@ static int csv_row(char **b, size_t *len, size_t *cap, unsigned long seed, const
     for (int j = 0; ok && j < K * M; j++)
         ok = cli_buf_printf(b, len, cap, ",%.17g", R[j]);
     for (int k = 0; ok && k < K; k++)
-        ok = v ? cli_buf_printf(b, len, cap, ",%.17g", v[k]) : cli_buf_printf(b, len, cap, ",");
+        ok = cli_buf_printf(b, len, cap, ",%.17g", v[k]);
     return ok && cli_buf_printf(b, len, cap, "\n");
 }
 
@@ -537,7 +555,7 @@ static scm_status write_csv(const char *path, const scm_config *c, const seed_ru
             ok = csv_row(&b, &len, &cap, r->init_seed, "sim", r->t_sim[i], r->eps_sim[i],
                          r->Q_sim + i * KK, r->R_sim + i * KM, r->v_sim + i * K, K, M) &&
                  csv_row(&b, &len, &cap, r->init_seed, "ode", r->t[i], r->eps_ode[i],
-                         r->Q_ode + i * KK, r->R_ode + i * KM, NULL, K, M);
+                         r->Q_ode + i * KK, r->R_ode + i * KM, r->v_ode + i * K, K, M);
     }
     scm_status st = ok ? scm_output_write_atomic(path, b, len, err)
                        : scm_error_set(err, SCM_ENOMEM, "out of memory writing '%s'", path);
@@ -634,7 +652,7 @@ static void print_summary(const scm_config *c, const sim_params *p, const seed_r
         printf("final      eps_sim - eps_ode = %.3g", mean);
         if (isfinite(se))
             printf(" +- %.2g (s.e.)", se);
-        printf(", rms max|dQ, dR| = %.3g\n", rms);
+        printf(", rms max|dQ, dR, dv| = %.3g\n", rms);
     }
     printf("time       simulation %.2f s, ODE %.3f s\n", ssim, sode);
 }
