@@ -335,6 +335,64 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
     return scm_traj_opts_check(o, err);
 }
 
+/* 'rule' and 'rule_params' (docs/rules.md): the table, copied with its
+ * parameters when it has some, and the combinations it cannot run. */
+static scm_status parse_rule(const cJSON *root, scm_config *c, scm_error *err)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "rule");
+    if (r && !cJSON_IsString(r))
+        return scm_error_set(err, SCM_EINVAL, "'rule' must be a string (one of %s)",
+                             scm_rule_names());
+    const char *name = r ? r->valuestring : "gd";
+    const scm_rule *rule = scm_rule_find(name);
+    if (!rule)
+        return scm_error_set(err, SCM_EINVAL, "'rule' must be one of %s, got \"%s\"",
+                             scm_rule_names(), name);
+    const cJSON *p = NULL;
+    scm_status st = get_section(root, "rule_params", &p, err);
+    if (st)
+        return st;
+    c->rule = rule;
+    if (!rule->rhs_p) {
+        if (p && p->child)
+            return scm_error_set(err, SCM_EINVAL, "'rule_params' is not used by rule \"%s\"",
+                                 name);
+    } else {
+        static const char *const two_keys[] = {"lr_v_ratio", NULL};
+        if ((st = check_keys(p, "rule_params", two_keys, err)))
+            return st;
+        c->rule_inst = *rule;
+        scm_rule_params *rp = &c->rule_inst.params;
+        if ((st = get_number(p, "rule_params", "lr_v_ratio", rule->params.lr_v_ratio,
+                             &rp->lr_v_ratio, err)))
+            return st;
+        if (!(rp->lr_v_ratio > 0.0))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "'rule_params.lr_v_ratio' must be > 0 for rule \"%s\", got %g",
+                                 name, rp->lr_v_ratio);
+        c->rule = &c->rule_inst;
+    }
+    if (rule->project && c->scale != 1.0)
+        return scm_error_set(err, SCM_EINVAL,
+                             "'init.scale' = %g has no effect with rule \"%s\" (the students "
+                             "are kept on its manifold): remove it",
+                             c->scale, name);
+    if (rule == &scm_rule_stiefel && c->init == SCM_INIT_RANDOM && c->d < c->K)
+        return scm_error_set(err, SCM_EINVAL,
+                             "rule \"stiefel\" needs init.d >= model.K (%ld < %d): K vectors "
+                             "in dimension d cannot be orthonormal",
+                             c->d, c->K);
+    const scm_model shape = {.K = c->K, .M = c->M};
+    if (rule->on_manifold && c->init == SCM_INIT_GIVEN &&
+        (st = rule->on_manifold(&shape, c->Q0, SCM_RULE_MANIFOLD_TOL, err))) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return scm_error_set(err, st, "'init.Q' is not on the manifold of rule \"%s\": %s", name,
+                             msg);
+    }
+    return SCM_OK;
+}
+
 /* The validated configuration as JSON, every default explicit. */
 static cJSON *used_json(const scm_config *c)
 {
@@ -350,6 +408,10 @@ static cJSON *used_json(const scm_config *c)
     cJSON_AddItemToObject(m, "v", scm_output_vector(c->v, c->K));
     cJSON_AddItemToObject(m, "v_star", scm_output_vector(c->vs, c->M));
     cJSON_AddStringToObject(root, "rule", c->rule->name);
+    if (c->rule->rhs_p) {
+        cJSON *rp = cJSON_AddObjectToObject(root, "rule_params");
+        cJSON_AddNumberToObject(rp, "lr_v_ratio", c->rule->params.lr_v_ratio);
+    }
     cJSON *i = cJSON_AddObjectToObject(root, "init");
     if (c->init == SCM_INIT_RANDOM) {
         cJSON_AddStringToObject(i, "type", "random");
@@ -388,7 +450,7 @@ static cJSON *used_json(const scm_config *c)
 scm_status scm_config_parse(const char *text, const char *source, const char *const *sets,
                             int nsets, scm_config **out, scm_error *err)
 {
-    static const char *const keys[] = {"model", "rule", "init", "integrator", NULL};
+    static const char *const keys[] = {"model", "rule", "rule_params", "init", "integrator", NULL};
     *out = NULL;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
@@ -414,18 +476,9 @@ scm_status scm_config_parse(const char *text, const char *source, const char *co
     scm_error e;
     scm_error_clear(&e);
     if ((st = check_keys(root, "", keys, &e)) || (st = parse_model(root, c, &e)) ||
-        (st = parse_init(root, c, &e)) || (st = parse_integrator(root, c, &e))) {
+        (st = parse_init(root, c, &e)) || (st = parse_integrator(root, c, &e)) ||
+        (st = parse_rule(root, c, &e))) {
         scm_error_set(err, st, "%s: %s", source, e.msg);
-        goto out;
-    }
-    const char *rule = NULL;
-    if ((st = get_string(root, "", "rule", "gd", &rule, &e))) {
-        scm_error_set(err, st, "%s: 'rule' must be a string", source);
-        goto out;
-    }
-    c->rule = scm_rule_find(rule);
-    if (!c->rule) {
-        st = scm_error_set(err, SCM_EINVAL, "%s: 'rule' must be \"gd\", got \"%s\"", source, rule);
         goto out;
     }
     c->used = used_json(c);
@@ -502,5 +555,6 @@ scm_status scm_config_initial_state(const scm_config *c, const scm_model *m, dou
         memcpy(R, c->R0, sizeof(double) * (size_t)c->K * (size_t)c->M);
     }
     scm_init_scale(m, c->scale, Q, R);
-    return SCM_OK;
+    /* A random init is mapped on the rule's manifold (a given one is on it). */
+    return c->init == SCM_INIT_RANDOM ? scm_rule_project(c->rule, m, Q, R, err) : SCM_OK;
 }

@@ -119,15 +119,23 @@ static double clamp_cs(double a, double b, double c, double tol)
 scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double *eps,
                          double *A, double *B)
 {
+    return scm_flow_grad_v(fl, Q, R, NULL, eps, A, B, NULL);
+}
+
+scm_status scm_flow_grad_v(scm_flow *fl, const double *Q, const double *R, const double *vin,
+                           double *eps, double *A, double *B, double *dv)
+{
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    const double *v = m->v, *vs = m->vs, *T = m->T;
+    const double *v = vin ? vin : m->v, *vs = m->vs, *T = m->T;
     const double tol = cs_slack(m, Q);
     double e = fl->eps_tt;
     if (A)
         memset(A, 0, sizeof(double) * (size_t)K * (size_t)K);
     if (B)
         memset(B, 0, sizeof(double) * (size_t)K * (size_t)M);
+    if (dv)
+        memset(dv, 0, sizeof(double) * (size_t)K);
     for (int k = 0; k < K; k++) {
         int dk = student_dead(m, Q, R, k);
         if (dk < 0)
@@ -143,6 +151,11 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
             if (st)
                 return st;
             double w = v[k] * v[l];
+            if (dv) { /* d eps / dv_k = sum_l v_l f(k, l) - sum_m v*_m f(k, m) */
+                dv[k] += v[l] * p.f;
+                if (l > k)
+                    dv[l] += v[k] * p.f;
+            }
             if (k == l) {
                 e += 0.5 * w * p.f;
                 if (A)
@@ -164,6 +177,8 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
                 return st;
             double w = v[k] * vs[n];
             e -= w * p.f;
+            if (dv)
+                dv[k] -= vs[n] * p.f;
             if (A)
                 A[k * K + k] -= w * p.fa;
             if (B)
@@ -193,9 +208,15 @@ static void symmetrise(int K, const double *A, double *S)
 scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *FQ,
                         double *FR, double *eps)
 {
+    return scm_flow_rhs_v(fl, Q, R, NULL, FQ, FR, eps, NULL, NULL);
+}
+
+scm_status scm_flow_rhs_v(scm_flow *fl, const double *Q, const double *R, const double *v,
+                          double *FQ, double *FR, double *eps, double *Pout, double *dv)
+{
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    scm_status st = scm_flow_grad(fl, Q, R, eps, fl->A, fl->B);
+    scm_status st = scm_flow_grad_v(fl, Q, R, v, eps, fl->A, fl->B, dv);
     if (st)
         return st;
     symmetrise(K, fl->A, fl->S);
@@ -212,6 +233,8 @@ scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *
     for (int k = 0; k < K; k++)
         for (int l = k; l < K; l++)
             FQ[k * K + l] = FQ[l * K + k] = -(P[k * K + l] + P[l * K + k]);
+    if (Pout)
+        memcpy(Pout, P, sizeof(double) * (size_t)K * (size_t)K);
     /* F_R = -(S R + B T) */
     scm_linalg_gemm(K, M, K, fl->S, R, 0, FR);
     const double *BT = fl->B;

@@ -309,10 +309,13 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
         goto out;
     if (c->scale != 1.0)
         scm_init_scale(m, c->scale, Q0, R0);
+    if ((st = scm_rule_project(c->rule, m, Q0, R0, err)))
+        goto out;
 
     scm_traj_opts to = c->traj;
     to.record = 0;
-    int two_stage = o->loose_grad_stop > to.grad_stop && to.grad_stop > 0.0;
+    /* A second stage restarts from (Q, R): a rule that trains v cannot. */
+    int two_stage = o->loose_grad_stop > to.grad_stop && to.grad_stop > 0.0 && !c->rule->has_v;
     scm_traj_opts t1 = to;
     if (two_stage)
         t1.grad_stop = o->loose_grad_stop;

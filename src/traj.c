@@ -102,6 +102,8 @@ void scm_traj_result_free(scm_traj_result *res)
     free(res->out_Q);
     free(res->out_R);
     free(res->dead);
+    free(res->v);
+    free(res->out_v);
     memset(res, 0, sizeof *res);
 }
 
@@ -153,7 +155,7 @@ static int cvode_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user)
         clean_state(c, c->ytmp);
         yv = c->ytmp;
     }
-    scm_status st = c->rule->rhs(c->fl, yv, N_VGetArrayPointer(ydot), NULL, c->scratch);
+    scm_status st = scm_rule_rhs(c->rule, c->fl, yv, N_VGetArrayPointer(ydot), NULL, c->scratch);
     if (st) {
         c->last_rhs_status = st;
         return 1; /* recoverable: CVODE retries with a smaller step */
@@ -169,13 +171,15 @@ static void cvode_err(int code, const char *module, const char *function, char *
     snprintf(c->cvode_msg, sizeof c->cvode_msg, "%s/%s: %s", module, function, msg);
 }
 
-/* Append one recorded point. */
+/* Append one recorded point; v (K entries) only when the rule trains it. */
 static scm_status record_point(scm_traj_result *r, long cap, int K, int M, double t, double eps,
-                               const double *Q, const double *R)
+                               const double *Q, const double *R, const double *v)
 {
     if (r->n_out >= cap)
         return SCM_EINVAL;
     long i = r->n_out++;
+    if (r->has_v)
+        memcpy(r->out_v + i * K, v, sizeof(double) * (size_t)K);
     r->out_t[i] = t;
     r->out_eps[i] = eps;
     memcpy(r->out_Q + i * K * K, Q, sizeof(double) * (size_t)K * (size_t)K);
@@ -246,7 +250,12 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     c.Qs = malloc(sizeof(double) * (size_t)KK);
     c.Rs = malloc(sizeof(double) * (size_t)KM);
     c.dead = res->dead;
-    if (!res->dead || !c.ytmp || !c.Qs || !c.Rs || !c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
+    res->has_v = rule->has_v;
+    if (res->has_v) {
+        res->v = malloc(sizeof(double) * (size_t)K);
+        res->out_v = malloc(sizeof(double) * (size_t)(cap * K));
+    }
+    if ((res->has_v && (!res->v || !res->out_v)) || !res->dead || !c.ytmp || !c.Qs || !c.Rs || !c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
         !res->out_Q || !res->out_R) {
         st = scm_error_set(err, SCM_ENOMEM, "out of memory setting up the trajectory");
         goto fail;
@@ -269,6 +278,8 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     st = scm_model_check_state(m, Q0, R0, o->psd_tol, err);
     if (st)
         goto fail;
+    if (rule->on_manifold && (st = rule->on_manifold(m, Q0, SCM_RULE_MANIFOLD_TOL, err)))
+        goto fail;
     int dk = dead_neuron(m, Q0, o->dead_tol);
     if (dk >= 0) {
         st = scm_error_set(err, SCM_EDEAD, "initial student %d is a dead ReLU neuron (Q_kk = %g)",
@@ -276,8 +287,12 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         goto fail;
     }
     rule->pack(m, Q0, R0, yv);
+    /* A rule that trains v starts from the model's v; vy is where it sits. */
+    double *vy = rule->has_v ? yv + n - K : NULL;
+    if (vy)
+        memcpy(vy, m->v, sizeof(double) * (size_t)K);
     double eps0;
-    st = rule->rhs(c.fl, yv, yd, &eps0, c.scratch);
+    st = scm_rule_rhs(rule, c.fl, yv, yd, &eps0, c.scratch);
     if (st) {
         scm_error_set(err, st, "the right-hand side fails at the initial state: %s",
                       scm_status_str(st));
@@ -329,12 +344,14 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
 #define OUT_TIME(i) ((i) == o->n_out - 1 ? o->t_max : o->t_first * exp(ratio * (i)))
     rule->unpack(m, yv, Q, R);
     if (o->record)
-        record_point(res, cap, K, M, 0.0, eps0, Q, R);
+        record_point(res, cap, K, M, 0.0, eps0, Q, R, vy);
 
     double t = 0.0, eps = eps0, maxF = scm_linalg_max_abs(yd, n);
     /* res->Q, res->R always hold the last valid state (of time t). */
     memcpy(res->Q, Q0, sizeof(double) * (size_t)KK);
     memcpy(res->R, R0, sizeof(double) * (size_t)KM);
+    if (vy)
+        memcpy(res->v, vy, sizeof(double) * (size_t)K);
     res->stop = SCM_STOP_T_MAX;
     long steps = 0;
     /* fresh: CVODE was (re)initialised, its interpolant holds no step yet;
@@ -390,10 +407,10 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             double to = OUT_TIME(next), eo;
             int ok = CVodeGetDky(cv, to, 0, yout) == CV_SUCCESS;
             clean_state(&c, yo);
-            if (!ok || rule->rhs(c.fl, yo, yd, &eo, c.scratch) != SCM_OK)
+            if (!ok || scm_rule_rhs(rule, c.fl, yo, yd, &eo, c.scratch) != SCM_OK)
                 eo = NAN;
             rule->unpack(m, yo, Q, R);
-            record_point(res, cap, K, M, to, eo, Q, R);
+            record_point(res, cap, K, M, to, eo, Q, R, vy ? yo + n - K : NULL);
             next++;
         }
         /* The new state: valid, alive, finite? */
@@ -451,12 +468,14 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
                 have_eps = 0;
                 memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
                 memcpy(res->R, R, sizeof(double) * (size_t)KM);
+                if (vy)
+                    memcpy(res->v, vy, sizeof(double) * (size_t)K);
                 continue;
             }
         }
         fresh = 0;
         have_eps = 1;
-        scm_status rs = rule->rhs(c.fl, yv, yd, &eps, c.scratch);
+        scm_status rs = scm_rule_rhs(rule, c.fl, yv, yd, &eps, c.scratch);
         if (rs) {
             scm_error_set(&res->err, rs, "the right-hand side fails at t = %.6g: %s", tret,
                           scm_status_str(rs));
@@ -467,12 +486,16 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         maxF = scm_linalg_max_abs(yd, n);
         memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
         memcpy(res->R, R, sizeof(double) * (size_t)KM);
+        if (vy)
+            memcpy(res->v, vy, sizeof(double) * (size_t)K);
     }
 #undef OUT_TIME
     if (!have_eps) {
         /* the run ended in the loose stage on an estimated F: evaluate */
         rule->pack(m, res->Q, res->R, yv);
-        scm_status rs = rule->rhs(c.fl, yv, yd, &eps, c.scratch);
+        if (vy)
+            memcpy(vy, res->v, sizeof(double) * (size_t)K);
+        scm_status rs = scm_rule_rhs(rule, c.fl, yv, yd, &eps, c.scratch);
         if (rs == SCM_OK) {
             maxF = scm_linalg_max_abs(yd, n);
         } else {
@@ -490,9 +513,9 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     /* The final state closes the record unless it is already its last point. */
     if (o->record) {
         if (res->n_out == 0 || res->out_t[res->n_out - 1] != t)
-            record_point(res, cap, K, M, t, eps, res->Q, res->R);
+            record_point(res, cap, K, M, t, eps, res->Q, res->R, res->v);
     } else {
-        record_point(res, cap, K, M, t, eps, res->Q, res->R);
+        record_point(res, cap, K, M, t, eps, res->Q, res->R, res->v);
     }
     add_counters(cv, res);
     st = SCM_OK;

@@ -103,7 +103,19 @@ expect_error Q_asym "'init.Q' is not symmetric" '{"model": {"K": 2, "M": 1}, "in
 expect_error rtol "integrator.rtol must be in (0, 1)" '{"model": {"K": 2, "M": 2}, "integrator": {"rtol": 2}}'
 expect_error method "'integrator.method' must be" '{"model": {"K": 2, "M": 2}, "integrator": {"method": "rk4"}}'
 expect_error n_out "'integrator.n_out' must be an integer" '{"model": {"K": 2, "M": 2}, "integrator": {"n_out": 0}}'
-expect_error rule "'rule' must be .gd., got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
+expect_error rule "'rule' must be one of .gd., .normalised., .stiefel., .two_layer., got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
+# rules (docs/rules.md): every bad combination has its named error
+expect_error rule_type "'rule' must be a string" '{"model": {"K": 2, "M": 2}, "rule": 3}'
+expect_error rule_params_gd "'rule_params' is not used by rule .gd." '{"model": {"K": 2, "M": 2}, "rule_params": {"lr_v_ratio": 1}}'
+expect_error rule_params_key "unknown key 'rule_params.eta'" '{"model": {"K": 2, "M": 2}, "rule": "two_layer", "rule_params": {"eta": 1}}'
+expect_error rule_params_obj "'rule_params' must be an object" '{"model": {"K": 2, "M": 2}, "rule": "two_layer", "rule_params": 1}'
+expect_error lr_v_zero "'rule_params.lr_v_ratio' must be > 0 for rule .two_layer., got 0" '{"model": {"K": 2, "M": 2}, "rule": "two_layer", "rule_params": {"lr_v_ratio": 0}}'
+expect_error lr_v_str "'rule_params.lr_v_ratio' must be a finite number" '{"model": {"K": 2, "M": 2}, "rule": "two_layer", "rule_params": {"lr_v_ratio": "x"}}'
+expect_error scale_norm "'init.scale' = 0.5 has no effect with rule .normalised." '{"model": {"K": 2, "M": 2}, "rule": "normalised", "init": {"scale": 0.5}}'
+expect_error scale_stiefel "'init.scale' = 2 has no effect with rule .stiefel." '{"model": {"K": 2, "M": 2}, "rule": "stiefel", "init": {"scale": 2}}'
+expect_error stiefel_d "rule .stiefel. needs init.d >= model.K (2 < 3)" '{"model": {"K": 3, "M": 2}, "rule": "stiefel", "init": {"d": 2}}'
+expect_error norm_given "'init.Q' is not on the manifold of rule .normalised.: Q\[1\]\[1\] = 2" '{"model": {"K": 2, "M": 1}, "rule": "normalised", "init": {"type": "given", "Q": [[1, 0], [0, 2]], "R": [[0], [0]]}}'
+expect_error stiefel_given "'init.Q' is not on the manifold of rule .stiefel.: Q\[0\]\[1\] = 0.1" '{"model": {"K": 2, "M": 1}, "rule": "stiefel", "init": {"type": "given", "Q": [[1, 0.1], [0.1, 1]], "R": [[0], [0]]}}'
 expect_error bad_json "invalid JSON near line 2" '{"model":
  {"K": 2,, "M": 2}}'
 expect_error set_form "is not of the form key=value" '{"model": {"K": 2, "M": 2}}' --set modelK

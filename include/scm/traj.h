@@ -77,6 +77,10 @@ typedef struct {
     int *dead;         /* K flags: the student died during the run */
     int n_dead;        /* how many did */
     long n_steps, n_rhs, n_jac_evals, n_lin_iters;
+    /* Rules that train v (rule->has_v): the final v and n_out recorded v's
+     * (K entries each); otherwise 0 and NULL (v is the model's). */
+    int has_v;
+    double *v, *out_v;
 } scm_traj_result;
 
 /* Integrate rule from (Q0, R0).  The return value is SCM_OK whenever the

@@ -69,6 +69,8 @@ static cJSON *result_json(const scm_config *c, const scm_traj_result *r)
     cJSON_AddNumberToObject(fin, "max_abs_F", r->max_F);
     cJSON_AddItemToObject(fin, "Q", scm_output_matrix(r->Q, K, K));
     cJSON_AddItemToObject(fin, "R", scm_output_matrix(r->R, K, M));
+    if (r->has_v) /* the trained second layer */
+        cJSON_AddItemToObject(fin, "v", scm_output_vector(r->v, K));
     cJSON *dead = cJSON_AddArrayToObject(fin, "dead_neurons");
     for (int k = 0; k < K; k++)
         if (r->dead && r->dead[k])
@@ -85,6 +87,8 @@ static cJSON *result_json(const scm_config *c, const scm_traj_result *r)
         cJSON_AddNumberToObject(p, "eps", r->out_eps[i]);
         cJSON_AddItemToObject(p, "Q", scm_output_matrix(r->out_Q + i * K * K, K, K));
         cJSON_AddItemToObject(p, "R", scm_output_matrix(r->out_R + i * K * M, K, M));
+        if (r->has_v)
+            cJSON_AddItemToObject(p, "v", scm_output_vector(r->out_v + i * K, K));
         cJSON_AddItemToArray(tr, p);
     }
     return root;
@@ -131,6 +135,8 @@ static scm_status write_csv(const char *path, const scm_config *c, const scm_tra
     for (int k = 0; ok && k < K; k++)
         for (int n = 0; ok && n < M; n++)
             ok = buf_printf(&buf, &len, &cap, ",R_%d_%d", k + 1, n + 1);
+    for (int k = 0; ok && r->has_v && k < K; k++)
+        ok = buf_printf(&buf, &len, &cap, ",v_%d", k + 1);
     ok = ok && buf_printf(&buf, &len, &cap, "\n");
     for (long i = 0; ok && i < r->n_out; i++) {
         const double *Q = r->out_Q + i * K * K, *R = r->out_R + i * K * M;
@@ -140,6 +146,8 @@ static scm_status write_csv(const char *path, const scm_config *c, const scm_tra
                 ok = buf_printf(&buf, &len, &cap, ",%.17g", Q[k * K + l]);
         for (int k = 0; ok && k < K * M; k++)
             ok = buf_printf(&buf, &len, &cap, ",%.17g", R[k]);
+        for (int k = 0; ok && r->has_v && k < K; k++)
+            ok = buf_printf(&buf, &len, &cap, ",%.17g", r->out_v[i * K + k]);
         ok = ok && buf_printf(&buf, &len, &cap, "\n");
     }
     scm_status st = ok ? scm_output_write_atomic(path, buf, len, err)
@@ -177,6 +185,12 @@ static void summary(const scm_config *c, const scm_traj_result *r, double secs,
             printf(k ? "          " : "");
             for (int n = 0; n < c->M; n++)
                 printf(" %9.5f", r->R[k * c->M + n]);
+            printf("\n");
+        }
+        if (r->has_v) {
+            printf("final v   ");
+            for (int k = 0; k < c->K; k++)
+                printf(" %9.5f", r->v[k]);
             printf("\n");
         }
     }

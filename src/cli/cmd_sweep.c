@@ -1440,6 +1440,8 @@ int scm_cmd_compare(int argc, char **argv)
                 break;
             if (c->scale != 1.0)
                 scm_init_scale(m, c->scale, Q0, R0);
+            if (scm_rule_project(c->rule, m, Q0, R0, &err))
+                break;
             scm_traj_opts to = c->traj;
             to.record = 1;
             if (scm_traj_run(m, c->rule, Q0, R0, &to, &tr, &err))
