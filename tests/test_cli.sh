@@ -69,6 +69,39 @@ JSON
 check "[ $? -eq 0 ]" "given init run"
 check "python3 -c \"import json; r=json.load(open('$W/given.out.json')); assert abs(r['trajectory'][0]['Q'][0][0]-0.125)<1e-15 and r['config']['init']['scale']==0.5\"" "given init with scale"
 
+# rules from the config: two_layer records v (JSON and CSV); normalised and
+# stiefel keep Q_kk = 1 and Q = I from a random init (projected)
+echo '{"model": {"K": 3, "M": 2, "activation": "erf", "v": [1, 0.5, -0.3]}, "rule": "two_layer",
+ "rule_params": {"lr_v_ratio": 0.5}, "integrator": {"t_max": 50, "n_out": 5}}' > "$W/two.json"
+"$SCM" run "$W/two.json" -o "$W/two.out.json" --csv "$W/two.csv" -q
+check "[ $? -eq 0 ]" "two_layer run"
+python3 - "$W/two.out.json" "$W/two.csv" <<'PY' && ok || ko "two_layer result: v(t), final v, CSV columns"
+import json, sys, csv
+r = json.load(open(sys.argv[1]))
+assert r["config"]["rule"] == "two_layer" and r["config"]["rule_params"]["lr_v_ratio"] == 0.5
+tr = r["trajectory"]
+assert tr[0]["v"] == [1, 0.5, -0.3] and len(r["final"]["v"]) == 3
+assert tr[-1]["v"] == r["final"]["v"] and max(abs(a - b) for a, b in zip(tr[0]["v"], tr[-1]["v"])) > 1e-3
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert len(rows) == len(tr) and float(rows[-1]["v_3"]) == r["final"]["v"][2]
+PY
+for rule in normalised stiefel; do
+    "$SCM" run "$W/two.json" -o "$W/$rule.out.json" -q --set rule=$rule --set rule_params={}
+    check "[ $? -eq 0 ]" "$rule run"
+    python3 - "$W/$rule.out.json" $rule <<'PY' && ok || ko "$rule run: manifold or result"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["config"]["rule"] == sys.argv[2] and "v" not in r["final"] and r["status"] == "ok"
+for p in r["trajectory"]:
+    Q = p["Q"]
+    for k in range(3):
+        for l in range(3):
+            if k == l or sys.argv[2] == "stiefel":
+                assert Q[k][l] == (1.0 if k == l else 0.0), (k, l, Q[k][l])
+assert r["trajectory"][-1]["eps"] < r["trajectory"][0]["eps"]
+PY
+done
+
 # a run that fails numerically: exit 1, a complete result that says so
 "$SCM" run "$SRC/examples/relu_k2.json" -o "$W/failed.json" -q --set integrator.rtol=1e-18 --set integrator.atol=1e-30 2> "$W/e"
 check "[ $? -eq 1 ]" "failed run exit status"
