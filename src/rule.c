@@ -109,6 +109,19 @@ static void norm_unpack(const scm_model *m, const double *y, double *Q, double *
     unpack_qr(m, y, Q, R, 0, 1.0);
 }
 
+/* The unprojected flow of a projected rule at the state y: scratch is
+ * laid out as Q, R, FQ, FR, P (proj_scratch). */
+static scm_status proj_flow(scm_flow *fl, const double *y,
+                            void (*unpack)(const scm_model *, const double *, double *, double *),
+                            double *eps, double *scratch)
+{
+    const scm_model *m = scm_flow_model(fl);
+    const long KK = (long)m->K * m->K, KM = (long)m->K * m->M;
+    double *Q = scratch, *R = Q + KK, *FQ = R + KM, *FR = FQ + KK, *P = FR + KM;
+    unpack(m, y, Q, R);
+    return scm_flow_rhs_v(fl, Q, R, NULL, FQ, FR, eps, P, NULL);
+}
+
 static scm_status norm_rhs(scm_flow *fl, const double *y, double *ydot, double *eps,
                            double *scratch)
 {
@@ -116,8 +129,7 @@ static scm_status norm_rhs(scm_flow *fl, const double *y, double *ydot, double *
     const int K = m->K, M = m->M;
     const long KK = (long)K * K, KM = (long)K * M;
     double *Q = scratch, *R = Q + KK, *FQ = R + KM, *FR = FQ + KK, *P = FR + KM;
-    norm_unpack(m, y, Q, R);
-    scm_status st = scm_flow_rhs_v(fl, Q, R, NULL, FQ, FR, eps, P, NULL);
+    scm_status st = proj_flow(fl, y, norm_unpack, eps, scratch);
     if (st)
         return st;
     /* The radial part of dw_k removed: c_k = h_k . w_k / |w_k|^2 = P_kk
@@ -202,9 +214,8 @@ static scm_status stiefel_rhs(scm_flow *fl, const double *y, double *ydot, doubl
     const scm_model *m = scm_flow_model(fl);
     const int K = m->K, M = m->M;
     const long KK = (long)K * K, KM = (long)K * M;
-    double *Q = scratch, *R = Q + KK, *FQ = R + KM, *FR = FQ + KK, *P = FR + KM;
-    stiefel_unpack(m, y, Q, R);
-    scm_status st = scm_flow_rhs_v(fl, Q, R, NULL, FQ, FR, eps, P, NULL);
+    double *R = scratch + KK, *FQ = R + KM, *FR = FQ + KK, *P = FR + KM;
+    scm_status st = proj_flow(fl, y, stiefel_unpack, eps, scratch);
     if (st)
         return st;
     /* dR = F_R + sym(P) R (Q = I, so sym(P) Q = sym(P)); FQ is reused for sym(P). */
