@@ -14,7 +14,7 @@
 #include "ansatz_internal.h"
 
 #define NAME_MAX_LEN 31
-#define MAX_GROUPS 64
+#define MAX_GROUPS SCM_ANSATZ_MAX_GROUPS
 
 struct scm_ansatz {
     char name[64];

@@ -6,6 +6,9 @@
 
 #include "scm/ansatz.h"
 
+/* At most this many student groups and as many teacher groups. */
+#define SCM_ANSATZ_MAX_GROUPS 64
+
 /* Entry classes of a block. */
 enum { SCM_CLS_DIAG = 0, SCM_CLS_OFF = 1, SCM_CLS_CONST = 2 };
 

@@ -335,61 +335,42 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
     return scm_traj_opts_check(o, err);
 }
 
-/* 'rule' and 'rule_params' (docs/rules.md): the table, copied with its
- * parameters when it has some, and the combinations it cannot run. */
+/* The training rule, its parameters, and the combinations it cannot run. */
 static scm_status parse_rule(const cJSON *root, scm_config *c, scm_error *err)
 {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "rule");
-    if (r && !cJSON_IsString(r))
-        return scm_error_set(err, SCM_EINVAL, "'rule' must be a string (one of %s)",
-                             scm_rule_names());
-    const char *name = r ? r->valuestring : "gd";
-    const scm_rule *rule = scm_rule_find(name);
-    if (!rule)
+    static const char *const keys[] = {"lr_v_ratio", NULL};
+    const char *rule = NULL;
+    scm_status st;
+    if ((st = get_string(root, "", "rule", "gd", &rule, err)))
+        return scm_error_set(err, st, "'rule' must be a string");
+    c->rule = scm_rule_find(rule);
+    if (!c->rule)
         return scm_error_set(err, SCM_EINVAL, "'rule' must be one of %s, got \"%s\"",
-                             scm_rule_names(), name);
-    const cJSON *p = NULL;
-    scm_status st = get_section(root, "rule_params", &p, err);
-    if (st)
+                             scm_rule_names(), rule);
+    const cJSON *s = NULL;
+    scm_rule_params *p = &c->traj.rule_params;
+    if ((st = get_section(root, "rule_params", &s, err)) ||
+        (st = check_keys(s, "rule_params", keys, err)))
         return st;
-    c->rule = rule;
-    if (!rule->rhs_p) {
-        if (p && p->child)
-            return scm_error_set(err, SCM_EINVAL, "'rule_params' is not used by rule \"%s\"",
-                                 name);
-    } else {
-        static const char *const two_keys[] = {"lr_v_ratio", NULL};
-        if ((st = check_keys(p, "rule_params", two_keys, err)))
-            return st;
-        c->rule_inst = *rule;
-        scm_rule_params *rp = &c->rule_inst.params;
-        if ((st = get_number(p, "rule_params", "lr_v_ratio", rule->params.lr_v_ratio,
-                             &rp->lr_v_ratio, err)))
-            return st;
-        if (!(rp->lr_v_ratio > 0.0))
-            return scm_error_set(err, SCM_EINVAL,
-                                 "'rule_params.lr_v_ratio' must be > 0 for rule \"%s\", got %g",
-                                 name, rp->lr_v_ratio);
-        c->rule = &c->rule_inst;
-    }
-    if (rule->project && c->scale != 1.0)
+    if (s && cJSON_GetObjectItemCaseSensitive(s, "lr_v_ratio") && !c->rule->trains_v)
         return scm_error_set(err, SCM_EINVAL,
-                             "'init.scale' = %g has no effect with rule \"%s\" (the students "
-                             "are kept on its manifold): remove it",
-                             c->scale, name);
-    if (rule == &scm_rule_stiefel && c->init == SCM_INIT_RANDOM && c->d < c->K)
+                             "'rule_params.lr_v_ratio' applies to rule two_layer only (rule is "
+                             "\"%s\")",
+                             c->rule->name);
+    if ((st = get_number(s, "rule_params", "lr_v_ratio", 1.0, &p->lr_v_ratio, err)))
+        return st;
+    if ((st = scm_rule_params_check(c->rule, p, err)))
+        return st;
+    if (c->rule->retract && c->scale != 1.0)
         return scm_error_set(err, SCM_EINVAL,
-                             "rule \"stiefel\" needs init.d >= model.K (%ld < %d): K vectors "
-                             "in dimension d cannot be orthonormal",
-                             c->d, c->K);
-    const scm_model shape = {.K = c->K, .M = c->M};
-    if (rule->on_manifold && c->init == SCM_INIT_GIVEN &&
-        (st = rule->on_manifold(&shape, c->Q0, SCM_RULE_MANIFOLD_TOL, err))) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        return scm_error_set(err, st, "'init.Q' is not on the manifold of rule \"%s\": %s", name,
-                             msg);
-    }
+                             "'init.scale' = %g has no effect with rule %s (the start is "
+                             "retracted onto the manifold): leave it at 1",
+                             c->scale, c->rule->name);
+    if (c->rule == &scm_rule_stiefel && c->init == SCM_INIT_RANDOM && c->d < c->K)
+        return scm_error_set(err, SCM_EINVAL,
+                             "rule stiefel needs K = %d orthonormal students, but 'init.d' = %ld "
+                             "< K",
+                             c->K, c->d);
     return SCM_OK;
 }
 
@@ -408,9 +389,9 @@ static cJSON *used_json(const scm_config *c)
     cJSON_AddItemToObject(m, "v", scm_output_vector(c->v, c->K));
     cJSON_AddItemToObject(m, "v_star", scm_output_vector(c->vs, c->M));
     cJSON_AddStringToObject(root, "rule", c->rule->name);
-    if (c->rule->rhs_p) {
+    if (c->rule->trains_v) {
         cJSON *rp = cJSON_AddObjectToObject(root, "rule_params");
-        cJSON_AddNumberToObject(rp, "lr_v_ratio", c->rule->params.lr_v_ratio);
+        cJSON_AddNumberToObject(rp, "lr_v_ratio", c->traj.rule_params.lr_v_ratio);
     }
     cJSON *i = cJSON_AddObjectToObject(root, "init");
     if (c->init == SCM_INIT_RANDOM) {
@@ -476,8 +457,11 @@ scm_status scm_config_parse(const char *text, const char *source, const char *co
     scm_error e;
     scm_error_clear(&e);
     if ((st = check_keys(root, "", keys, &e)) || (st = parse_model(root, c, &e)) ||
-        (st = parse_init(root, c, &e)) || (st = parse_integrator(root, c, &e)) ||
-        (st = parse_rule(root, c, &e))) {
+        (st = parse_init(root, c, &e)) || (st = parse_integrator(root, c, &e))) {
+        scm_error_set(err, st, "%s: %s", source, e.msg);
+        goto out;
+    }
+    if ((st = parse_rule(root, c, &e))) {
         scm_error_set(err, st, "%s: %s", source, e.msg);
         goto out;
     }
@@ -555,6 +539,5 @@ scm_status scm_config_initial_state(const scm_config *c, const scm_model *m, dou
         memcpy(R, c->R0, sizeof(double) * (size_t)c->K * (size_t)c->M);
     }
     scm_init_scale(m, c->scale, Q, R);
-    /* A random init is mapped on the rule's manifold (a given one is on it). */
-    return c->init == SCM_INIT_RANDOM ? scm_rule_project(c->rule, m, Q, R, err) : SCM_OK;
+    return SCM_OK;
 }

@@ -849,7 +849,21 @@ scm_status scm_fp_continue(const scm_ansatz *a, double dK, double k1, double M0,
     return st;
 }
 
-void scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_structure *s)
+/* Is paired student group i unspecialised (its own and other overlaps
+ * agree, relative to the overlap scale)? */
+static int group_unspecialised(const scm_ansatz_inst *in, const double *x, int i)
+{
+    int t = in->spair[i];
+    if (t < 0)
+        return 0;
+    int c = i * in->nt + t;
+    if (in->rd[c] < 0 || in->ro[c] < 0)
+        return 0;
+    double q = x[in->qd[i]];
+    return !(fabs(x[in->rd[c]] - x[in->ro[c]]) > SCM_ALIGN_COS_TOL * sqrt(fabs(q)));
+}
+
+scm_status scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_structure *s)
 {
     memset(s, 0, sizeof *s);
     for (int i = 0; i < in->ns; i++) {
@@ -857,31 +871,6 @@ void scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_structur
         if (scm_size_zero(n))
             continue;
         s->trQ += n * x[in->qd[i]];
-        int t = in->spair[i];
-        double d = NAN, o = NAN;
-        if (t >= 0 && in->rd[i * in->nt + t] >= 0) {
-            d = x[in->rd[i * in->nt + t]];
-            o = in->ro[i * in->nt + t] >= 0 ? x[in->ro[i * in->nt + t]] : -INFINITY;
-            /* a size-1 group: compare with its other overlaps, if any */
-            if (in->ro[i * in->nt + t] < 0) {
-                o = -INFINITY;
-                for (int u = 0; u < in->nt; u++)
-                    if (u != t && in->rc[i * in->nt + u] >= 0)
-                        o = fmax(o, x[in->rc[i * in->nt + u]]);
-                if (d < 0.0) {
-                    o = INFINITY;
-                    for (int u = 0; u < in->nt; u++)
-                        if (u != t && in->rc[i * in->nt + u] >= 0)
-                            o = fmin(o, x[in->rc[i * in->nt + u]]);
-                }
-            }
-        }
-        if (t >= 0 && d < 0.0 && d < o - 1e-6)
-            s->n_anti += n;
-        else if (t >= 0 && d > 0.0 && d > o + 1e-6)
-            s->n_aligned += n;
-        else
-            s->n_other += n;
         for (int u = 0; u < in->nt; u++) {
             int c = i * in->nt + u;
             double m = in->tsize[u];
@@ -895,4 +884,38 @@ void scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_structur
             }
         }
     }
+    if (!in->integral) {
+        s->n_anti = s->n_aligned = s->n_other = NAN;
+        return SCM_OK;
+    }
+    /* the anti-aligned count is scm_model_align's, on the full state */
+    const int K = in->Ki, M = in->Mi;
+    scm_error e;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_linear, NULL, NULL, NULL, &e);
+    double *Q = malloc(sizeof(double) * ((size_t)K * K + (size_t)K * M));
+    scm_alignment *kind = malloc(sizeof *kind * (size_t)K);
+    int *partner = malloc(sizeof *partner * (size_t)K);
+    scm_status st = m && Q && kind && partner ? SCM_OK : SCM_ENOMEM;
+    if (!st)
+        st = scm_ansatz_to_full(in, x, Q, Q + (size_t)K * K);
+    if (!st)
+        st = scm_model_align(m, Q, Q + (size_t)K * K, 0.0, kind, partner, NULL);
+    for (int i = 0; !st && i < in->ns; i++) {
+        int unspec = group_unspecialised(in, x, i);
+        for (int k = in->soff[i]; k < in->soff[i] + (int)lround(in->ssize[i]); k++) {
+            if (kind[k] == SCM_ALIGN_ANTI && !unspec)
+                s->n_anti += 1.0;
+            else if (kind[k] == SCM_ALIGN_ALIGNED && !unspec)
+                s->n_aligned += 1.0;
+            else
+                s->n_other += 1.0;
+        }
+    }
+    if (st)
+        s->n_anti = s->n_aligned = s->n_other = NAN;
+    scm_model_free(m);
+    free(Q);
+    free(kind);
+    free(partner);
+    return st;
 }

@@ -19,6 +19,7 @@ struct scm_flow {
     const scm_model *m;
     double eps_tt;  /* the constant teacher-teacher term of eps */
     int T_identity; /* T = I: B T is B itself */
+    const double *v; /* second layer in use: the model's, or scm_flow_set_v's */
     double *A, *B, *S, *P;
 };
 
@@ -44,6 +45,7 @@ scm_flow *scm_flow_alloc(const scm_model *model)
         return NULL;
     size_t K = (size_t)model->K, M = (size_t)model->M;
     fl->m = model;
+    fl->v = model->v;
     fl->A = malloc(sizeof(double) * K * K);
     fl->B = malloc(sizeof(double) * K * M);
     fl->S = malloc(sizeof(double) * K * K);
@@ -71,6 +73,8 @@ void scm_flow_free(scm_flow *fl)
 }
 
 const scm_model *scm_flow_model(const scm_flow *fl) { return fl->m; }
+
+void scm_flow_set_v(scm_flow *fl, const double *v) { fl->v = v ? v : fl->m->v; }
 
 /* A kernel failure on the teacher side of a pair means a zero-norm teacher
  * unit (ReLU), whose terms vanish; on the student side it is an error. */
@@ -119,23 +123,15 @@ static double clamp_cs(double a, double b, double c, double tol)
 scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double *eps,
                          double *A, double *B)
 {
-    return scm_flow_grad_v(fl, Q, R, NULL, eps, A, B, NULL);
-}
-
-scm_status scm_flow_grad_v(scm_flow *fl, const double *Q, const double *R, const double *vin,
-                           double *eps, double *A, double *B, double *dv)
-{
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    const double *v = vin ? vin : m->v, *vs = m->vs, *T = m->T;
+    const double *v = fl->v, *vs = m->vs, *T = m->T;
     const double tol = cs_slack(m, Q);
     double e = fl->eps_tt;
     if (A)
         memset(A, 0, sizeof(double) * (size_t)K * (size_t)K);
     if (B)
         memset(B, 0, sizeof(double) * (size_t)K * (size_t)M);
-    if (dv)
-        memset(dv, 0, sizeof(double) * (size_t)K);
     for (int k = 0; k < K; k++) {
         int dk = student_dead(m, Q, R, k);
         if (dk < 0)
@@ -151,11 +147,6 @@ scm_status scm_flow_grad_v(scm_flow *fl, const double *Q, const double *R, const
             if (st)
                 return st;
             double w = v[k] * v[l];
-            if (dv) { /* d eps / dv_k = sum_l v_l f(k, l) - sum_m v*_m f(k, m) */
-                dv[k] += v[l] * p.f;
-                if (l > k)
-                    dv[l] += v[k] * p.f;
-            }
             if (k == l) {
                 e += 0.5 * w * p.f;
                 if (A)
@@ -177,8 +168,6 @@ scm_status scm_flow_grad_v(scm_flow *fl, const double *Q, const double *R, const
                 return st;
             double w = v[k] * vs[n];
             e -= w * p.f;
-            if (dv)
-                dv[k] -= vs[n] * p.f;
             if (A)
                 A[k * K + k] -= w * p.fa;
             if (B)
@@ -208,15 +197,9 @@ static void symmetrise(int K, const double *A, double *S)
 scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *FQ,
                         double *FR, double *eps)
 {
-    return scm_flow_rhs_v(fl, Q, R, NULL, FQ, FR, eps, NULL, NULL);
-}
-
-scm_status scm_flow_rhs_v(scm_flow *fl, const double *Q, const double *R, const double *v,
-                          double *FQ, double *FR, double *eps, double *Pout, double *dv)
-{
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    scm_status st = scm_flow_grad_v(fl, Q, R, v, eps, fl->A, fl->B, dv);
+    scm_status st = scm_flow_grad(fl, Q, R, eps, fl->A, fl->B);
     if (st)
         return st;
     symmetrise(K, fl->A, fl->S);
@@ -233,8 +216,6 @@ scm_status scm_flow_rhs_v(scm_flow *fl, const double *Q, const double *R, const 
     for (int k = 0; k < K; k++)
         for (int l = k; l < K; l++)
             FQ[k * K + l] = FQ[l * K + k] = -(P[k * K + l] + P[l * K + k]);
-    if (Pout)
-        memcpy(Pout, P, sizeof(double) * (size_t)K * (size_t)K);
     /* F_R = -(S R + B T) */
     scm_linalg_gemm(K, M, K, fl->S, R, 0, FR);
     const double *BT = fl->B;
@@ -269,7 +250,7 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
 {
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    const double *v = m->v, *vs = m->vs, *T = m->T;
+    const double *v = fl->v, *vs = m->vs, *T = m->T;
     const scm_activation *act = m->act;
     const double tol = cs_slack(m, Q);
     double *G = fl->P; /* G_ik = v_i E[(phi* - phi) g'(lambda_i) lambda_k] */

@@ -150,3 +150,80 @@ scm_status scm_model_check_state(const scm_model *m, const double *Q, const doub
                              piv < M ? "teacher" : "student", piv < M ? piv : piv - M);
     return SCM_OK;
 }
+
+typedef struct {
+    double abs_c;
+    int k, m;
+} align_pair;
+
+static int align_pair_cmp(const void *a, const void *b)
+{
+    const align_pair *x = a, *y = b;
+    if (x->abs_c != y->abs_c)
+        return x->abs_c > y->abs_c ? -1 : 1;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return (x->m > y->m) - (x->m < y->m);
+}
+
+scm_status scm_model_align(const scm_model *m, const double *Q, const double *R, double dead_q,
+                           scm_alignment *kind, int *partner, double *cosine)
+{
+    const int K = m->K, M = m->M;
+    align_pair *pairs = malloc(sizeof *pairs * (size_t)K * (size_t)M + 1);
+    int *taken = calloc((size_t)M + 1, sizeof *taken);
+    if (!pairs || !taken) {
+        free(pairs);
+        free(taken);
+        return SCM_ENOMEM;
+    }
+    size_t np = 0;
+    for (int k = 0; k < K; k++) {
+        double q = Q[(size_t)k * K + k];
+        partner[k] = -1;
+        if (cosine)
+            cosine[k] = 0.0;
+        kind[k] = q > dead_q && q > 0.0 ? SCM_ALIGN_UNPAIRED : SCM_ALIGN_DEAD;
+        if (kind[k] == SCM_ALIGN_DEAD)
+            continue;
+        for (int j = 0; j < M; j++) {
+            double t = m->T[(size_t)j * M + j];
+            if (!(t > 0.0))
+                continue; /* a zero teacher has no direction */
+            double c = fabs(R[(size_t)k * M + j]) / sqrt(q * t);
+            pairs[np++] = (align_pair){isnan(c) ? 0.0 : c, k, j};
+        }
+    }
+    qsort(pairs, np, sizeof *pairs, align_pair_cmp);
+    for (size_t i = 0; i < np; i++) {
+        int k = pairs[i].k, j = pairs[i].m;
+        if (partner[k] >= 0 || taken[j])
+            continue;
+        partner[k] = j;
+        taken[j] = 1;
+        double c = R[(size_t)k * M + j] / sqrt(Q[(size_t)k * K + k] * m->T[(size_t)j * M + j]);
+        if (cosine)
+            cosine[k] = c;
+        kind[k] = c < -SCM_ALIGN_COS_TOL  ? SCM_ALIGN_ANTI
+                  : c > SCM_ALIGN_COS_TOL ? SCM_ALIGN_ALIGNED
+                                          : SCM_ALIGN_NONE;
+    }
+    free(pairs);
+    free(taken);
+    return SCM_OK;
+}
+
+scm_status scm_model_count_anti(const scm_model *m, const double *Q, const double *R,
+                                double dead_q, int *n_anti)
+{
+    scm_alignment *kind = malloc(sizeof *kind * (size_t)m->K);
+    int *partner = malloc(sizeof *partner * (size_t)m->K);
+    scm_status st = kind && partner ? scm_model_align(m, Q, R, dead_q, kind, partner, NULL)
+                                    : SCM_ENOMEM;
+    *n_anti = 0;
+    for (int k = 0; st == SCM_OK && k < m->K; k++)
+        *n_anti += kind[k] == SCM_ALIGN_ANTI;
+    free(kind);
+    free(partner);
+    return st;
+}

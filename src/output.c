@@ -114,3 +114,44 @@ scm_status scm_output_read_matrix(const cJSON *json, const char *name, int rows,
     }
     return SCM_OK;
 }
+
+char *scm_output_read_file(const char *path, size_t max_len, size_t *len, scm_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        scm_error_set(err, SCM_EIO, "cannot read '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        scm_error_set(err, SCM_ENOMEM, "out of memory reading '%s'", path);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1 || ferror(f))
+            break;
+        char *nb = cap > max_len ? NULL : realloc(buf, cap * 2);
+        if (!nb) {
+            if (cap > max_len)
+                scm_error_set(err, SCM_EINVAL, "'%s' is larger than %zu bytes", path, max_len);
+            else
+                scm_error_set(err, SCM_ENOMEM, "out of memory reading '%s'", path);
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) {
+        scm_error_set(err, SCM_EIO, "cannot read '%s'", path);
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        *len = n;
+    }
+    return buf;
+}

@@ -216,9 +216,7 @@ out:
 /* ---- Hessian, closed form ---- */
 
 /* Second derivatives of the pair kernel f(a, b, c) (docs/stability.md). */
-typedef struct {
-    double aa, ab, ac, bb, bc, cc;
-} pair2;
+typedef scm_pair2 pair2;
 
 static scm_status kernel2(const scm_activation *act, double a, double b, double c, pair2 *o)
 {
@@ -255,6 +253,11 @@ static scm_status kernel2(const scm_activation *act, double a, double b, double 
         return SCM_OK;
     }
     return SCM_EINVAL;
+}
+
+scm_status scm_stab_pair2(const scm_activation *act, double a, double b, double c, scm_pair2 *o)
+{
+    return kernel2(act, a, b, c, o);
 }
 
 /* h''(a) for h(a) = f(a, a, a) (the diagonal term: all three slots move). */

@@ -179,8 +179,6 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
         for (int n = 1; n < M; n++)
             if (fabs(R[k * M + n]) > fabs(R[k * M + best]))
                 best = n;
-        if (R[k * M + best] < 0.0)
-            rec->n_anti++;
         int seen = 0;
         if (picks)
             for (int j = 0; j < live; j++)
@@ -193,6 +191,9 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
     rec->n_shared = picks ? live - distinct : 0;
     if (picks != picks_buf)
         free(picks);
+    /* the anti-aligned count of every tool (model.h); -1 without memory */
+    if (scm_model_count_anti(m, Q, R, o->dead_q, &rec->n_anti) != SCM_OK)
+        rec->n_anti = -1;
 
     rec->matched = 0;
     rec->family[0] = '\0';
@@ -309,13 +310,10 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
         goto out;
     if (c->scale != 1.0)
         scm_init_scale(m, c->scale, Q0, R0);
-    if ((st = scm_rule_project(c->rule, m, Q0, R0, err)))
-        goto out;
 
     scm_traj_opts to = c->traj;
     to.record = 0;
-    /* A second stage restarts from (Q, R): a rule that trains v cannot. */
-    int two_stage = o->loose_grad_stop > to.grad_stop && to.grad_stop > 0.0 && !c->rule->has_v;
+    int two_stage = o->loose_grad_stop > to.grad_stop && to.grad_stop > 0.0;
     scm_traj_opts t1 = to;
     if (two_stage)
         t1.grad_stop = o->loose_grad_stop;
@@ -329,6 +327,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
     if (two_stage && tr.stop == SCM_STOP_FIXED_POINT && !accept_loose(rec)) {
         /* Not recognisably in a known basin: finish with the strict rule. */
         scm_traj_opts t2 = to;
+        t2.v0 = tr.v; /* a rule that trains v goes on from the v reached */
         t2.t_max = to.t_max - tr.t;
         t2.max_steps = to.max_steps - tr.n_steps;
         if (t2.t_max > 0.0 && t2.max_steps >= 1 && t2.t_first > t2.t_max)
@@ -782,6 +781,8 @@ scm_status scm_sweep_summary_add(scm_sweep_summary *s, const scm_sweep_record *r
     s->done++;
     if (r->converged) {
         s->converged++;
+        if (r->n_anti < 0)
+            return SCM_ENOMEM; /* the classification ran out of memory */
         if (r->n_anti >= s->nanti) {
             long *na = realloc(s->anti, sizeof *na * (size_t)(r->n_anti + 1));
             if (!na)

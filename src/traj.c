@@ -37,6 +37,8 @@ void scm_traj_opts_default(scm_traj_opts *o)
     o->loose_rtol = 1e-6;
     o->loose_atol = 1e-8;
     o->loose_until = 0.0;
+    scm_rule_params_default(&o->rule_params);
+    o->v0 = NULL;
 }
 
 scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err)
@@ -101,15 +103,16 @@ void scm_traj_result_free(scm_traj_result *res)
     free(res->out_eps);
     free(res->out_Q);
     free(res->out_R);
-    free(res->dead);
     free(res->v);
     free(res->out_v);
+    free(res->dead);
     memset(res, 0, sizeof *res);
 }
 
 /* What the CVODE callbacks see. */
 typedef struct {
     const scm_rule *rule;
+    const scm_rule_params *params;
     scm_flow *fl;
     double *scratch;
     scm_status last_rhs_status; /* of the most recent failing call */
@@ -117,7 +120,7 @@ typedef struct {
     const scm_model *m;
     const int *dead;  /* K flags: students frozen at zero */
     int n_dead;
-    double *ytmp, *Qs, *Rs; /* room to clean a state of its dead rows */
+    double *ytmp, *Qs, *Rs, *vs; /* room to clean a state of its dead rows */
 } traj_ctx;
 
 /* Zero the rows (and columns) of the dead students. */
@@ -138,9 +141,9 @@ static void clean_state(traj_ctx *c, double *y)
 {
     if (!c->n_dead)
         return;
-    c->rule->unpack(c->m, y, c->Qs, c->Rs);
+    c->rule->unpack(c->m, y, c->Qs, c->Rs, c->vs);
     zero_dead(c->m, c->dead, c->Qs, c->Rs);
-    c->rule->pack(c->m, c->Qs, c->Rs, y);
+    c->rule->pack(c->m, c->Qs, c->Rs, c->vs, y);
 }
 
 static int cvode_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user)
@@ -155,7 +158,7 @@ static int cvode_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user)
         clean_state(c, c->ytmp);
         yv = c->ytmp;
     }
-    scm_status st = scm_rule_rhs(c->rule, c->fl, yv, N_VGetArrayPointer(ydot), NULL, c->scratch);
+    scm_status st = c->rule->rhs(c->params, c->fl, yv, N_VGetArrayPointer(ydot), NULL, c->scratch);
     if (st) {
         c->last_rhs_status = st;
         return 1; /* recoverable: CVODE retries with a smaller step */
@@ -171,19 +174,18 @@ static void cvode_err(int code, const char *module, const char *function, char *
     snprintf(c->cvode_msg, sizeof c->cvode_msg, "%s/%s: %s", module, function, msg);
 }
 
-/* Append one recorded point; v (K entries) only when the rule trains it. */
+/* Append one recorded point. */
 static scm_status record_point(scm_traj_result *r, long cap, int K, int M, double t, double eps,
                                const double *Q, const double *R, const double *v)
 {
     if (r->n_out >= cap)
         return SCM_EINVAL;
     long i = r->n_out++;
-    if (r->has_v)
-        memcpy(r->out_v + i * K, v, sizeof(double) * (size_t)K);
     r->out_t[i] = t;
     r->out_eps[i] = eps;
     memcpy(r->out_Q + i * K * K, Q, sizeof(double) * (size_t)K * (size_t)K);
     memcpy(r->out_R + i * K * M, R, sizeof(double) * (size_t)K * (size_t)M);
+    memcpy(r->out_v + i * K, v, sizeof(double) * (size_t)K);
     return SCM_OK;
 }
 
@@ -227,7 +229,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     const long n = rule->dim(m), KK = (long)K * K, KM = (long)K * M;
     long cap = o->record ? o->n_out + 2 : 1;
 
-    traj_ctx c = {.rule = rule, .last_rhs_status = SCM_OK, .m = m};
+    traj_ctx c = {.rule = rule, .params = &o->rule_params, .last_rhs_status = SCM_OK, .m = m};
     SUNContext ctx = NULL;
     N_Vector y = NULL, yout = NULL, ydot = NULL;
     SUNMatrix J = NULL;
@@ -246,16 +248,14 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     res->out_Q = malloc(sizeof(double) * (size_t)(cap * KK));
     res->out_R = malloc(sizeof(double) * (size_t)(cap * KM));
     res->dead = calloc((size_t)K, sizeof(int));
+    res->v = malloc(sizeof(double) * (size_t)K);
+    res->out_v = malloc(sizeof(double) * (size_t)(cap * K));
+    c.vs = malloc(sizeof(double) * (size_t)K);
     c.ytmp = malloc(sizeof(double) * (size_t)n);
     c.Qs = malloc(sizeof(double) * (size_t)KK);
     c.Rs = malloc(sizeof(double) * (size_t)KM);
     c.dead = res->dead;
-    res->has_v = rule->has_v;
-    if (res->has_v) {
-        res->v = malloc(sizeof(double) * (size_t)K);
-        res->out_v = malloc(sizeof(double) * (size_t)(cap * K));
-    }
-    if ((res->has_v && (!res->v || !res->out_v)) || !res->dead || !c.ytmp || !c.Qs || !c.Rs || !c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
+    if (!res->dead || !res->v || !res->out_v || !c.vs || !c.ytmp || !c.Qs || !c.Rs || !c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
         !res->out_Q || !res->out_R) {
         st = scm_error_set(err, SCM_ENOMEM, "out of memory setting up the trajectory");
         goto fail;
@@ -275,10 +275,10 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
            *yd = N_VGetArrayPointer(ydot);
 
     /* The initial state must be valid: that is an input error, not a run. */
+    if ((st = scm_rule_params_check(rule, &o->rule_params, err)))
+        goto fail;
     st = scm_model_check_state(m, Q0, R0, o->psd_tol, err);
     if (st)
-        goto fail;
-    if (rule->on_manifold && (st = rule->on_manifold(m, Q0, SCM_RULE_MANIFOLD_TOL, err)))
         goto fail;
     int dk = dead_neuron(m, Q0, o->dead_tol);
     if (dk >= 0) {
@@ -286,13 +286,20 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
                            dk, Q0[dk * K + dk]);
         goto fail;
     }
-    rule->pack(m, Q0, R0, yv);
-    /* A rule that trains v starts from the model's v; vy is where it sits. */
-    double *vy = rule->has_v ? yv + n - K : NULL;
-    if (vy)
-        memcpy(vy, m->v, sizeof(double) * (size_t)K);
+    /* a manifold rule starts on its manifold */
+    memcpy(Q, Q0, sizeof(double) * (size_t)KK);
+    memcpy(R, R0, sizeof(double) * (size_t)KM);
+    if (rule->retract && (st = rule->retract(m, Q, R, err)))
+        goto fail;
+    memcpy(res->v, o->v0 ? o->v0 : m->v, sizeof(double) * (size_t)K);
+    for (int k = 0; k < K; k++)
+        if (!isfinite(res->v[k])) {
+            st = scm_error_set(err, SCM_ENAN, "initial v[%d] is not finite", k);
+            goto fail;
+        }
+    rule->pack(m, Q, R, res->v, yv);
     double eps0;
-    st = scm_rule_rhs(rule, c.fl, yv, yd, &eps0, c.scratch);
+    st = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps0, c.scratch);
     if (st) {
         scm_error_set(err, st, "the right-hand side fails at the initial state: %s",
                       scm_status_str(st));
@@ -342,16 +349,14 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     int next = 0;
     double ratio = o->n_out > 1 ? log(o->t_max / o->t_first) / (o->n_out - 1) : 0.0;
 #define OUT_TIME(i) ((i) == o->n_out - 1 ? o->t_max : o->t_first * exp(ratio * (i)))
-    rule->unpack(m, yv, Q, R);
+    rule->unpack(m, yv, Q, R, res->v);
     if (o->record)
-        record_point(res, cap, K, M, 0.0, eps0, Q, R, vy);
+        record_point(res, cap, K, M, 0.0, eps0, Q, R, res->v);
 
     double t = 0.0, eps = eps0, maxF = scm_linalg_max_abs(yd, n);
-    /* res->Q, res->R always hold the last valid state (of time t). */
-    memcpy(res->Q, Q0, sizeof(double) * (size_t)KK);
-    memcpy(res->R, R0, sizeof(double) * (size_t)KM);
-    if (vy)
-        memcpy(res->v, vy, sizeof(double) * (size_t)K);
+    /* res->Q, res->R, res->v always hold the last valid state (of time t). */
+    memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
+    memcpy(res->R, R, sizeof(double) * (size_t)KM);
     res->stop = SCM_STOP_T_MAX;
     long steps = 0;
     /* fresh: CVODE was (re)initialised, its interpolant holds no step yet;
@@ -407,15 +412,17 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             double to = OUT_TIME(next), eo;
             int ok = CVodeGetDky(cv, to, 0, yout) == CV_SUCCESS;
             clean_state(&c, yo);
-            if (!ok || scm_rule_rhs(rule, c.fl, yo, yd, &eo, c.scratch) != SCM_OK)
+            if (!ok || rule->rhs(&o->rule_params, c.fl, yo, yd, &eo, c.scratch) != SCM_OK)
                 eo = NAN;
-            rule->unpack(m, yo, Q, R);
-            record_point(res, cap, K, M, to, eo, Q, R, vy ? yo + n - K : NULL);
+            memcpy(c.vs, res->v, sizeof(double) * (size_t)K);
+            rule->unpack(m, yo, Q, R, c.vs);
+            record_point(res, cap, K, M, to, eo, Q, R, c.vs);
             next++;
         }
         /* The new state: valid, alive, finite? */
         clean_state(&c, yv);
-        rule->unpack(m, yv, Q, R);
+        memcpy(c.vs, res->v, sizeof(double) * (size_t)K);
+        rule->unpack(m, yv, Q, R, c.vs);
         scm_error chk;
         scm_status vs = scm_model_check_state(m, Q, R, psd_run, &chk);
         if (vs) {
@@ -445,7 +452,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
                  * make their correlations, and the steps, ill-conditioned. */
                 c.n_dead = res->n_dead;
                 zero_dead(m, res->dead, Q, R);
-                rule->pack(m, Q, R, yv);
+                rule->pack(m, Q, R, c.vs, yv);
                 add_counters(cv, res);
                 fresh = 1;
                 if (CVodeReInit(cv, tret, y) != CV_SUCCESS) {
@@ -468,14 +475,13 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
                 have_eps = 0;
                 memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
                 memcpy(res->R, R, sizeof(double) * (size_t)KM);
-                if (vy)
-                    memcpy(res->v, vy, sizeof(double) * (size_t)K);
+                memcpy(res->v, c.vs, sizeof(double) * (size_t)K);
                 continue;
             }
         }
         fresh = 0;
         have_eps = 1;
-        scm_status rs = scm_rule_rhs(rule, c.fl, yv, yd, &eps, c.scratch);
+        scm_status rs = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps, c.scratch);
         if (rs) {
             scm_error_set(&res->err, rs, "the right-hand side fails at t = %.6g: %s", tret,
                           scm_status_str(rs));
@@ -486,16 +492,13 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         maxF = scm_linalg_max_abs(yd, n);
         memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
         memcpy(res->R, R, sizeof(double) * (size_t)KM);
-        if (vy)
-            memcpy(res->v, vy, sizeof(double) * (size_t)K);
+        memcpy(res->v, c.vs, sizeof(double) * (size_t)K);
     }
 #undef OUT_TIME
     if (!have_eps) {
         /* the run ended in the loose stage on an estimated F: evaluate */
-        rule->pack(m, res->Q, res->R, yv);
-        if (vy)
-            memcpy(vy, res->v, sizeof(double) * (size_t)K);
-        scm_status rs = scm_rule_rhs(rule, c.fl, yv, yd, &eps, c.scratch);
+        rule->pack(m, res->Q, res->R, res->v, yv);
+        scm_status rs = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps, c.scratch);
         if (rs == SCM_OK) {
             maxF = scm_linalg_max_abs(yd, n);
         } else {
@@ -543,6 +546,7 @@ done:
     free(c.ytmp);
     free(c.Qs);
     free(c.Rs);
+    free(c.vs);
     free(Q);
     free(R);
     return st;

@@ -69,39 +69,6 @@ JSON
 check "[ $? -eq 0 ]" "given init run"
 check "python3 -c \"import json; r=json.load(open('$W/given.out.json')); assert abs(r['trajectory'][0]['Q'][0][0]-0.125)<1e-15 and r['config']['init']['scale']==0.5\"" "given init with scale"
 
-# rules from the config: two_layer records v (JSON and CSV); normalised and
-# stiefel keep Q_kk = 1 and Q = I from a random init (projected)
-echo '{"model": {"K": 3, "M": 2, "activation": "erf", "v": [1, 0.5, -0.3]}, "rule": "two_layer",
- "rule_params": {"lr_v_ratio": 0.5}, "integrator": {"t_max": 50, "n_out": 5}}' > "$W/two.json"
-"$SCM" run "$W/two.json" -o "$W/two.out.json" --csv "$W/two.csv" -q
-check "[ $? -eq 0 ]" "two_layer run"
-python3 - "$W/two.out.json" "$W/two.csv" <<'PY' && ok || ko "two_layer result: v(t), final v, CSV columns"
-import json, sys, csv
-r = json.load(open(sys.argv[1]))
-assert r["config"]["rule"] == "two_layer" and r["config"]["rule_params"]["lr_v_ratio"] == 0.5
-tr = r["trajectory"]
-assert tr[0]["v"] == [1, 0.5, -0.3] and len(r["final"]["v"]) == 3
-assert tr[-1]["v"] == r["final"]["v"] and max(abs(a - b) for a, b in zip(tr[0]["v"], tr[-1]["v"])) > 1e-3
-rows = list(csv.DictReader(open(sys.argv[2])))
-assert len(rows) == len(tr) and float(rows[-1]["v_3"]) == r["final"]["v"][2]
-PY
-for rule in normalised stiefel; do
-    "$SCM" run "$W/two.json" -o "$W/$rule.out.json" -q --set rule=$rule --set rule_params={}
-    check "[ $? -eq 0 ]" "$rule run"
-    python3 - "$W/$rule.out.json" $rule <<'PY' && ok || ko "$rule run: manifold or result"
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["config"]["rule"] == sys.argv[2] and "v" not in r["final"] and r["status"] == "ok"
-for p in r["trajectory"]:
-    Q = p["Q"]
-    for k in range(3):
-        for l in range(3):
-            if k == l or sys.argv[2] == "stiefel":
-                assert Q[k][l] == (1.0 if k == l else 0.0), (k, l, Q[k][l])
-assert r["trajectory"][-1]["eps"] < r["trajectory"][0]["eps"]
-PY
-done
-
 # a run that fails numerically: exit 1, a complete result that says so
 "$SCM" run "$SRC/examples/relu_k2.json" -o "$W/failed.json" -q --set integrator.rtol=1e-18 --set integrator.atol=1e-30 2> "$W/e"
 check "[ $? -eq 1 ]" "failed run exit status"
@@ -136,19 +103,7 @@ expect_error Q_asym "'init.Q' is not symmetric" '{"model": {"K": 2, "M": 1}, "in
 expect_error rtol "integrator.rtol must be in (0, 1)" '{"model": {"K": 2, "M": 2}, "integrator": {"rtol": 2}}'
 expect_error method "'integrator.method' must be" '{"model": {"K": 2, "M": 2}, "integrator": {"method": "rk4"}}'
 expect_error n_out "'integrator.n_out' must be an integer" '{"model": {"K": 2, "M": 2}, "integrator": {"n_out": 0}}'
-expect_error rule "'rule' must be one of .gd., .normalised., .stiefel., .two_layer., got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
-# rules (docs/rules.md): every bad combination has its named error
-expect_error rule_type "'rule' must be a string" '{"model": {"K": 2, "M": 2}, "rule": 3}'
-expect_error rule_params_gd "'rule_params' is not used by rule .gd." '{"model": {"K": 2, "M": 2}, "rule_params": {"lr_v_ratio": 1}}'
-expect_error rule_params_key "unknown key 'rule_params.eta'" '{"model": {"K": 2, "M": 2}, "rule": "two_layer", "rule_params": {"eta": 1}}'
-expect_error rule_params_obj "'rule_params' must be an object" '{"model": {"K": 2, "M": 2}, "rule": "two_layer", "rule_params": 1}'
-expect_error lr_v_zero "'rule_params.lr_v_ratio' must be > 0 for rule .two_layer., got 0" '{"model": {"K": 2, "M": 2}, "rule": "two_layer", "rule_params": {"lr_v_ratio": 0}}'
-expect_error lr_v_str "'rule_params.lr_v_ratio' must be a finite number" '{"model": {"K": 2, "M": 2}, "rule": "two_layer", "rule_params": {"lr_v_ratio": "x"}}'
-expect_error scale_norm "'init.scale' = 0.5 has no effect with rule .normalised." '{"model": {"K": 2, "M": 2}, "rule": "normalised", "init": {"scale": 0.5}}'
-expect_error scale_stiefel "'init.scale' = 2 has no effect with rule .stiefel." '{"model": {"K": 2, "M": 2}, "rule": "stiefel", "init": {"scale": 2}}'
-expect_error stiefel_d "rule .stiefel. needs init.d >= model.K (2 < 3)" '{"model": {"K": 3, "M": 2}, "rule": "stiefel", "init": {"d": 2}}'
-expect_error norm_given "'init.Q' is not on the manifold of rule .normalised.: Q\[1\]\[1\] = 2" '{"model": {"K": 2, "M": 1}, "rule": "normalised", "init": {"type": "given", "Q": [[1, 0], [0, 2]], "R": [[0], [0]]}}'
-expect_error stiefel_given "'init.Q' is not on the manifold of rule .stiefel.: Q\[0\]\[1\] = 0.1" '{"model": {"K": 2, "M": 1}, "rule": "stiefel", "init": {"type": "given", "Q": [[1, 0.1], [0.1, 1]], "R": [[0], [0]]}}'
+expect_error rule "'rule' must be one of gd, normalised, stiefel, two_layer, got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
 expect_error bad_json "invalid JSON near line 2" '{"model":
  {"K": 2,, "M": 2}}'
 expect_error set_form "is not of the form key=value" '{"model": {"K": 2, "M": 2}}' --set modelK
@@ -183,6 +138,65 @@ PY
 done
 "$SCM" fixed-points --K 4 --M 4 --k1 1 --starts 10 -q -o "$W/fpn.json"
 check "python3 -c \"import json; assert all('stability' not in p for p in json.load(open('$W/fpn.json'))['fixed_points'])\"" "fixed-points without --stability has a stability object"
+
+# scm stability --K --M --k1 (issue 15): the family's point says what it is.
+# K = M = 12, k1 = 2 is not the global minimum; --index and --loss pick.
+"$SCM" stability --K 12 --M 12 --k1 2 --no-flow --no-hessian --trials 1 -o "$W/fam.json" > "$W/fam.out" 2>&1
+check "[ $? -eq 0 ]" "stability --K 12 --M 12 --k1 2: $(cat "$W/fam.out")"
+check "grep -q 'lowest-loss minimum candidate' '$W/fam.out'" "stability family: no selection line"
+python3 - "$W/fam.json" <<'PY' && ok || ko "stability family JSON"
+import json, sys
+f = json.load(open(sys.argv[1]))["family"]
+assert f["n_anti"] == 2 and f["k1"] == 2, f
+assert f["loss"] > 1e-3 and f["class"] == "min_candidate", f
+assert f["selection"] == "lowest-loss minimum candidate" and f["ansatz"] in ("k1", "k1_extra")
+assert "R[anti,tanti].diag" in f["scalars"] or "R[al,tal].diag" in f["scalars"], f["scalars"]
+assert all(p["loss"] > 1e-6 for p in f["points"]), f["points"]
+PY
+loss=$(python3 -c "import json; print(json.load(open('$W/fam.json'))['family']['loss'])")
+"$SCM" stability --K 12 --M 12 --k1 2 --loss "$loss" --no-flow --no-hessian --trials 1 -q -o "$W/fam2.json" 2> "$W/e"
+check "[ $? -eq 0 ] && python3 -c \"import json; f = json.load(open('$W/fam2.json'))['family']; assert f['selection'] == '--loss' and abs(f['loss'] - $loss) < 1e-9\"" "stability --loss: $(cat "$W/e")"
+"$SCM" stability --K 12 --M 12 --k1 2 --index 999 --no-flow -q -o "$W/fam3.json" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- '--index 999' '$W/e' && [ ! -e '$W/fam3.json' ]" "stability --index out of range: $(cat "$W/e")"
+"$SCM" stability --K 12 --M 12 --k1 2 --loss 0.5 --no-flow -q -o "$W/fam4.json" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- '--loss 0.5' '$W/e' && [ ! -e '$W/fam4.json' ]" "stability --loss no match: $(cat "$W/e")"
+"$SCM" stability --K 12 --M 12 --k1 2 --loss 0.1 --index 0 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'not both' '$W/e'" "stability --loss with --index"
+
+# the training rules from the config: two_layer writes v; bad combinations
+expect_error lrv_gd "'rule_params.lr_v_ratio' applies to rule two_layer only" '{"model": {"K": 2, "M": 2}, "rule_params": {"lr_v_ratio": 2}}'
+expect_error stiefel_d "rule stiefel needs K = 3 orthonormal students" '{"model": {"K": 3, "M": 2}, "rule": "stiefel", "init": {"d": 2}}'
+expect_error norm_scale "'init.scale' = 0.5 has no effect with rule normalised" '{"model": {"K": 2, "M": 2}, "rule": "normalised", "init": {"scale": 0.5}}'
+for r in normalised stiefel two_layer; do
+    "$SCM" run "$SRC/examples/relu_k2.json" --set rule=$r -o "$W/$r.json" --csv "$W/$r.csv" -q 2> "$W/e"
+    check "[ $? -eq 0 ]" "run rule $r: $(cat "$W/e")"
+done
+python3 - "$W" <<'PY' && ok || ko "rule results"
+import csv, json, sys
+w = sys.argv[1]
+for r in ("normalised", "stiefel", "two_layer"):
+    j = json.load(open(f"{w}/{r}.json"))
+    assert j["config"]["rule"] == r and j["status"] == "ok", (r, j["status"])
+    Q = j["final"]["Q"]
+    if r == "normalised":
+        assert all(Q[k][k] == 1.0 for k in range(2)), Q
+    if r == "stiefel":
+        assert Q == [[1.0, 0.0], [0.0, 1.0]], Q
+    head = next(csv.reader(open(f"{w}/{r}.csv")))
+    assert ("v_1" in head) == (r == "two_layer"), head
+    if r == "two_layer":
+        assert "v" in j["trajectory"][-1] and len(j["final"]["v"]) == 2
+        assert j["config"]["rule_params"]["lr_v_ratio"] == 1
+PY
+
+# scm lintarget: outputs and bad options
+"$SCM" lintarget --alpha 1e-2,1e-3 --c 0.5 -q -o "$W/lt" 2> "$W/e"
+check "[ $? -eq 0 ] && [ -s '$W/lt.json' ] && [ -s '$W/lt.phases.csv' ] && [ -s '$W/lt.traces.csv' ]" "lintarget: $(cat "$W/e")"
+check "python3 -c \"import json; r = json.load(open('$W/lt.json')); assert len(r['runs']) == 2 and r['saddle_manifold'][0]['verdict'].startswith('non-strict')\"" "lintarget JSON"
+"$SCM" lintarget --alpha 2 -o "$W/lt2" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- '--alpha values must be in (0, 1)' '$W/e' && [ ! -e '$W/lt2.json' ]" "lintarget --alpha 2"
+"$SCM" lintarget --c x -o "$W/lt3" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- \"--c needs\" '$W/e'" "lintarget --c x"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -342,10 +342,12 @@ static int newton_fixed_point(const scm_model *m, double *Q, double *R, double *
     gsl_matrix *J = gsl_matrix_alloc((size_t)n, (size_t)n);
     gsl_permutation *p = gsl_permutation_alloc((size_t)n);
     gsl_vector *dx = gsl_vector_alloc((size_t)n);
-    rule->pack(m, Q, R, y);
+    scm_rule_params rp;
+    scm_rule_params_default(&rp);
+    rule->pack(m, Q, R, NULL, y);
     int ok = 0;
     for (int it = 0; it < 30; it++) {
-        if (rule->rhs(fl, y, f, eps, sc))
+        if (rule->rhs(&rp, fl, y, f, eps, sc))
             break;
         double res = 0;
         for (long i = 0; i < n; i++)
@@ -357,9 +359,9 @@ static int newton_fixed_point(const scm_model *m, double *Q, double *R, double *
         for (long j = 0; j < n; j++) {
             double h = 1e-7, y0 = y[j];
             y[j] = y0 + h;
-            rule->rhs(fl, y, fp, NULL, sc);
+            rule->rhs(&rp, fl, y, fp, NULL, sc);
             y[j] = y0 - h;
-            rule->rhs(fl, y, fm, NULL, sc);
+            rule->rhs(&rp, fl, y, fm, NULL, sc);
             y[j] = y0;
             for (long i = 0; i < n; i++)
                 gsl_matrix_set(J, (size_t)i, (size_t)j, (fp[i] - fm[i]) / (2 * h));
@@ -371,8 +373,8 @@ static int newton_fixed_point(const scm_model *m, double *Q, double *R, double *
         for (long i = 0; i < n; i++)
             y[i] -= gsl_vector_get(dx, (size_t)i);
     }
-    rule->unpack(m, y, Q, R);
-    rule->rhs(fl, y, f, eps, sc);
+    rule->unpack(m, y, Q, R, NULL);
+    rule->rhs(&rp, fl, y, f, eps, sc);
     gsl_matrix_free(J);
     gsl_permutation_free(p);
     gsl_vector_free(dx);

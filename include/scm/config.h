@@ -31,7 +31,6 @@ typedef struct scm_config {
     double *Q0, *R0;     /* given init (K x K, K x M), else NULL */
     scm_traj_opts traj;
     cJSON *used;         /* the configuration actually used, defaults filled */
-    scm_rule rule_inst;  /* rule points here when the rule has parameters */
 } scm_config;
 
 /* Parse and validate.  sets[0..nsets-1] are "key.path=value" overrides

@@ -118,20 +118,26 @@ scm_status scm_fp_block_stability(scm_blockflow *bf, const double *x, double *re
 scm_status scm_fp_full_stability(scm_flow *fl, const double *Q, const double *R,
                                  double *re_max, double *re_min);
 
-/* What the students of a solution do, group by group: "anti" students are
- * in a paired group with a negative overlap with their own teacher (and
- * below their overlap with the group's other teachers), "aligned" ones a
- * positive overlap above it, all others (unpaired groups, or paired groups
- * whose diagonal and off-diagonal overlaps agree to 1e-6) are "other".
- * Counts are the group sizes.  Also two permutation invariants of the
- * state, tr Q and ||R||_F^2, which with the loss identify a solution found
- * in several ansätze. */
+/* What the students of a solution do: "anti" students are the
+ * anti-aligned ones of scm_model_align (model.h: students paired one to one
+ * with teachers by decreasing |cosine|, a tolerance relative to the overlap
+ * scale; the one definition every tool uses), "aligned" ones are
+ * aligned there, all others are "other": unpaired students (K > M), dead
+ * ones, ones with no overlap beyond round-off, and every student of an
+ * unspecialised paired group (own and other overlaps equal to
+ * SCM_ALIGN_COS_TOL relative).  A point is specialised, every teacher
+ * paired with a clearly anti-aligned or aligned student, when
+ * n_other == K - M.  At
+ * non-integral group sizes (continuation) the counts are NaN.  Also two
+ * permutation invariants of the state, tr Q and ||R||_F^2, which with the
+ * loss identify a solution found in several ansätze.  SCM_ENOMEM (counts
+ * NaN) is the only failure. */
 typedef struct {
     double n_anti, n_aligned, n_other;
     double trQ, normR2;
 } scm_fp_structure;
 
-void scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_structure *s);
+scm_status scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_structure *s);
 
 /* One continued branch: points at increasing M. */
 typedef struct {

@@ -40,6 +40,11 @@ scm_flow *scm_flow_alloc(const scm_model *model);
 void scm_flow_free(scm_flow *fl);
 const scm_model *scm_flow_model(const scm_flow *fl);
 
+/* Evaluate with second layer v (K entries, kept by pointer, not copied)
+ * instead of the model's, until the next call; NULL restores the model's.
+ * The rules that train v set it before every evaluation. */
+void scm_flow_set_v(scm_flow *fl, const double *v);
+
 /* The population loss eps(Q, R). */
 scm_status scm_flow_loss(scm_flow *fl, const double *Q, const double *R, double *eps);
 
@@ -53,20 +58,6 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
  * free). */
 scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *FQ,
                         double *FR, double *eps);
-
-/* The same with explicit student second-layer weights v (K entries; NULL
- * means the model's), for rules that train v.  dv (K, may be NULL) gets
- * d eps / dv_k = sum_l v_l f(Q_kk, Q_ll, Q_kl) - sum_m v*_m f(Q_kk, T_mm, R_km)
- * (zero for a dead ReLU student). */
-scm_status scm_flow_grad_v(scm_flow *fl, const double *Q, const double *R, const double *v,
-                           double *eps, double *A, double *B, double *dv);
-
-/* scm_flow_rhs at explicit v (NULL: the model's), and optionally (NULL when
- * not wanted) P = S Q + B R^T (K x K, not symmetric: P_kl = h_k . w_l / d
- * where dw_k/dtau = -h_k is the unprojected flow, so F_Q = -(P + P^T)),
- * which the projected rules need, and dv = d eps / dv as above. */
-scm_status scm_flow_rhs_v(scm_flow *fl, const double *Q, const double *R, const double *v,
-                          double *FQ, double *FR, double *eps, double *P, double *dv);
 
 /* The same right-hand side from the textbook I3 sums. */
 scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, double *FQ,

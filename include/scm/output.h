@@ -32,4 +32,10 @@ cJSON *scm_output_vector(const double *x, int n);
 scm_status scm_output_read_matrix(const cJSON *json, const char *name, int rows, int cols,
                                   double *A, scm_error *err);
 
+/* The whole file at path as a NUL-terminated string (*len its length, the
+ * caller frees it), or NULL with err filled: SCM_EIO (cannot open or read:
+ * the path and the system's reason), SCM_EINVAL (larger than about
+ * max_len bytes), SCM_ENOMEM. */
+char *scm_output_read_file(const char *path, size_t max_len, size_t *len, scm_error *err);
+
 #endif

@@ -1,25 +1,40 @@
 /* rule.h: training rules as ODEs on a flat state vector y.
  *
- * A rule says how the state is laid out (which order parameters it holds:
- * plain gradient descent holds the upper triangle of Q and all of R; a rule
- * that also trains the second layer would append v) and how to evaluate
- * dy/dtau.  The trajectory integrator only sees this table, so a new rule
- * (normalised GD, Stiefel GD, both layers, finite-step SGD) is a new table,
- * not a change to the integrator. */
+ * A rule says how the state is laid out (which order parameters it holds)
+ * and how to evaluate dy/dtau; the trajectory integrator only sees this
+ * table, so a new rule is a new table, not a change to the integrator.
+ * The rules (MATH.md sections 3 and 8; derivations in docs/rules.md), with
+ * F_Q, F_R the plain flow of flow.h and P = S Q + B R^T (so that
+ * F_Q = -(P + P^T)):
+ *
+ *   gd          population gradient flow of the first layer.
+ *               State: upper triangle of Q, then R.
+ *   normalised  each row's gradient projected off w_k, so Q_kk = 1:
+ *               dQ = F_Q + (l_k + l_l) Q_kl, dR = F_R + l_k R_km with
+ *               l_k = P_kk / Q_kk = -F_Q,kk / (2 Q_kk).
+ *               State: strict upper triangle of Q (Q_kk = 1 exactly), R.
+ *   stiefel     Riemannian gradient on W W^T = d I (embedded metric),
+ *               so Q = I: dR = F_R + sym(P) R = F_R - F_Q R / 2.
+ *               State: R (Q = I exactly).
+ *   two_layer   both layers: the flow of W at the current v, and
+ *               dv_k/dtau = -(eta_v / eta) d eps / dv_k.
+ *               State: upper triangle of Q, R, then v.
+ *
+ * The manifold rules start on their manifold: retract maps a start onto it
+ * (normalised: each student rescaled to unit norm; stiefel: the polar
+ * retraction W -> (W W^T / d)^(-1/2) W, i.e. Q -> I, R -> Q^(-1/2) R). */
 #ifndef SCM_RULE_H
 #define SCM_RULE_H
 
 #include "scm/flow.h"
 
-/* How far a given Q may be off a rule's manifold (absolute, entries of Q). */
-#define SCM_RULE_MANIFOLD_TOL 1e-10
-
-/* Parameters of the rules that have some (docs/rules.md). */
-typedef struct scm_rule_params {
-    double lr_v_ratio; /* eta_v / eta: two_layer (> 0), sgd (>= 0, 0: v fixed) */
-    double eta;        /* sgd: learning rate (>= 0; 0 is gd) */
-    double noise;      /* sgd: label-noise variance sigma^2 (>= 0) */
+/* Parameters of the rules that have any. */
+typedef struct {
+    double lr_v_ratio; /* two_layer: eta_v / eta (> 0) */
 } scm_rule_params;
+
+/* lr_v_ratio = 1. */
+void scm_rule_params_default(scm_rule_params *p);
 
 typedef struct scm_rule {
     const char *name;
@@ -27,56 +42,35 @@ typedef struct scm_rule {
     long (*dim)(const scm_model *m);
     /* Length of the scratch buffer rhs needs (doubles). */
     long (*scratch)(const scm_model *m);
-    /* (Q, R) -> y, and back (Q filled symmetric). */
-    void (*pack)(const scm_model *m, const double *Q, const double *R, double *y);
-    void (*unpack)(const scm_model *m, const double *y, double *Q, double *R);
-    /* dy/dtau at y, and the loss there; status as scm_flow_rhs. */
-    scm_status (*rhs)(scm_flow *fl, const double *y, double *ydot, double *eps,
-                      double *scratch);
-    /* ---- members added with the rules of issue 9; all optional (0/NULL) ---- */
-    /* The state ends with the K student second-layer weights v (the rule
-     * trains them): pack/unpack handle the (Q, R) part before them, v(0) is
-     * the model's v.  dim counts them. */
-    int has_v;
-    /* dy/dtau with the parameters of the rule r (a copy of the table with
-     * params filled in, e.g. by the config); rhs is this at the default
-     * params.  Use scm_rule_rhs, which picks the right one. */
-    scm_status (*rhs_p)(const struct scm_rule *r, scm_flow *fl, const double *y, double *ydot,
-                        double *eps, double *scratch);
-    scm_rule_params params;
-    /* Map a state onto the rule's manifold as the weight-space retraction
-     * would (normalise each w_k; orthonormalise W); NULL: none.  SCM_EINVAL
-     * if impossible (a zero or rank-deficient W). */
-    scm_status (*project)(const scm_model *m, double *Q, double *R, scm_error *err);
-    /* SCM_OK if (Q, R) lies on the rule's manifold to tol, else SCM_EINVAL
-     * naming the entry; NULL: every state is allowed. */
-    scm_status (*on_manifold)(const scm_model *m, const double *Q, double tol, scm_error *err);
+    /* (Q, R, v) -> y, and back (Q filled symmetric, the fixed entries of a
+     * manifold rule filled in).  v is used only by rules with trains_v:
+     * pack takes the model's v when v is NULL, unpack skips a NULL v. */
+    void (*pack)(const scm_model *m, const double *Q, const double *R, const double *v,
+                 double *y);
+    void (*unpack)(const scm_model *m, const double *y, double *Q, double *R, double *v);
+    /* dy/dtau at y, and the loss there (eps may be NULL); status as
+     * scm_flow_rhs.  fl must be a flow of the model that packed y. */
+    scm_status (*rhs)(const scm_rule_params *p, scm_flow *fl, const double *y, double *ydot,
+                      double *eps, double *scratch);
+    /* 1 if v is part of the state. */
+    int trains_v;
+    /* Map (Q, R) onto the rule's manifold in place, or NULL (no
+     * constraint).  SCM_ESINGULAR (err names the student) when the start
+     * has no direction to keep (a zero student, or K students spanning
+     * fewer than K dimensions for stiefel). */
+    scm_status (*retract)(const scm_model *m, double *Q, double *R, scm_error *err);
 } scm_rule;
 
-/* Plain population gradient flow of the first layer (MATH.md section 3). */
-extern const scm_rule scm_rule_gd;
-/* GD on the sphere ||w_k||^2 = d: state holds Q off the diagonal (Q_kk = 1). */
-extern const scm_rule scm_rule_normalised;
-/* GD on the Stiefel manifold W W^T = d I: state holds R only (Q = I). */
-extern const scm_rule scm_rule_stiefel;
-/* Both layers: gd's state, then v; params.lr_v_ratio (default 1). */
-extern const scm_rule scm_rule_two_layer;
+extern const scm_rule scm_rule_gd, scm_rule_normalised, scm_rule_stiefel, scm_rule_two_layer;
 
-/* The rule named name ("gd", "normalised", "stiefel", "two_layer"), or NULL. */
+/* The rule named name ("gd", "normalised", "stiefel", "two_layer"), or
+ * NULL. */
 const scm_rule *scm_rule_find(const char *name);
 
-/* "gd, normalised, ..." for messages. */
+/* The names of every rule, comma-separated, for messages. */
 const char *scm_rule_names(void);
 
-/* dy/dtau of rule r (with its params) at y; as the table's rhs. */
-scm_status scm_rule_rhs(const scm_rule *r, scm_flow *fl, const double *y, double *ydot,
-                        double *eps, double *scratch);
-
-/* Where v sits in y (has_v rules), or the model's v. */
-const double *scm_rule_v(const scm_rule *r, const scm_model *m, const double *y);
-
-/* r->project if the rule has one, else nothing to do. */
-scm_status scm_rule_project(const scm_rule *r, const scm_model *m, double *Q, double *R,
-                            scm_error *err);
+/* Check p for rule r: SCM_EINVAL naming the field. */
+scm_status scm_rule_params_check(const scm_rule *r, const scm_rule_params *p, scm_error *err);
 
 #endif

@@ -73,6 +73,17 @@ scm_status scm_stab_predict_zero_modes(const scm_model *m, const double *Q, cons
 
 /* ---- Hessian ---- */
 
+/* Second partial derivatives of the pair kernel f(a, b, c) of kernel.h. */
+typedef struct {
+    double aa, ab, ac, bb, bc, cc;
+} scm_pair2;
+
+/* Fill *o at (a, b, c) (docs/stability.md).  SCM_OK; SCM_EDEAD (ReLU, a or
+ * b <= 0); SCM_ESINGULAR (ReLU, sqrt(ab - c^2) < 1e-6 sqrt(ab): the terms
+ * diverge); SCM_ENOTPSD (erf, (1 + a)(1 + b) <= c^2); SCM_EINVAL (an
+ * activation without second derivatives here).  Linear: all zero. */
+scm_status scm_stab_pair2(const scm_activation *act, double a, double b, double c, scm_pair2 *o);
+
 /* The Hessian H ((K d) x (K d), row-major, index k d + i) of eps at W
  * (K x d) with teachers Ws (M x d, realising m->T), in closed form.
  * SCM_ESINGULAR (err names the pair) where a ReLU kernel is evaluated at

@@ -89,7 +89,8 @@ typedef struct {
     int matched;                /* 1 if a family matched (converged runs only) */
     char family[64];            /* the matched family's name, else "" */
     int k1;                     /* the matched family's k1, else -1 */
-    int n_anti;                 /* students whose largest |R_km| is negative */
+    int n_anti;                 /* anti-aligned students (scm_model_align), -1 when
+                                   out of memory */
     int n_dead;                 /* students with Q_kk < dead_q */
     int n_shared;               /* live students minus distinct teachers they pick */
     char cls[80];               /* "NAME/k1=N" (with "#j", j-th lowest loss, when the

@@ -47,6 +47,10 @@ typedef struct {
      * 100 loose_atol is dead; a start with Q_kk(0) < 1e4 loose_atol is
      * refused (SCM_EINVAL). */
     double loose_rtol, loose_atol, loose_until;
+    scm_rule_params rule_params; /* the rule's parameters (rule.h) */
+    /* Initial second layer of a rule that trains v (K entries; NULL: the
+     * model's v).  Kept by pointer. */
+    const double *v0;
 } scm_traj_opts;
 
 /* The defaults documented in the README. */
@@ -72,18 +76,17 @@ typedef struct {
     double t, eps;     /* final time and loss (NaN if unknown) */
     double max_F;      /* max |dy/dtau| at the final state */
     double *Q, *R;     /* final state, K x K and K x M */
+    double *v;         /* final second layer (K; the model's when not trained) */
     long n_out;        /* recorded points (including the final one) */
-    double *out_t, *out_eps, *out_Q, *out_R; /* n_out entries / matrices */
+    double *out_t, *out_eps, *out_Q, *out_R, *out_v; /* n_out entries / matrices */
     int *dead;         /* K flags: the student died during the run */
     int n_dead;        /* how many did */
     long n_steps, n_rhs, n_jac_evals, n_lin_iters;
-    /* Rules that train v (rule->has_v): the final v and n_out recorded v's
-     * (K entries each); otherwise 0 and NULL (v is the model's). */
-    int has_v;
-    double *v, *out_v;
 } scm_traj_result;
 
-/* Integrate rule from (Q0, R0).  The return value is SCM_OK whenever the
+/* Integrate rule from (Q0, R0) (and o->v0 when the rule trains v); a
+ * manifold rule first retracts the start onto its manifold (rule.h), so
+ * res->Q, res->R at t = 0 are the retracted state.  The return value is SCM_OK whenever the
  * result is meaningful, including a failed run (res->stop == SCM_STOP_FAILED,
  * res->err filled, res->Q/R the last valid state); it is an error (with err
  * filled) only for bad arguments or no memory, and res is then empty.

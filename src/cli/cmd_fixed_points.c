@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "scm/fixedpoint.h"
 #include "scm/output.h"
@@ -52,18 +53,6 @@ static void fp_usage(FILE *f)
             "exit status: 0 done, 1 a computation failed, 2 bad input.\n");
 }
 
-static int parse_int(const char *s, const char *opt, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "scm fixed-points: %s needs an integer in [%ld, %ld], got '%s'\n", opt,
-                lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
 
 typedef struct {
     int ansatz;          /* index into the ansatz list */
@@ -179,19 +168,19 @@ int scm_cmd_fixed_points(int argc, char **argv)
             continue;
         int bad = 0;
         if (strcmp(a, "--K") == 0)
-            bad = parse_int(v, a, 1, 100000, &K);
+            bad = cli_opt_long("scm fixed-points", a, v, 1, 100000, &K);
         else if (strcmp(a, "--M") == 0)
-            bad = parse_int(v, a, 1, 100000, &M);
+            bad = cli_opt_long("scm fixed-points", a, v, 1, 100000, &M);
         else if (strcmp(a, "--k1") == 0)
-            bad = parse_int(v, a, 0, 100000, &k1);
+            bad = cli_opt_long("scm fixed-points", a, v, 0, 100000, &k1);
         else if (strcmp(a, "--starts") == 0)
-            bad = parse_int(v, a, 0, 1000000, &starts);
+            bad = cli_opt_long("scm fixed-points", a, v, 0, 1000000, &starts);
         else if (strcmp(a, "--seed") == 0)
-            bad = parse_int(v, a, 0, 2147483647L, &seed);
+            bad = cli_opt_long("scm fixed-points", a, v, 0, 2147483647L, &seed);
         else if (strcmp(a, "--polish-max-K") == 0)
-            bad = parse_int(v, a, 0, 100000, &polish);
+            bad = cli_opt_long("scm fixed-points", a, v, 0, 100000, &polish);
         else if (strcmp(a, "--continue-to") == 0)
-            bad = parse_int(v, a, 1, 1000000, &cont);
+            bad = cli_opt_long("scm fixed-points", a, v, 1, 1000000, &cont);
         else if (strcmp(a, "--max-residual") == 0) {
             char *end;
             max_res = strtod(v, &end);

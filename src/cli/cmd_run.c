@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "scm/config.h"
 #include "scm/output.h"
@@ -34,22 +35,6 @@ static void run_usage(FILE *f)
             "says why), 2 bad input (no result file is written).\n");
 }
 
-/* CONFIG's base name without .json, plus .result.json. */
-static char *default_output(const char *config)
-{
-    const char *base = strrchr(config, '/');
-    base = base ? base + 1 : config;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".json") == 0)
-        n -= 5;
-    char *out = malloc(n + 13);
-    if (out) {
-        memcpy(out, base, n);
-        strcpy(out + n, ".result.json");
-    }
-    return out;
-}
-
 static cJSON *result_json(const scm_config *c, const scm_traj_result *r)
 {
     const int K = c->K, M = c->M;
@@ -69,8 +54,7 @@ static cJSON *result_json(const scm_config *c, const scm_traj_result *r)
     cJSON_AddNumberToObject(fin, "max_abs_F", r->max_F);
     cJSON_AddItemToObject(fin, "Q", scm_output_matrix(r->Q, K, K));
     cJSON_AddItemToObject(fin, "R", scm_output_matrix(r->R, K, M));
-    if (r->has_v) /* the trained second layer */
-        cJSON_AddItemToObject(fin, "v", scm_output_vector(r->v, K));
+    cJSON_AddItemToObject(fin, "v", scm_output_vector(r->v, K));
     cJSON *dead = cJSON_AddArrayToObject(fin, "dead_neurons");
     for (int k = 0; k < K; k++)
         if (r->dead && r->dead[k])
@@ -87,36 +71,11 @@ static cJSON *result_json(const scm_config *c, const scm_traj_result *r)
         cJSON_AddNumberToObject(p, "eps", r->out_eps[i]);
         cJSON_AddItemToObject(p, "Q", scm_output_matrix(r->out_Q + i * K * K, K, K));
         cJSON_AddItemToObject(p, "R", scm_output_matrix(r->out_R + i * K * M, K, M));
-        if (r->has_v)
+        if (c->rule->trains_v)
             cJSON_AddItemToObject(p, "v", scm_output_vector(r->out_v + i * K, K));
         cJSON_AddItemToArray(tr, p);
     }
     return root;
-}
-
-/* Append printf output to a growing buffer; returns 0 on no memory. */
-static int buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-#include <stdarg.h>
-static int buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return 0;
-        if ((size_t)n < *cap - *len) {
-            *len += (size_t)n;
-            return 1;
-        }
-        char *nb = realloc(*buf, *cap * 2 + (size_t)n);
-        if (!nb)
-            return 0;
-        *buf = nb;
-        *cap = *cap * 2 + (size_t)n;
-    }
 }
 
 static scm_status write_csv(const char *path, const scm_config *c, const scm_traj_result *r,
@@ -128,27 +87,27 @@ static scm_status write_csv(const char *path, const scm_config *c, const scm_tra
     int ok = buf != NULL;
     if (ok)
         buf[0] = '\0';
-    ok = ok && buf_printf(&buf, &len, &cap, "t,eps");
+    ok = ok && cli_buf_printf(&buf, &len, &cap, "t,eps");
     for (int k = 0; ok && k < K; k++)
         for (int l = k; ok && l < K; l++)
-            ok = buf_printf(&buf, &len, &cap, ",Q_%d_%d", k + 1, l + 1);
+            ok = cli_buf_printf(&buf, &len, &cap, ",Q_%d_%d", k + 1, l + 1);
     for (int k = 0; ok && k < K; k++)
         for (int n = 0; ok && n < M; n++)
-            ok = buf_printf(&buf, &len, &cap, ",R_%d_%d", k + 1, n + 1);
-    for (int k = 0; ok && r->has_v && k < K; k++)
-        ok = buf_printf(&buf, &len, &cap, ",v_%d", k + 1);
-    ok = ok && buf_printf(&buf, &len, &cap, "\n");
+            ok = cli_buf_printf(&buf, &len, &cap, ",R_%d_%d", k + 1, n + 1);
+    for (int k = 0; ok && c->rule->trains_v && k < K; k++)
+        ok = cli_buf_printf(&buf, &len, &cap, ",v_%d", k + 1);
+    ok = ok && cli_buf_printf(&buf, &len, &cap, "\n");
     for (long i = 0; ok && i < r->n_out; i++) {
         const double *Q = r->out_Q + i * K * K, *R = r->out_R + i * K * M;
-        ok = buf_printf(&buf, &len, &cap, "%.17g,%.17g", r->out_t[i], r->out_eps[i]);
+        ok = cli_buf_printf(&buf, &len, &cap, "%.17g,%.17g", r->out_t[i], r->out_eps[i]);
         for (int k = 0; ok && k < K; k++)
             for (int l = k; ok && l < K; l++)
-                ok = buf_printf(&buf, &len, &cap, ",%.17g", Q[k * K + l]);
+                ok = cli_buf_printf(&buf, &len, &cap, ",%.17g", Q[k * K + l]);
         for (int k = 0; ok && k < K * M; k++)
-            ok = buf_printf(&buf, &len, &cap, ",%.17g", R[k]);
-        for (int k = 0; ok && r->has_v && k < K; k++)
-            ok = buf_printf(&buf, &len, &cap, ",%.17g", r->out_v[i * K + k]);
-        ok = ok && buf_printf(&buf, &len, &cap, "\n");
+            ok = cli_buf_printf(&buf, &len, &cap, ",%.17g", R[k]);
+        for (int k = 0; ok && c->rule->trains_v && k < K; k++)
+            ok = cli_buf_printf(&buf, &len, &cap, ",%.17g", r->out_v[i * K + k]);
+        ok = ok && cli_buf_printf(&buf, &len, &cap, "\n");
     }
     scm_status st = ok ? scm_output_write_atomic(path, buf, len, err)
                        : scm_error_set(err, SCM_ENOMEM, "out of memory writing '%s'", path);
@@ -187,7 +146,7 @@ static void summary(const scm_config *c, const scm_traj_result *r, double secs,
                 printf(" %9.5f", r->R[k * c->M + n]);
             printf("\n");
         }
-        if (r->has_v) {
+        if (c->rule->trains_v) {
             printf("final v   ");
             for (int k = 0; k < c->K; k++)
                 printf(" %9.5f", r->v[k]);
@@ -256,7 +215,7 @@ int scm_cmd_run(int argc, char **argv)
         goto done;
     }
     if (!out)
-        out = out_alloc = default_output(config);
+        out = out_alloc = cli_output_name(config, ".result.json");
     m = scm_config_model(c, &err);
     Q0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
     R0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
+#include "scm/family.h"
 #include "scm/fixedpoint.h"
 #include "scm/output.h"
 #include "scm/stability.h"
@@ -20,16 +22,22 @@
 static void st_usage(FILE *f)
 {
     fprintf(f,
-            "usage: scm stability --K K --M M --k1 N [--ansatz FILE] [options]\n"
+            "usage: scm stability --K K --M M --k1 N [--index I | --loss L] [--ansatz FILE]\n"
+            "                     [options]\n"
             "       scm stability --point FP.json --index I [options]\n"
             "\n"
             "Stability of a fixed point: the perturbation test (W + N(0, sigma^2),\n"
             "GD steps W <- W - eta d grad eps, then the CVODE flow from the perturbed\n"
             "overlaps) and the spectra (weight-space Hessian with symmetry zero modes,\n"
-            "Jacobian of (F_Q, F_R)).  A family is the lowest-loss enumerated point\n"
-            "with k1 anti-aligned students (T = I, v = v* = 1).\n"
+            "Jacobian of (F_Q, F_R)).  The k1 family (T = I, v = v* = 1) lists every\n"
+            "specialised enumerated point with k1 anti-aligned students by loss; the\n"
+            "one analysed is, by default, the lowest-loss minimum candidate (no\n"
+            "positive eigenvalue of the Jacobian of the flow: the plateau where\n"
+            "training stalls); --index I or --loss L picks any other listed point.\n"
             "\n"
             "  --K K --M M --k1 N   the family (with the built-in ansatze or --ansatz)\n"
+            "  --index I            the family's point I (0: lowest loss) instead\n"
+            "  --loss L             the family's point of loss L (1e-6 relative) instead\n"
             "  --ansatz FILE        an ansatz file\n"
             "  --starts N           Newton starts of the enumeration (default 100)\n"
             "  --point FILE         a `scm fixed-points -o` result; --index I picks the point\n"
@@ -50,64 +58,15 @@ static void st_usage(FILE *f)
             "exit status: 0 done, 1 a computation failed, 2 bad input.\n");
 }
 
-static int parse_long(const char *s, const char *opt, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, ME ": %s needs an integer in [%ld, %ld], got '%s'\n", opt, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_pos(const char *s, const char *opt, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*s == '\0' || *end != '\0' || !(v > 0.0) || !isfinite(v)) {
-        fprintf(stderr, ME ": %s needs a positive number, got '%s'\n", opt, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
 
 static cJSON *num(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (n < cap)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    fclose(f);
-    if (buf)
-        *len = n;
-    return buf;
-}
 
 /* Load point index from a fixed-points result: K, M, activation, Q, R. */
 static int load_point(const char *path, long index, long *K, long *M, char *act, size_t actlen,
                       double **Q, double **R, char *desc, size_t desclen)
 {
     size_t len = 0;
-    char *text = read_file(path, &len);
+    char *text = cli_read_all(path, &len);
     if (!text) {
         fprintf(stderr, ME ": cannot read '%s'\n", path);
         return 2;
@@ -173,10 +132,74 @@ out:
     return rc;
 }
 
-/* The lowest-loss point of the family: n_anti == k1, full residual < 1e-12. */
+/* How the point was chosen (family mode): its identity, printed and in
+ * the JSON. */
+typedef struct {
+    scm_family fam;
+    int index;           /* the chosen point */
+    const char *how;     /* the selection rule */
+} family_pick;
+
+static void print_family(const family_pick *fp)
+{
+    const scm_family *f = &fp->fam;
+    printf("family     k1 = %d at K = %d, M = %d: %d specialised point%s with %d anti-aligned "
+           "student%s (%d ansatz instance%s)\n",
+           f->k1, f->K, f->M, f->n, f->n == 1 ? "" : "s", f->k1, f->k1 == 1 ? "" : "s",
+           f->n_instances, f->n_instances == 1 ? "" : "s");
+    for (int i = 0; i < f->n; i++) {
+        const scm_fam_point *p = &f->pt[i];
+        printf("  %s[%d] loss %-18.12g %-32s ansatz %s at k1 = %d\n", i == fp->index ? "*" : " ",
+               i, p->eps, scm_fam_class_str(p->cls), p->ansatz, p->ansatz_k1);
+    }
+    const scm_fam_point *p = &f->pt[fp->index];
+    printf("point      [%d] (%s): ansatz %s at k1 = %d, %d anti-aligned, loss %.12g, %s\n",
+           fp->index, fp->how, p->ansatz, p->ansatz_k1, p->n_anti, p->eps,
+           scm_fam_class_str(p->cls));
+    printf("scalars   ");
+    for (int c = 0; c < p->nsc; c++)
+        printf(" %s=%.10g", p->names[c], p->x[c]);
+    printf("\n");
+}
+
+static cJSON *family_json(const family_pick *fp)
+{
+    const scm_family *f = &fp->fam;
+    const scm_fam_point *p = &f->pt[fp->index];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "k1", f->k1);
+    cJSON_AddNumberToObject(o, "index", fp->index);
+    cJSON_AddStringToObject(o, "selection", fp->how);
+    cJSON_AddStringToObject(o, "ansatz", p->ansatz);
+    cJSON_AddNumberToObject(o, "ansatz_k1", p->ansatz_k1);
+    cJSON_AddNumberToObject(o, "n_anti", p->n_anti);
+    cJSON_AddItemToObject(o, "loss", num(p->eps));
+    cJSON_AddStringToObject(o, "class", scm_fam_class_str(p->cls));
+    cJSON_AddItemToObject(o, "block_jacobian_re_max", num(p->block_re_max));
+    cJSON_AddItemToObject(o, "full_jacobian_re_max", num(p->full_re_max));
+    cJSON *sc = cJSON_AddObjectToObject(o, "scalars");
+    for (int c = 0; c < p->nsc; c++)
+        cJSON_AddItemToObject(sc, p->names[c], num(p->x[c]));
+    cJSON *all = cJSON_AddArrayToObject(o, "points");
+    for (int i = 0; i < f->n; i++) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "index", i);
+        cJSON_AddItemToObject(j, "loss", num(f->pt[i].eps));
+        cJSON_AddStringToObject(j, "class", scm_fam_class_str(f->pt[i].cls));
+        cJSON_AddStringToObject(j, "ansatz", f->pt[i].ansatz);
+        cJSON_AddNumberToObject(j, "ansatz_k1", f->pt[i].ansatz_k1);
+        cJSON_AddItemToArray(all, j);
+    }
+    return o;
+}
+
+/* Enumerate the family (K, M, k1) and pick its point: by --index, by
+ * --loss, or by default the lowest-loss minimum candidate (no positive
+ * eigenvalue of the flow's Jacobian: the plateau where training stalls).
+ * Returns an exit status; on 0, Q and R are the chosen point's. */
 static int find_family(long K, long M, long k1, const char *ansatz_file, long starts,
-                       const scm_activation *act, double **Q, double **R, char *desc,
-                       size_t desclen)
+                       long index, double loss, const scm_activation *act, family_pick *fp,
+                       double **Q, double **R, char *desc, size_t desclen)
 {
     scm_ansatz *ans[16];
     int nans = 0, rc = 2;
@@ -200,55 +223,16 @@ static int find_family(long K, long M, long k1, const char *ansatz_file, long st
             nans++;
         }
     }
-    *Q = calloc((size_t)(K * K), sizeof **Q);
-    *R = calloc((size_t)(K * M), sizeof **R);
-    if (!*Q || !*R) {
-        rc = 1;
-        goto out;
-    }
-    double best = INFINITY;
-    int applied = 0;
     scm_fp_opts o;
     scm_fp_opts_default(&o);
     o.n_random = (int)starts;
-    for (int a = 0; a < nans; a++) {
-        int lo, hi;
-        if (scm_ansatz_applies(ans[a], (int)K, (int)M, &lo, &hi) != 1)
-            continue;
-        /* the k1 instance, and (K = M) its mirror K - k1, which holds the same points */
-        for (int kk = lo; kk <= hi; kk++) {
-            if (kk != k1 && !(K == M && kk == K - k1))
-                continue;
-            scm_ansatz_inst *in = scm_ansatz_instantiate(ans[a], (double)K, (double)M, kk, &err);
-            if (!in)
-                continue;
-            applied++;
-            scm_fp_set set;
-            scm_fp_set_init(&set);
-            if (scm_fp_enumerate(ans[a], in, act, &o, NULL, 0, &set, &err) == SCM_OK)
-                for (int i = 0; i < set.n; i++) {
-                    scm_fp_point *p = &set.pt[i];
-                    scm_fp_structure s;
-                    scm_fp_classify(in, p->x, &s);
-                    double res = p->polished ? p->res_polish : p->res_full;
-                    if (!p->Q || s.n_anti != (double)k1 || s.n_other != (double)(K - M) ||
-                        !(res < 1e-12) || !(p->eps < best))
-                        continue;
-                    best = p->eps;
-                    memcpy(*Q, p->Q, sizeof **Q * (size_t)(K * K));
-                    memcpy(*R, p->R, sizeof **R * (size_t)(K * M));
-                    snprintf(desc, desclen, "family k1 = %ld (ansatz %s at k1 = %d), loss %.12g",
-                             k1, scm_ansatz_name(ans[a]), kk, p->eps);
-                }
-            scm_fp_set_free(&set);
-            scm_ansatz_inst_free(in);
-        }
-    }
-    if (!applied) {
-        fprintf(stderr, ME ": no ansatz applies at K = %ld, M = %ld, k1 = %ld\n", K, M, k1);
+    scm_status st = scm_family_find((int)K, (int)M, (int)k1, ans, nans, act, &o, &fp->fam, &err);
+    if (st) {
+        fprintf(stderr, ME ": %s\n", err.msg);
+        rc = st == SCM_EINVAL ? 2 : 1;
         goto out;
     }
-    if (!isfinite(best)) {
+    if (fp->fam.n == 0) {
         fprintf(stderr,
                 ME ": no specialised fixed point with %ld anti-aligned students found at K = "
                    "%ld, M = %ld\n",
@@ -256,6 +240,62 @@ static int find_family(long K, long M, long k1, const char *ansatz_file, long st
         rc = 1;
         goto out;
     }
+    if (index >= 0) {
+        if (index >= fp->fam.n) {
+            fprintf(stderr, ME ": --index %ld: the family has points 0 .. %d\n", index,
+                    fp->fam.n - 1);
+            goto out;
+        }
+        fp->index = (int)index;
+        fp->how = "--index";
+    } else if (isfinite(loss)) {
+        fp->index = scm_family_by_loss(&fp->fam, loss, 1e-6);
+        fp->how = "--loss";
+        if (fp->index < 0) {
+            fprintf(stderr, ME ": --loss %.12g: no point of the family has that loss (to 1e-6 "
+                            "relative); its losses:", loss);
+            for (int i = 0; i < fp->fam.n; i++)
+                fprintf(stderr, " %.12g", fp->fam.pt[i].eps);
+            fprintf(stderr, "\n");
+            goto out;
+        }
+    } else {
+        fp->how = "lowest-loss minimum candidate";
+        if (scm_family_default(&fp->fam, act, &fp->index, &err)) {
+            fprintf(stderr, ME ": %s\n", err.msg);
+            rc = 1;
+            goto out;
+        }
+        if (fp->index < 0) {
+            fprintf(stderr,
+                    ME ": no point of the k1 = %ld family at K = %ld, M = %ld is a minimum "
+                       "candidate (all %d have a positive Jacobian eigenvalue); pick one with "
+                       "--index or --loss:\n",
+                    k1, K, M, fp->fam.n);
+            for (int i = 0; i < fp->fam.n; i++)
+                fprintf(stderr, "  [%d] loss %.12g %s\n", i, fp->fam.pt[i].eps,
+                        scm_fam_class_str(fp->fam.pt[i].cls));
+            rc = 1;
+            goto out;
+        }
+    }
+    if (scm_family_check_full(&fp->fam, fp->index, act, &err)) {
+        fprintf(stderr, ME ": %s\n", err.msg);
+        rc = 1;
+        goto out;
+    }
+    const scm_fam_point *p = &fp->fam.pt[fp->index];
+    *Q = malloc(sizeof **Q * (size_t)(K * K));
+    *R = malloc(sizeof **R * (size_t)(K * M));
+    if (!*Q || !*R) {
+        fprintf(stderr, ME ": out of memory\n");
+        rc = 1;
+        goto out;
+    }
+    memcpy(*Q, p->Q, sizeof **Q * (size_t)(K * K));
+    memcpy(*R, p->R, sizeof **R * (size_t)(K * M));
+    snprintf(desc, desclen, "family k1 = %ld [%d] (%s): ansatz %s at k1 = %d, loss %.12g, %s", k1,
+             fp->index, fp->how, p->ansatz, p->ansatz_k1, p->eps, scm_fam_class_str(p->cls));
     rc = 0;
 out:
     for (int i = 0; i < nans; i++)
@@ -268,6 +308,9 @@ int scm_cmd_stability(int argc, char **argv)
     long K = -1, M = -1, k1 = -1, index = -1, starts = 100, d = 0, steps = 1000, trials = 10,
          seed = 1;
     int quiet = 0, flow = 1, hess = 1;
+    double loss = NAN;
+    family_pick fpick;
+    memset(&fpick, 0, sizeof fpick);
     const char *point = NULL, *ansatz = NULL, *out = NULL, *actname = NULL;
     scm_stab_opts o;
     scm_stab_opts_default(&o);
@@ -296,29 +339,33 @@ int scm_cmd_stability(int argc, char **argv)
         }
         int bad = 0;
         if (!strcmp(a, "--K"))
-            bad = parse_long(v, a, 1, 10000, &K);
+            bad = cli_opt_long(ME, a, v, 1, 10000, &K);
         else if (!strcmp(a, "--M"))
-            bad = parse_long(v, a, 1, 10000, &M);
+            bad = cli_opt_long(ME, a, v, 1, 10000, &M);
         else if (!strcmp(a, "--k1"))
-            bad = parse_long(v, a, 0, 10000, &k1);
+            bad = cli_opt_long(ME, a, v, 0, 10000, &k1);
         else if (!strcmp(a, "--index"))
-            bad = parse_long(v, a, 0, 1000000, &index);
+            bad = cli_opt_long(ME, a, v, 0, 1000000, &index);
         else if (!strcmp(a, "--starts"))
-            bad = parse_long(v, a, 0, 1000000, &starts);
+            bad = cli_opt_long(ME, a, v, 0, 1000000, &starts);
         else if (!strcmp(a, "--d"))
-            bad = parse_long(v, a, 1, 100000, &d);
+            bad = cli_opt_long(ME, a, v, 1, 100000, &d);
         else if (!strcmp(a, "--steps"))
-            bad = parse_long(v, a, 0, 100000000, &steps);
+            bad = cli_opt_long(ME, a, v, 0, 100000000, &steps);
         else if (!strcmp(a, "--trials"))
-            bad = parse_long(v, a, 1, 100000, &trials);
+            bad = cli_opt_long(ME, a, v, 1, 100000, &trials);
         else if (!strcmp(a, "--seed"))
-            bad = parse_long(v, a, 0, 2147483647L, &seed);
-        else if (!strcmp(a, "--eta"))
-            bad = parse_pos(v, a, &o.eta);
+            bad = cli_opt_long(ME, a, v, 0, 2147483647L, &seed);
+        else if (!strcmp(a, "--loss")) {
+            bad = !cli_parse_double(v, &loss) || !(loss >= 0.0);
+            if (bad)
+                fprintf(stderr, ME ": --loss needs a non-negative number, got '%s'\n", v);
+        } else if (!strcmp(a, "--eta"))
+            bad = cli_opt_positive(ME, a, v, &o.eta);
         else if (!strcmp(a, "--t-max"))
-            bad = parse_pos(v, a, &o.t_max);
+            bad = cli_opt_positive(ME, a, v, &o.t_max);
         else if (!strcmp(a, "--verdict-sigma-max"))
-            bad = parse_pos(v, a, &o.verdict_sigma_max);
+            bad = cli_opt_positive(ME, a, v, &o.verdict_sigma_max);
         else if (!strcmp(a, "--sigma")) {
             char buf[512];
             snprintf(buf, sizeof buf, "%s", v);
@@ -328,7 +375,7 @@ int scm_cmd_stability(int argc, char **argv)
                     fprintf(stderr, ME ": at most %d sigma values\n", SCM_STAB_MAX_SIGMA);
                     return 2;
                 }
-                bad = parse_pos(tok, a, &o.sigma[o.n_sigma++]);
+                bad = cli_opt_positive(ME, a, tok, &o.sigma[o.n_sigma++]);
             }
             if (!bad && o.n_sigma == 0) {
                 fprintf(stderr, ME ": --sigma needs at least one value\n");
@@ -354,6 +401,14 @@ int scm_cmd_stability(int argc, char **argv)
     int family = K >= 0 || M >= 0 || k1 >= 0;
     if (point && family) {
         fprintf(stderr, ME ": give either --point FILE --index I or --K --M --k1, not both\n");
+        return 2;
+    }
+    if (point && isfinite(loss)) {
+        fprintf(stderr, ME ": --loss selects in a family (--K --M --k1), not in --point files\n");
+        return 2;
+    }
+    if (index >= 0 && isfinite(loss)) {
+        fprintf(stderr, ME ": give --index or --loss, not both\n");
         return 2;
     }
     if (point && index < 0) {
@@ -402,7 +457,8 @@ int scm_cmd_stability(int argc, char **argv)
         rc = 2;
     }
     if (!rc && !point)
-        rc = find_family(K, M, k1, ansatz, starts, act, &Q, &R, desc, sizeof desc);
+        rc = find_family(K, M, k1, ansatz, starts, index, loss, act, &fpick, &Q, &R, desc,
+                         sizeof desc);
     scm_model *m = NULL;
     scm_stab_result r;
     if (!rc) {
@@ -425,7 +481,10 @@ int scm_cmd_stability(int argc, char **argv)
     if (!quiet) {
         printf("scm stability: K = %ld, M = %ld, %s, T = I, v = v* = 1, d = %ld\n", K, M,
                act->name, r.d);
-        printf("point      %s\n", desc);
+        if (fpick.fam.n)
+            print_family(&fpick);
+        else
+            printf("point      %s\n", desc);
         printf("loss       %.12g   residual %.3g\n", r.eps, r.residual);
         if (!r.smooth.smooth)
             printf("smoothness not differentiable here: %s (no Hessian; the perturbation test "
@@ -494,6 +553,8 @@ int scm_cmd_stability(int argc, char **argv)
         cJSON_AddNumberToObject(root, "M", (double)M);
         cJSON_AddStringToObject(root, "activation", act->name);
         cJSON_AddStringToObject(root, "point", desc);
+        if (fpick.fam.n)
+            cJSON_AddItemToObject(root, "family", family_json(&fpick));
         cJSON_AddItemToObject(root, "loss", num(r.eps));
         cJSON_AddItemToObject(root, "residual", num(r.residual));
         cJSON_AddNumberToObject(root, "d", (double)r.d);
@@ -572,6 +633,7 @@ int scm_cmd_stability(int argc, char **argv)
         cJSON_Delete(root);
     }
 done:
+    scm_family_free(&fpick.fam);
     scm_model_free(m);
     free(Q);
     free(R);

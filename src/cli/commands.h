@@ -12,5 +12,9 @@ int scm_cmd_sweep(int argc, char **argv);
 int scm_cmd_stability(int argc, char **argv);
 int scm_cmd_merge(int argc, char **argv);
 int scm_cmd_compare(int argc, char **argv);
+int scm_cmd_simulate(int argc, char **argv);
+int scm_cmd_lintarget(int argc, char **argv);
+int scm_cmd_split(int argc, char **argv);
+int scm_cmd_staircase(int argc, char **argv);
 
 #endif

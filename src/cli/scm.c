@@ -23,6 +23,10 @@ static void usage(FILE *f)
             "  merge RUNS.jsonl...   combine sweep shards into a summary\n"
             "  compare               sweeps for several K side by side: a report\n"
             "  stability             stability of a fixed point: perturbations and spectra\n"
+            "  simulate CONFIG.json  a real network of dimension d trained beside the ODE\n"
+            "  lintarget             the linear target as a +-ReLU pair: phases, saddles\n"
+            "  split                 split a neuron of a fixed point: the lambda line's class\n"
+            "  staircase             plateaus of small-initialisation runs, escape times\n"
             "\n"
             "options:\n"
             "  -h, --help            this message; `scm <command> --help` for a command\n"
@@ -55,6 +59,14 @@ int main(int argc, char **argv)
         return scm_cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "stability") == 0)
         return scm_cmd_stability(argc - 1, argv + 1);
+    if (strcmp(cmd, "simulate") == 0)
+        return scm_cmd_simulate(argc - 1, argv + 1);
+    if (strcmp(cmd, "lintarget") == 0)
+        return scm_cmd_lintarget(argc - 1, argv + 1);
+    if (strcmp(cmd, "staircase") == 0)
+        return scm_cmd_staircase(argc - 1, argv + 1);
+    if (strcmp(cmd, "split") == 0)
+        return scm_cmd_split(argc - 1, argv + 1);
     if (strcmp(cmd, "fixed-points") == 0)
         return scm_cmd_fixed_points(argc - 1, argv + 1);
     fprintf(stderr, "scm: unknown command '%s' (see scm --help)\n", cmd);

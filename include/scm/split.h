@@ -1,0 +1,153 @@
+/* split.h: splitting a neuron of a fixed point (docs/split.md).
+ *
+ * A fixed point (Q, R) of the K-student flow (first layer trained, second
+ * layer v fixed) embeds into K + n - 1 students by replacing neuron r with
+ * n identical daughters w_r whose output weights are mu_j v_r, sum_j mu_j =
+ * 1: the network function, the loss and the gradient are unchanged, so the
+ * embedded point is a fixed point of the larger flow for every mu (n = 2:
+ * mu = (lambda, 1 - lambda), the "lambda line").
+ *
+ * Its weight-space Hessian decouples (by a congruence) into the parent's
+ * Hessian and the form sum_j mu_j e_j^T H_r e_j on the daughters'
+ * differences (sum_j mu_j e_j = 0), where the parent's inner Hessian is
+ *
+ *   H_r = v_r E[(phi - phi*)(x) g''(lambda_r) x x^T] / d,
+ *
+ * the residual-weighted second derivative of neuron r's feature.  In the
+ * order-parameter representation, with u = (w_1..w_K, w*_1..w*_M) and
+ * U the (K + M) x d matrix of these rows,
+ *
+ *   d H_r = 2 c0 I + U^T C U / d,
+ *
+ * C ((K + M) x (K + M)) and c0 built from first and second derivatives of
+ * the pair kernels; so d H_r is 2 c0 on the orthogonal complement of the
+ * students' and teachers' span and 2 c0 + eig(L^T C L) on the span, G =
+ * [[Q, R], [R^T, T]] = L L^T.  Sylvester's law of inertia then predicts the
+ * inertia of the split point's Hessian (scm_split_predict).
+ *
+ * Nothing here prints, exits or uses global state. */
+#ifndef SCM_SPLIT_H
+#define SCM_SPLIT_H
+
+#include "scm/stability.h"
+
+typedef enum {
+    SCM_SPLIT_PD,         /* d H_r positive definite */
+    SCM_SPLIT_ND,         /* negative definite */
+    SCM_SPLIT_INDEFINITE, /* eigenvalues of both signs */
+    SCM_SPLIT_SEMIDEF     /* a zero eigenvalue on the span and no two signs (e.g. zero
+                             residual) */
+} scm_split_class;
+const char *scm_split_class_str(scm_split_class c); /* "PD", "ND", "indefinite", "semidefinite" */
+
+typedef struct {
+    int K, M, r;
+    int n;           /* K + M */
+    double *C;       /* n x n, symmetric: d H_r = 2 c0 I + U^T C U / d */
+    double c0;
+    int rank;        /* numerical rank of G = [[Q, R], [R^T, T]] (the span) */
+    double *eval;    /* rank eigenvalues of d H_r on the span, ascending */
+    double h_perp;   /* d H_r on the complement of the span: 2 c0 */
+    double zero_tol; /* |h| <= zero_tol counts as zero: rel_tol * max |h| */
+    int n_pos, n_neg, n_zero; /* counts over the span eigenvalues */
+    int perp_flat;   /* |h_perp| <= zero_tol: always so for erf at a fixed point */
+    int homog_zero;  /* ReLU: 1 span zero (H_r w_r = 0, homogeneity) is explained */
+    scm_split_class cls;      /* over the span and, unless it is flat, the complement */
+} scm_split_inner;
+
+/* The inner Hessian of neuron r at (Q, R) of model m (K students), with
+ * zero threshold max(rel_tol * largest |eigenvalue|, 1e-12) (rel_tol e.g.
+ * 1e-6; the floor makes H_r = 0, at zero loss, semidefinite).
+ * The activation must have second derivatives here (erf, relu, linear).
+ * ReLU: neuron r's own term vanishes (g(0) g''(0) = 0: the kink of
+ * E[g(lambda_r) delta(lambda_r) ...] carries g(0) = 0), and H_r w_r = 0
+ * (lambda delta(lambda) = 0: the homogeneity of the daughters, one span
+ * zero that the class ignores: homog_zero); another student or
+ * a teacher parallel to w_r gives SCM_ESINGULAR, a dead neuron r
+ * SCM_EDEAD.  SCM_EINVAL for r out of range; SCM_ENOMEM; SCM_ESOLVER
+ * (eigensolver).  h is owned by the caller: scm_split_inner_free. */
+scm_status scm_split_inner_hessian(const scm_model *m, const double *Q, const double *R, int r,
+                                   double rel_tol, scm_split_inner *h, scm_error *err);
+void scm_split_inner_free(scm_split_inner *h);
+
+/* The d x d weight-space matrix H_r (not times d) at a realisation W (K x
+ * d), Ws (M x d) of the (Q, R) that h was computed at. */
+void scm_split_inner_weights(const scm_split_inner *h, long d, const double *W, const double *Ws,
+                             double *Hr);
+
+/* Embed (Q, R) of model m into K + n - 1 students: neuron r becomes
+ * daughter 0 (output weight mu[0] v_r) and daughters 1..n-1 are appended as
+ * students K..K + n - 2.  Fills vc (K + n - 1), Qc ((K + n - 1)^2) and Rc
+ * ((K + n - 1) x M).  SCM_EINVAL (names the problem) when n < 2, r is out
+ * of range, a mu is not finite or |sum mu - 1| > 1e-12. */
+scm_status scm_split_embed(const scm_model *m, const double *Q, const double *R, int r, int n,
+                           const double *mu, double *vc, double *Qc, double *Rc, scm_error *err);
+
+/* The inertia of the split point's Hessian in dimension d (> rank) that
+ * Sylvester's law predicts from the parent's Hessian counts and the inner
+ * Hessian: the daughters' difference form sum_j mu_j e_j^T H_r e_j on
+ * sum_j mu_j e_j = 0 has the inertia of (diag(mu) restricted to mu^T y =
+ * 0) (x) H_r, i.e. (n_+ - 1, n_-, n_0) (x) (p, q, z) with n_+/-/0 the
+ * numbers of positive, negative and zero mu_j and p, q, z those of d H_r
+ * over R^d (the span's eigenvalues plus d - rank copies of h_perp). */
+typedef struct {
+    long n_neg, n_zero, n_pos;        /* the whole Hessian */
+    long diff_neg, diff_zero, diff_pos; /* the daughters' difference block alone */
+    long diff_zero_explained; /* of diff_zero: daughters of zero weight (n_0 d), a flat
+                                 complement ((n_+ - 1 + n_-) (d - rank)) and ReLU's
+                                 homogeneity (n_+ - 1 + n_-); other zeros of H_r on the
+                                 span are not explained */
+} scm_split_inertia;
+
+void scm_split_predict(const scm_stab_counts *parent, const scm_split_inner *h, long d, int n,
+                       const double *mu, scm_split_inertia *out);
+
+/* The verdict the inertia implies: a minimum to second order (no negative
+ * eigenvalue and only the explained zero modes, n_explained of them: the
+ * parent's symmetry modes plus the predicted zeros of the difference
+ * block, i.e. a daughter of zero weight, a flat complement, a zero of
+ * H_r), a saddle (a negative eigenvalue), degenerate (more zero modes) or
+ * inconsistent (fewer). */
+scm_hverdict scm_split_verdict(const scm_split_inertia *p, long n_explained);
+
+/* ---- the split point's checks ---- */
+
+/* The Hessian of model m at (Q, R) realised in dimension d (> K + M - 1 is
+ * safe): closed form, or central differences where the closed form does
+ * not evaluate (ReLU, parallel neurons); its eigenvalues (ascending, into
+ * eval[K d]) and counts (zero threshold rel_tol), and the symmetry zero
+ * modes (scm_stab_predict_zero_modes, tolerance 1e-9).  *closed is set to
+ * 1 for the closed form.  Status of the realisation or of the Hessian. */
+scm_status scm_split_hessian(const scm_model *m, const double *Q, const double *R, long d,
+                             double rel_tol, double *eval, scm_stab_counts *c,
+                             scm_stab_zero_modes *zm, int *closed, scm_error *err);
+
+/* One point of a split line, checked against the larger network. */
+typedef struct {
+    double eps;          /* loss of the split point (= the parent's) */
+    double residual;     /* max |F_Q|, |F_R| of the K + n - 1 flow there */
+    int closed;          /* the Hessian in closed form (else central differences) */
+    scm_stab_counts counts;     /* of its Hessian */
+    scm_split_inertia pred;     /* predicted */
+    long explained_zero; /* parent's symmetry zero modes + pred.diff_zero_explained */
+    double eval_min;     /* smallest eigenvalue once the explained_zero eigenvalues
+                            nearest zero are removed (NaN if none is left) */
+    int match;           /* 1 if counts agree with pred exactly */
+    scm_hverdict verdict;      /* from the measured counts (zeros vs explained_zero) */
+    scm_hverdict pred_verdict; /* from pred (scm_split_verdict) */
+} scm_split_point;
+
+/* Embed with scm_split_embed and check: residual, loss, Hessian spectrum at
+ * dimension d, predicted inertia from parent (the parent's Hessian counts
+ * at the same d and its symmetry zero modes parent_zero_sym) and h.
+ * Status of the embedding, the flow or the Hessian. */
+scm_status scm_split_check(const scm_model *m, const double *Q, const double *R,
+                           const scm_split_inner *h, int n, const double *mu, long d,
+                           double rel_tol, const scm_stab_counts *parent, long parent_zero_sym,
+                           scm_split_point *out, scm_error *err);
+
+/* The model of the split point: K + n - 1 students, v = vc, the same
+ * activation, teachers, T and v*.  NULL with err filled on failure. */
+scm_model *scm_split_model(const scm_model *m, int n, const double *vc, scm_error *err);
+
+#endif

@@ -1,0 +1,52 @@
+/* staircase.h: plateaus of a loss curve eps(tau) and their escape times
+ * (small-initialisation saddle-to-saddle dynamics; docs/staircase.md).
+ *
+ * A plateau is a maximal stretch of the recorded trajectory where the loss
+ * changes slowly, |d eps / d tau| <= rate_tol * eps (derivative by finite
+ * differences between recorded points), lasting at least min_dur in tau.
+ * Its loss is the loss at its middle point and its escape time is its end:
+ * where the rate crosses rate_tol * eps, interpolating log rate linearly
+ * between the midpoints of the last slow and the first fast interval (the
+ * last point of the stretch for a stretch that ends the curve).  Near a saddle with unstable rate
+ * lambda (d delta / dtau = lambda delta), a departure of initial size
+ * ~ alpha makes d eps / d tau ~ alpha^2 e^(2 lambda tau), so the end of the
+ * stretch is tau_esc = log(1 / alpha) / lambda + const: the slope of the
+ * escape times against log(1 / alpha) is 1 / lambda.
+ *
+ * Nothing here prints, exits or uses global state. */
+#ifndef SCM_STAIRCASE_H
+#define SCM_STAIRCASE_H
+
+#include "scm/status.h"
+
+typedef struct {
+    double rate_tol; /* relative loss change per unit tau (1e-4) */
+    double min_dur;  /* shortest plateau, in tau (5) */
+} scm_stair_opts;
+
+void scm_stair_opts_default(scm_stair_opts *o);
+
+typedef struct {
+    long i_start, i_end;     /* recorded points of the stretch */
+    double t_start, t_end;   /* t_end: the escape time */
+    double eps;              /* loss at the middle of the stretch */
+} scm_stair_plateau;
+
+/* Plateaus of the curve (t[i], eps[i]), i < n, t increasing, eps > 0,
+ * in order, at most cap of them into pl (*np gets how many were found; a
+ * plateau beyond cap is counted but not stored).  SCM_EINVAL (named) for
+ * bad options, n < 2, t not increasing or a non-finite value. */
+scm_status scm_stair_detect(const double *t, const double *eps, long n, const scm_stair_opts *o,
+                            scm_stair_plateau *pl, int cap, int *np, scm_error *err);
+
+/* The index of the loss in fp_eps[n_fp] nearest to eps if within rel_tol
+ * (|eps - fp| <= rel_tol * fp), else -1. */
+int scm_stair_match(double eps, const double *fp_eps, int n_fp, double rel_tol);
+
+/* Least-squares line y = slope x + intercept through n >= 3 points, with
+ * the standard error of the slope.  SCM_EINVAL if n < 3 or the x are all
+ * equal. */
+scm_status scm_stair_fit(const double *x, const double *y, int n, double *slope,
+                         double *intercept, double *slope_se);
+
+#endif

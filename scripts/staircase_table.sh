@@ -1,0 +1,20 @@
+#!/bin/bash
+# Regenerate data/staircase_erf.csv and data/staircase_erf.png (the JSON
+# results, ~0.5 MB each with the loss curves, stay in a temporary
+# directory): small-initialisation runs of erf networks, plateaus
+# matched to the enumerated fixed points, escape-time slopes
+# (docs/staircase.md).  Usage: scripts/staircase_table.sh [BUILD_DIR]; seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+[ -d "$build" ] || meson setup "$build" >/dev/null
+ninja -C "$build" scm >/dev/null
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+alphas=1e-2,1e-3,1e-4,1e-5,1e-6,1e-7
+for km in "2 2" "4 4" "5 3"; do
+    set -- $km
+    "$build/scm" staircase --K "$1" --M "$2" --alpha $alphas -q -o "$out/erf_K$1_M$2.json"
+done
+/usr/bin/python3 scripts/plot_staircase.py data/staircase_erf "$out"/erf_K2_M2.json \
+    "$out"/erf_K4_M4.json "$out"/erf_K5_M3.json

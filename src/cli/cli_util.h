@@ -1,0 +1,56 @@
+/* cli_util.h (CLI): helpers every subcommand needs: reading a whole file,
+ * parsing numeric options with a message that names the option, a clock
+ * for progress lines.  Messages go to stderr as "<me>: ..." where me is the
+ * subcommand ("scm sweep"). */
+#ifndef SCM_CLI_UTIL_H
+#define SCM_CLI_UTIL_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "scm/sweep.h"
+
+/* Seconds on a monotonic clock. */
+double cli_now(void);
+
+/* The whole file as a NUL-terminated string (*len its length, without the
+ * NUL); NULL with errno set on failure.  The caller frees. */
+char *cli_read_all(const char *path, size_t *len);
+
+/* The file parsed as JSON, or NULL (unreadable or not JSON).  The caller
+ * frees with cJSON_Delete. */
+cJSON *cli_read_json(const char *path);
+
+/* Quiet parsers: 1 when s is a whole integer in [lo, hi] (a finite
+ * number), 0 otherwise; *out is set only on success. */
+int cli_parse_long(const char *s, long lo, long hi, long *out);
+int cli_parse_double(const char *s, double *out);
+
+/* Reporting parsers for option values: 0 on success; -1 after printing
+ * "<me>: <opt> needs an integer in [lo, hi], got '<s>'" (or "a positive
+ * number"). */
+int cli_opt_long(const char *me, const char *opt, const char *s, long lo, long hi, long *out);
+int cli_opt_positive(const char *me, const char *opt, const char *s, double *out);
+
+/* A comma-separated list of 1 .. cap finite numbers (> 0 if positive) into
+ * x[0 .. *n - 1]; 0, or -1 after printing the error. */
+int cli_opt_list(const char *me, const char *opt, const char *s, int positive, double *x, int cap,
+                 int *n);
+
+/* Append printf output to the malloc'ed buffer *buf (length *len, capacity
+ * *cap > 0), growing it; 0 on no memory (the buffer is still the caller's). */
+int cli_buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* The default output name of a command: CONFIG's base name (directory
+ * dropped) without .json, plus suffix (".result.json"); NULL on no memory,
+ * else the caller frees. */
+char *cli_output_name(const char *config, const char *suffix);
+
+/* A fixed-points result file (scm fixed-points -o) as sweep families. */
+scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_error *err);
+
+#endif

@@ -1,0 +1,458 @@
+/* test_simulate.c: a finite-d network trained in weight space (scm_sim)
+ * against the (Q, R) ODE integrated by scm_traj_run from the same realised
+ * start (docs/simulate.md, section "Tests", says why these tolerances).
+ *
+ * All runs start from one fixed state (erf, K = M = 2, T = I, well away from
+ * the symmetric plateau, where fluctuations would be amplified
+ * exponentially); the seeds differ only by their sample streams, so that
+ * for an observable X (eps, each entry of Q and R at time tau)
+ *   X_sim - X_ode = bias + noise,
+ * with a bias common to the seeds and noise of mean zero and standard
+ * deviation ~ sqrt(eta tau / d) (a sum of tau d / eta steps of size eta / d).
+ *
+ * 1. Scaling: the spread over seeds of X_sim - X_ode (root mean square over
+ *    the observables of their standard deviations) is fitted against d in
+ *    {250, 1000, 4000}; the slope must be -1/2 within +-0.15 (the fit's
+ *    statistical error with these seeds is about 0.06).
+ * 2. Agreement with the gradient flow (erf and ReLU, d = 1000): online SGD
+ *    at finite eta follows the flow plus an O(eta) term (MATH.md section 8), so the flow is the eta -> 0
+ *    limit.  The means over seeds at eta and eta / 2 are extrapolated
+ *    (2 m(eta/2) - m(eta)) and must match the ODE within 4 standard errors
+ *    plus an allowance of 0.2 (eta/2)^2 for the O(eta^2) rest and 4 / d for
+ *    the finite-d bias.  The un-extrapolated mean at eta must NOT match for eps
+ *    (it is the eta term that makes it differ; the test can tell).
+ *    The same for normalised (sphere) and Stiefel runs (erf, d = 1000)
+ *    against the constrained population gradient flow integrated in weight
+ *    space (projected closed-form gradient, RK4): no (Q, R) ODE involved.
+ * 3. Retractions: normalised (sphere) and Stiefel runs keep Q_kk = 1 and
+ *    Q = I to 1e-12, in online and batch mode.
+ * 4. Finite eta, both layers trained: online SGD at eta = 0.5 with v
+ *    trained against the Saad-Solla ODE (bench/saad_solla.h, independent of
+ *    libscm, with the eta^2 I4 term), within 4 s.e. + 4 / d.
+ * 5. Batch mode (full-batch GD on n = 50 d samples) follows the flow to the
+ *    empirical-risk error O(sqrt(d / n)); reproducibility; bad options. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_odeiv2.h>
+
+#include "../bench/saad_solla.h"
+#include "scm/simulate.h"
+#include "scm/traj.h"
+#include "scm/weights.h"
+#include "testutil.h"
+
+#define K 2
+#define M 2
+#define NOBS (1 + K * (K + 1) / 2 + K * M + K)
+
+static const double Q0[K * K] = {0.5, 0.1, 0.1, 0.4};
+static const double R0[K * M] = {0.3, 0.05, 0.02, 0.2};
+
+/* eps, upper triangle of Q, R, v: the observables. */
+static void observables(double eps, const double *Q, const double *R, const double *v, double *x)
+{
+    int j = 0;
+    x[j++] = eps;
+    for (int k = 0; k < K; k++)
+        for (int l = k; l < K; l++)
+            x[j++] = Q[k * K + l];
+    for (int i = 0; i < K * M; i++)
+        x[j++] = R[i];
+    for (int k = 0; k < K; k++)
+        x[j++] = v[k];
+}
+
+/* The ODE for the simulation options o at tau from the realised start (Qs,
+ * Rs, v(0) = the model's v): returns the observables in x. */
+typedef void (*ode_fn)(const scm_model *m, const scm_sim_opts *o, const double *Qs,
+                       const double *Rs, double tau, double *x);
+
+/* The gd flow (scm_traj_run); o does not enter. */
+static void ode_gd(const scm_model *m, const scm_sim_opts *so, const double *Qs,
+                   const double *Rs, double tau, double *x)
+{
+    (void)so;
+    scm_traj_opts o;
+    scm_traj_opts_default(&o);
+    o.rtol = 1e-11;
+    o.atol = 1e-13;
+    o.t_max = tau;
+    o.t_first = tau / 2;
+    o.n_out = 1;
+    o.eps_stop = 0.0;
+    o.grad_stop = 0.0;
+    scm_traj_result r;
+    scm_error err;
+    scm_status st = scm_traj_run(m, &scm_rule_gd, Qs, Rs, &o, &r, &err);
+    CHECK(st == SCM_OK && r.stop == SCM_STOP_T_MAX, "ODE: %s", st ? err.msg : r.err.msg);
+    observables(r.eps, r.Q, r.R, m->v, x);
+    scm_traj_result_free(&r);
+}
+
+/* The Saad-Solla equations of online SGD at finite eta with both layers
+ * trained (eta_v = eta), bench/saad_solla.h, written independently of
+ * libscm, integrated by GSL's rk8pd at 1e-12. */
+static int ss_gsl(double t, const double *y, double *f, void *params)
+{
+    (void)t;
+    ss_rhs(params, y, f, NULL);
+    return GSL_SUCCESS;
+}
+
+static void ode_saad_solla(const scm_model *m, const scm_sim_opts *o, const double *Qs,
+                           const double *Rs, double tau, double *x)
+{
+    ss_params p = {K, M, o->eta, 1.0, m->vs};
+    double y[K * K + K * M + K], eps;
+    memcpy(y, Qs, sizeof(double) * K * K);
+    memcpy(y + K * K, Rs, sizeof(double) * K * M);
+    memcpy(y + K * K + K * M, m->v, sizeof(double) * K);
+    gsl_odeiv2_system sys = {ss_gsl, NULL, K * K + K * M + K, &p};
+    gsl_odeiv2_driver *drv =
+        gsl_odeiv2_driver_alloc_y_new(&sys, gsl_odeiv2_step_rk8pd, 1e-3, 1e-12, 1e-12);
+    double t = 0.0;
+    CHECK(gsl_odeiv2_driver_apply(drv, &t, tau, y) == GSL_SUCCESS, "rk8pd");
+    gsl_odeiv2_driver_free(drv);
+    double f[K * K + K * M + K];
+    ss_rhs(&p, y, f, &eps);
+    observables(eps, y, y + K * K, y + K * K + K * M, x);
+}
+
+/* The constrained population gradient flow in weight space (MATH.md
+ * section 8), an eta -> 0 reference for the sphere and Stiefel runs that
+ * does not go through any ODE in (Q, R): W realised in d = K + M from the
+ * realised start, dW/dtau = -d P_W(grad_W eps) with the closed-form
+ * gradient scm_weights_grad and the projection of the rule (sphere: each
+ * row minus its radial part; Stiefel: G - sym(G W^T) W / d), classical RK4
+ * with dtau = 1e-3 followed by a Gram-Schmidt re-orthonormalisation (an
+ * O(h^5) correction per step). */
+#define DW (K + M)
+static void proj_grad(scm_flow *fl, scm_sim_constraint c, const double *W, const double *Ws,
+                      double *F)
+{
+    double G[K * DW];
+    if (scm_weights_grad(fl, DW, W, Ws, NULL, G) != SCM_OK)
+        memset(G, 0xff, sizeof G); /* NaN: fails the comparison downstream */
+    double S[K * K];
+    for (int k = 0; k < K; k++)
+        for (int l = 0; l < K; l++) {
+            double gw = 0.0;
+            for (int i = 0; i < DW; i++)
+                gw += G[k * DW + i] * W[l * DW + i];
+            S[k * K + l] = gw;
+        }
+    for (int k = 0; k < K; k++)
+        for (int i = 0; i < DW; i++) {
+            double f = G[k * DW + i];
+            if (c == SCM_SIM_SPHERE)
+                f -= S[k * K + k] / DW * W[k * DW + i];
+            else
+                for (int l = 0; l < K; l++)
+                    f -= 0.5 * (S[k * K + l] + S[l * K + k]) / DW * W[l * DW + i];
+            F[k * DW + i] = -DW * f;
+        }
+}
+
+static void reorthonormalise(scm_sim_constraint c, double *W)
+{
+    for (int k = 0; k < K; k++) {
+        double *w = W + k * DW;
+        for (int l = 0; c == SCM_SIM_STIEFEL && l < k; l++) {
+            double p = 0.0;
+            for (int i = 0; i < DW; i++)
+                p += w[i] * W[l * DW + i];
+            for (int i = 0; i < DW; i++)
+                w[i] -= p / DW * W[l * DW + i];
+        }
+        double n2 = 0.0;
+        for (int i = 0; i < DW; i++)
+            n2 += w[i] * w[i];
+        for (int i = 0; i < DW; i++)
+            w[i] *= sqrt(DW / n2);
+    }
+}
+
+static void ode_constrained(const scm_model *m, const scm_sim_opts *o, const double *Qs,
+                            const double *Rs, double tau, double *x)
+{
+    double W[K * DW], Ws[M * DW], Wt[K * DW], k1[K * DW], k2[K * DW], k3[K * DW], k4[K * DW];
+    double Q[K * K], R[K * M], eps;
+    scm_error err;
+    CHECK(scm_weights_realise(m, Qs, Rs, DW, W, Ws, &err) == SCM_OK, "realise: %s", err.msg);
+    scm_flow *fl = scm_flow_alloc(m);
+    const int n = (int)lround(tau / 1e-3);
+    const double h = tau / n;
+    for (int s = 0; s < n; s++) {
+        proj_grad(fl, o->constraint, W, Ws, k1);
+        for (int i = 0; i < K * DW; i++)
+            Wt[i] = W[i] + 0.5 * h * k1[i];
+        proj_grad(fl, o->constraint, Wt, Ws, k2);
+        for (int i = 0; i < K * DW; i++)
+            Wt[i] = W[i] + 0.5 * h * k2[i];
+        proj_grad(fl, o->constraint, Wt, Ws, k3);
+        for (int i = 0; i < K * DW; i++)
+            Wt[i] = W[i] + h * k3[i];
+        proj_grad(fl, o->constraint, Wt, Ws, k4);
+        for (int i = 0; i < K * DW; i++)
+            W[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+        reorthonormalise(o->constraint, W);
+    }
+    scm_weights_overlaps(m, DW, W, Ws, Q, R);
+    scm_flow_loss(fl, Q, R, &eps);
+    observables(eps, Q, R, m->v, x);
+    scm_flow_free(fl);
+}
+
+static scm_sim_opts opts(scm_sim_mode mode, long d, long n, double eta, double eta_v_ratio,
+                         scm_sim_constraint c)
+{
+    scm_sim_opts o;
+    scm_sim_opts_default(&o);
+    o.mode = mode;
+    o.d = d;
+    o.n = n;
+    o.eta = eta;
+    o.eta_v_ratio = eta_v_ratio;
+    o.constraint = c;
+    return o;
+}
+
+/* S seeds (sample seeds 100, 101, ...) of the options tmpl to tau: mean
+ * and standard deviation over the seeds of X_sim - X_ode per observable. */
+static void run_seeds(const scm_model *m, ode_fn ode_at, const scm_sim_opts *tmpl, double tau,
+                      int S, double *mean, double *sd)
+{
+    double s1[NOBS] = {0}, s2[NOBS] = {0}, ode[NOBS], x[NOBS], Qs[K * K], Rs[K * M], Q[K * K],
+           R[K * M], v[K], eps;
+    for (int s = 0; s < S; s++) {
+        scm_sim_opts o = *tmpl;
+        o.seed = 100 + (unsigned long)s;
+        scm_error err;
+        scm_sim *sim = scm_sim_alloc(m, &o, Q0, R0, &err);
+        CHECK(sim != NULL, "alloc: %s", err.msg);
+        if (!sim)
+            return;
+        if (s == 0) {
+            /* The realisation reproduces the start (it is deterministic;
+             * with a constraint it is the retracted start). */
+            scm_sim_state(sim, Qs, Rs, NULL, NULL, &err);
+            for (int i = 0; o.constraint == SCM_SIM_FREE && i < K * K; i++)
+                CHECK_CLOSE(Qs[i], Q0[i], 0, 1e-12, "realised Q(0)");
+            ode_at(m, &o, Qs, Rs, tau, ode);
+        }
+        CHECK(scm_sim_advance(sim, tau, &err) == SCM_OK, "advance: %s", err.msg);
+        CHECK(fabs(scm_sim_time(sim) - tau) <= 0.5 * o.eta / (double)o.d, "time reached");
+        CHECK(scm_sim_state(sim, Q, R, v, &eps, &err) == SCM_OK, "state: %s", err.msg);
+        observables(eps, Q, R, v, x);
+        for (int j = 0; j < NOBS; j++) {
+            s1[j] += x[j] - ode[j];
+            s2[j] += (x[j] - ode[j]) * (x[j] - ode[j]);
+        }
+        scm_sim_free(sim);
+    }
+    for (int j = 0; j < NOBS; j++) {
+        mean[j] = s1[j] / S;
+        sd[j] = sqrt(fmax(s2[j] - s1[j] * s1[j] / S, 0.0) / (S - 1));
+    }
+}
+
+static double rms(const double *x)
+{
+    double s = 0.0;
+    for (int j = 0; j < NOBS; j++)
+        s += x[j] * x[j];
+    return sqrt(s / NOBS);
+}
+
+static void test_scaling(const scm_model *m)
+{
+    const long ds[3] = {250, 1000, 4000};
+    const int S[3] = {32, 32, 16};
+    double lx[3], ly[3], mean[NOBS], sd[NOBS];
+    for (int i = 0; i < 3; i++) {
+        const scm_sim_opts o = opts(SCM_SIM_ONLINE, ds[i], 0, 0.5, 0.0, SCM_SIM_FREE);
+        run_seeds(m, ode_gd, &o, 1.0, S[i], mean, sd);
+        lx[i] = log((double)ds[i]);
+        ly[i] = log(rms(sd));
+        printf("scaling: d = %5ld  spread %.4g  (x sqrt(d) = %.4g)\n", ds[i], rms(sd),
+               rms(sd) * sqrt((double)ds[i]));
+    }
+    const double mx = (lx[0] + lx[1] + lx[2]) / 3, my = (ly[0] + ly[1] + ly[2]) / 3;
+    double sxy = 0.0, sxx = 0.0;
+    for (int i = 0; i < 3; i++) {
+        sxy += (lx[i] - mx) * (ly[i] - my);
+        sxx += (lx[i] - mx) * (lx[i] - mx);
+    }
+    const double slope = sxy / sxx;
+    printf("scaling: fitted exponent %.3f (want -0.5 +- 0.15)\n", slope);
+    CHECK(fabs(slope + 0.5) <= 0.15, "spread ~ d^%.3f, want d^-0.5", slope);
+}
+
+static void test_agreement(const scm_model *m, ode_fn ode_at, scm_sim_constraint c, long d,
+                           int S)
+{
+    const double eta = 0.2, tau = 1.0;
+    printf("agreement: %s, constraint %d, d = %ld, %d seeds\n", m->act->name, (int)c, d, S);
+    double m1[NOBS], sd1[NOBS], m2[NOBS], sd2[NOBS];
+    const scm_sim_opts o1 = opts(SCM_SIM_ONLINE, d, 0, eta, 0.0, c);
+    const scm_sim_opts o2 = opts(SCM_SIM_ONLINE, d, 0, eta / 2, 0.0, c);
+    run_seeds(m, ode_at, &o1, tau, S, m1, sd1);
+    run_seeds(m, ode_at, &o2, tau, S, m2, sd2);
+    for (int j = 0; j < NOBS; j++) {
+        const double ext = 2.0 * m2[j] - m1[j];
+        const double se = sqrt(4.0 * sd2[j] * sd2[j] + sd1[j] * sd1[j]) / sqrt((double)S);
+        const double allow = 4.0 * se + 0.2 * (eta / 2) * (eta / 2) + 4.0 / (double)d;
+        printf("agreement: obs %d  mean(eta) %+.3e  mean(eta/2) %+.3e  extrapolated %+.3e  "
+               "(4 s.e. %.1e, allowance %.1e)\n",
+               j, m1[j], m2[j], ext, 4.0 * se, allow);
+        CHECK(fabs(ext) <= allow, "observable %d: extrapolated gap %.3g > %.3g", j, ext, allow);
+    }
+    /* The eta term itself is visible in eps: the plain mean at eta is off. */
+    const double se1 = sd1[0] / sqrt((double)S);
+    CHECK(fabs(m1[0]) > 4.0 * se1 + 4.0 / (double)d,
+          "eps at eta = %g: the O(eta) term should show, mean %.3g, s.e. %.3g", eta, m1[0], se1);
+}
+
+/* Finite eta, both layers: online SGD at eta = 0.5 with v trained against
+ * the Saad-Solla ODE with its eta^2 term, no extrapolation: the bias is
+ * finite-d only, allowance 4 s.e. + 4 / d (as in test_agreement). */
+static void test_finite_eta(void)
+{
+    static const double v0[K] = {0.5, 1.5};
+    scm_error err;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_erf, NULL, v0, NULL, &err);
+    const long d = 4000;
+    const int S = 16;
+    double mean[NOBS], sd[NOBS];
+    const scm_sim_opts o = opts(SCM_SIM_ONLINE, d, 0, 0.5, 1.0, SCM_SIM_FREE);
+    run_seeds(m, ode_saad_solla, &o, 1.5, S, mean, sd);
+    for (int j = 0; j < NOBS; j++) {
+        const double se = sd[j] / sqrt((double)S), allow = 4.0 * se + 4.0 / (double)d;
+        printf("finite eta: obs %d  mean gap %+.3e  (4 s.e. %.1e, allowance %.1e)\n", j, mean[j],
+               4.0 * se, allow);
+        CHECK(fabs(mean[j]) <= allow, "observable %d: gap %.3g > %.3g", j, mean[j], allow);
+    }
+    /* v moves over this time (by ~0.1: the check is about something). */
+    double x[NOBS];
+    ode_saad_solla(m, &o, Q0, R0, 1.5, x);
+    CHECK(fmax(fabs(x[NOBS - 2] - v0[0]), fabs(x[NOBS - 1] - v0[1])) > 0.05,
+          "v(1.5) = %g, %g from %g, %g", x[NOBS - 2], x[NOBS - 1], v0[0], v0[1]);
+    printf("finite eta: v(0) = %g, %g -> v(1.5) = %.4f, %.4f\n", v0[0], v0[1], x[NOBS - 2],
+           x[NOBS - 1]);
+    scm_model_free(m);
+}
+
+static void test_retractions(const scm_model *m)
+{
+    for (int mode = 0; mode < 2; mode++)
+        for (int c = 1; c <= 2; c++) {
+            scm_sim_opts o;
+            scm_sim_opts_default(&o);
+            o.mode = mode ? SCM_SIM_BATCH : SCM_SIM_ONLINE;
+            o.d = 300;
+            o.n = mode ? 2000 : 0;
+            o.eta = mode ? 6.0 : 0.3;
+            o.constraint = (scm_sim_constraint)c;
+            scm_error err;
+            scm_sim *sim = scm_sim_alloc(m, &o, Q0, R0, &err);
+            CHECK(sim != NULL, "alloc: %s", err.msg);
+            if (!sim)
+                continue;
+            double Q[K * K], R[K * M], eps0, eps1;
+            for (int rep = 0; rep < 2; rep++) {
+                CHECK(scm_sim_advance(sim, rep ? 1.5 : 0.0, &err) == SCM_OK, "%s", err.msg);
+                scm_sim_state(sim, Q, R, NULL, rep ? &eps1 : &eps0, &err);
+                for (int k = 0; k < K; k++)
+                    for (int l = 0; l < K; l++) {
+                        const int on = k == l || c == 2;
+                        if (on)
+                            CHECK_CLOSE(Q[k * K + l], k == l ? 1.0 : 0.0, 0, 1e-12,
+                                        c == 1 ? "sphere Q_kk" : "Stiefel Q");
+                    }
+            }
+            /* It learns: the loss drops along the constrained run. */
+            CHECK(eps1 < 0.8 * eps0, "constraint %d mode %d: eps %.4g -> %.4g", c, mode, eps0,
+                  eps1);
+            scm_sim_free(sim);
+        }
+}
+
+static void test_batch(const scm_model *m)
+{
+    /* Full-batch GD (step dtau = eta / d = 0.01) on n = 50 d samples: the
+     * empirical gradient differs from the population one by O(sqrt(d / n)) =
+     * 0.14 relative, so the state follows the flow to a few percent; a wrong
+     * step scale or sign would be off by O(1). */
+    double mean[NOBS], sd[NOBS];
+    const scm_sim_opts o = opts(SCM_SIM_BATCH, 100, 5000, 1.0, 0.0, SCM_SIM_FREE);
+    run_seeds(m, ode_gd, &o, 1.0, 3, mean, sd);
+    for (int j = 0; j < NOBS; j++)
+        CHECK(fabs(mean[j]) < 0.05, "batch: observable %d off the flow by %.3g", j, mean[j]);
+    printf("batch: rms gap to the flow %.3g\n", rms(mean));
+}
+
+static void test_reproducible_and_errors(const scm_model *m)
+{
+    scm_sim_opts o;
+    scm_sim_opts_default(&o);
+    o.d = 200;
+    o.eta = 0.4;
+    double Q1[K * K], R1[K * M], Q2[K * K], R2[K * M];
+    scm_error err;
+    for (int rep = 0; rep < 2; rep++) {
+        scm_sim *s = scm_sim_alloc(m, &o, Q0, R0, &err);
+        scm_sim_advance(s, 0.7, &err);
+        scm_sim_state(s, rep ? Q2 : Q1, rep ? R2 : R1, NULL, NULL, &err);
+        scm_sim_free(s);
+    }
+    CHECK(memcmp(Q1, Q2, sizeof Q1) == 0 && memcmp(R1, R2, sizeof R1) == 0,
+          "same seed, different result");
+
+    scm_sim_opts b = o;
+    b.d = 3;
+    CHECK(scm_sim_alloc(m, &b, Q0, R0, &err) == NULL && strstr(err.msg, "d = 3"), "d: %s",
+          err.msg);
+    b = o;
+    b.eta = -1;
+    CHECK(scm_sim_alloc(m, &b, Q0, R0, &err) == NULL && strstr(err.msg, "eta"), "eta: %s",
+          err.msg);
+    b = o;
+    b.mode = SCM_SIM_BATCH;
+    CHECK(scm_sim_alloc(m, &b, Q0, R0, &err) == NULL && strstr(err.msg, "n >= 1"), "n: %s",
+          err.msg);
+    b.n = SCM_SIM_BATCH_MAX;
+    CHECK(scm_sim_alloc(m, &b, Q0, R0, &err) == NULL && strstr(err.msg, "exceeds"), "big: %s",
+          err.msg);
+    const double Qbad[K * K] = {0.05, 0.0, 0.0, 0.05};
+    CHECK(scm_sim_alloc(m, &o, Qbad, R0, &err) == NULL && err.code == SCM_ENOTPSD,
+          "a non-PSD start: %s", err.msg);
+    scm_sim *s = scm_sim_alloc(m, &o, Q0, R0, &err);
+    CHECK(scm_sim_advance(s, NAN, &err) == SCM_EINVAL, "advance to NaN");
+    scm_sim_free(s);
+}
+
+int main(void)
+{
+    gsl_set_error_handler_off();
+    scm_error err;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_erf, NULL, NULL, NULL, &err);
+    if (!m)
+        return 1;
+    test_reproducible_and_errors(m);
+    test_retractions(m);
+    test_batch(m);
+    test_scaling(m);
+    test_agreement(m, ode_gd, SCM_SIM_FREE, 1000, 24);
+    scm_model *relu = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, &err);
+    test_agreement(relu, ode_gd, SCM_SIM_FREE, 1000, 16);
+    test_agreement(m, ode_constrained, SCM_SIM_SPHERE, 1000, 16);
+    test_agreement(m, ode_constrained, SCM_SIM_STIEFEL, 1000, 16);
+    scm_model_free(relu);
+    test_finite_eta();
+    scm_model_free(m);
+    return TEST_SUMMARY();
+}

@@ -1,0 +1,190 @@
+/* test_staircase.c: the staircase module (staircase.h).
+ *
+ *  1. a synthetic loss curve with two logistic steps (plateaus 0.3 and 0.1,
+ *     then 0.05): the plateaus, their losses, and escape times equal to the
+ *     analytic crossing of |d eps / d tau| = rate_tol * eps;
+ *  2. the fit against exact lines and its standard error against noisy ones;
+ *  3. the known answer: K = M = 2 erf from small initialisations (alpha
+ *     1e-3 .. 1e-7, d = 1000): one plateau at the symmetric fixed point
+ *     (polished independently, eps = 0.0116108), and escape times whose
+ *     slope against log(1 / alpha) is 1 / lambda, lambda the largest real
+ *     part of the (F_Q, F_R) Jacobian there, and also -d times the
+ *     smallest eigenvalue of the weight-space Hessian;
+ *  4. error paths. */
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/fixedpoint.h"
+#include "scm/init.h"
+#include "scm/split.h"
+#include "scm/staircase.h"
+#include "scm/traj.h"
+#include "testutil.h"
+
+static double synth(double t, double *deriv)
+{
+    /* 0.05 + 0.2 s((50 - t) / 2) + 0.05 s((150 - t) / 3), s the logistic */
+    double a = exp((t - 50.0) / 2.0), b = exp((t - 150.0) / 3.0);
+    double e = 0.05 + 0.2 / (1.0 + a) + 0.05 / (1.0 + b);
+    *deriv = -0.2 * a / (2.0 * (1.0 + a) * (1.0 + a)) - 0.05 * b / (3.0 * (1.0 + b) * (1.0 + b));
+    return e;
+}
+
+static void test_synthetic(void)
+{
+    const long n = 4001;
+    double *t = calloc(n, sizeof *t), *e = calloc(n, sizeof *e), dd;
+    for (long i = 0; i < n; i++) {
+        t[i] = 0.1 * (double)i;
+        e[i] = synth(t[i], &dd);
+    }
+    scm_stair_opts o;
+    scm_stair_opts_default(&o);
+    scm_stair_plateau pl[8];
+    int np;
+    scm_error err;
+    CHECK(scm_stair_detect(t, e, n, &o, pl, 8, &np, &err) == SCM_OK, "detect: %s", err.msg);
+    CHECK(np == 3, "synthetic: %d plateaus, want 3", np);
+    const double want_eps[3] = {0.3, 0.1, 0.05};
+    for (int k = 0; k < np && k < 3; k++)
+        CHECK_CLOSE(pl[k].eps, want_eps[k], 1e-3, 0.0, "synthetic plateau loss");
+    /* escape: first crossing of |eps'| = rate_tol eps after the plateau starts,
+     * found by bisection on the analytic derivative */
+    for (int k = 0; k < 2 && k < np; k++) {
+        double lo = pl[k].t_start + 1.0, hi = k ? 150.0 : 50.0;
+        for (int it = 0; it < 100; it++) {
+            double mid = 0.5 * (lo + hi), em = synth(mid, &dd);
+            if (fabs(dd) <= o.rate_tol * em)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        /* the finite-difference rate on a grid of 0.1, log-interpolated: the
+         * logistic's rate is exponential to O(e^(-x)) here, the midpoint rule
+         * exact to O(h^2) */
+        CHECK(fabs(pl[k].t_end - lo) <= 0.01, "escape time %g, analytic crossing %g", pl[k].t_end,
+              lo);
+    }
+    free(t);
+    free(e);
+}
+
+static void test_fit(void)
+{
+    double x[5] = {1, 2, 3.5, 4, 7}, y[5], s, c, se;
+    for (int i = 0; i < 5; i++)
+        y[i] = 2.385 * x[i] - 0.5;
+    CHECK(scm_stair_fit(x, y, 5, &s, &c, &se) == SCM_OK, "fit");
+    CHECK_CLOSE(s, 2.385, 1e-13, 0.0, "slope of an exact line");
+    CHECK_CLOSE(c, -0.5, 1e-12, 1e-13, "intercept of an exact line");
+    CHECK(se < 1e-12, "zero residual, se %g", se);
+    /* residuals +-0.1 alternating on 4 points x = 0..3: se = sqrt(ss / 2 / sxx) */
+    double x2[4] = {0, 1, 2, 3}, y2[4] = {0.1, 0.9, 2.1, 2.9};
+    scm_stair_fit(x2, y2, 4, &s, &c, &se);
+    double ss = 0.0;
+    for (int i = 0; i < 4; i++)
+        ss += pow(y2[i] - (s * x2[i] + c), 2);
+    CHECK_CLOSE(se, sqrt(ss / 2.0 / 5.0), 1e-12, 0.0, "slope standard error");
+    CHECK(scm_stair_fit(x2, y2, 2, &s, &c, &se) == SCM_EINVAL, "two points");
+    double x3[3] = {1, 1, 1};
+    CHECK(scm_stair_fit(x3, y2, 3, &s, &c, &se) == SCM_EINVAL, "equal x");
+}
+
+static void test_known_answer(void)
+{
+    scm_error err;
+    scm_model *m = scm_model_alloc(2, 2, &scm_act_erf, NULL, NULL, NULL, &err);
+    scm_flow *fl = scm_flow_alloc(m);
+    /* the symmetric plateau: both students equal, in the teacher span */
+    const double q = 1.0 / 3.0, r = 1.0 / sqrt(6.0);
+    double Q[4] = {q, q, q, q}, R[4] = {r, r, r, r}, res, eps_fp;
+    CHECK(scm_fp_polish(fl, Q, R, 100, 1e-14, &res, &err) == SCM_OK, "polish: res %g", res);
+    scm_flow_loss(fl, Q, R, &eps_fp);
+    double re_max, re_min;
+    CHECK(scm_fp_full_stability(fl, Q, R, &re_max, &re_min) == SCM_OK, "Jacobian");
+    const long dh = 5;
+    double ev[10];
+    scm_stab_counts c;
+    scm_stab_zero_modes z;
+    int closed;
+    CHECK(scm_split_hessian(m, Q, R, dh, 1e-6, ev, &c, &z, &closed, &err) == SCM_OK, "Hessian: %s",
+          err.msg);
+    const double lam_h = -(double)dh * ev[0];
+    CHECK_CLOSE(lam_h, re_max, 1e-4, 0.0, "unstable rate: Hessian vs (F_Q, F_R) Jacobian");
+
+    const double alphas[5] = {1e-3, 1e-4, 1e-5, 1e-6, 1e-7};
+    double x[5], y[5];
+    int ny = 0;
+    for (int a = 0; a < 5; a++) {
+        double Q0[4], R0[4];
+        scm_init_random(m, 1000, alphas[a], 7, Q0, R0, &err);
+        scm_traj_opts o;
+        scm_traj_opts_default(&o);
+        o.t_max = 3000;
+        o.t_first = 1e-2;
+        o.n_out = 3000;
+        o.eps_stop = 1e-10;
+        o.grad_stop = 0;
+        /* below the symmetry-breaking part ~ alpha / sqrt d (docs/staircase.md) */
+        o.atol = 1e-2 * alphas[a] * alphas[a] / 1000.0;
+        o.rtol = 1e-10;
+        scm_traj_result tr;
+        CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &tr, &err) == SCM_OK, "run: %s", err.msg);
+        scm_stair_opts so;
+        scm_stair_opts_default(&so);
+        scm_stair_plateau pl[8];
+        int np;
+        scm_stair_detect(tr.out_t, tr.out_eps, tr.n_out, &so, pl, 8, &np, &err);
+        /* the plateau (the run stops at eps_stop, in the last descent) */
+        int k = scm_stair_match(np ? pl[0].eps : NAN, &eps_fp, 1, 1e-6);
+        CHECK(np >= 1 && k == 0, "alpha %g: %d plateaus, first at %g, fixed point %g", alphas[a],
+              np, np ? pl[0].eps : NAN, eps_fp);
+        if (np >= 1 && k == 0) {
+            x[ny] = log(1.0 / alphas[a]);
+            y[ny++] = pl[0].t_end;
+        }
+        scm_traj_result_free(&tr);
+    }
+    double s, c0, se;
+    CHECK(scm_stair_fit(x, y, ny, &s, &c0, &se) == SCM_OK, "fit");
+    printf("K = M = 2 erf: escape-time slope %.5g +- %.2g, 1 / lambda = %.5g\n", s, se,
+           1.0 / re_max);
+    CHECK_CLOSE(s, 1.0 / re_max, 1e-3, 0.0, "slope of escape times vs log(1/alpha) = 1/lambda");
+    scm_flow_free(fl);
+    scm_model_free(m);
+}
+
+static void test_errors(void)
+{
+    double t[3] = {0, 1, 1}, e[3] = {1, 1, 1};
+    scm_stair_opts o;
+    scm_stair_opts_default(&o);
+    scm_stair_plateau pl[2];
+    int np;
+    scm_error err;
+    CHECK(scm_stair_detect(t, e, 3, &o, pl, 2, &np, &err) == SCM_EINVAL &&
+              strstr(err.msg, "not increasing"),
+          "equal times: %s", err.msg);
+    double t2[3] = {0, 1, 2}, e2[3] = {1, NAN, 1};
+    CHECK(scm_stair_detect(t2, e2, 3, &o, pl, 2, &np, &err) == SCM_EINVAL &&
+              strstr(err.msg, "point 1"),
+          "NaN loss: %s", err.msg);
+    o.min_dur = 0;
+    CHECK(scm_stair_detect(t2, e, 3, &o, pl, 2, &np, &err) == SCM_EINVAL &&
+              strstr(err.msg, "min_dur"),
+          "min_dur 0: %s", err.msg);
+    CHECK(scm_stair_match(0.5, e, 3, 1e-3) == -1, "no match far away");
+}
+
+int main(void)
+{
+    gsl_set_error_handler_off();
+    test_synthetic();
+    test_fit();
+    test_known_answer();
+    test_errors();
+    return TEST_SUMMARY();
+}
