@@ -1,5 +1,5 @@
 /* test_rule.c: the training rules (rule.h) against weight space.
- *  - right-hand side: at random states, each rule's dy/dtau equals the
+ *  - right-hand side (ReLU, erf, linear): at random states, each rule's dy/dtau equals the
  *    weight-space update direction of MATH.md section 8 (the gradient
  *    G = d eps / dW of scm_weights_grad projected row by row off w_k for
  *    normalised, the Riemannian gradient G - sym(G W^T) W / d for stiefel,
@@ -11,7 +11,9 @@
  *    equal the rule's retract;
  *  - trajectories: CVODE on each rule against the weight-space ODE of the
  *    same direction integrated by GSL rk8pd (a different integrator on a
- *    different representation) at t = 4, to 1e-7; on the record
+ *    different representation) at t = 4 and, through a plateau, t = 100,
+ *    to 1e-7 (the Stiefel direction extended off the manifold so that the
+ *    weight-space run keeps it: stiefel_x); on the record
  *    Q_kk = 1 exactly (normalised), Q = I exactly (stiefel), and for
  *    two_layer ReLU with eta_v = eta the imbalance Q_kk - v_k^2 is conserved
  *    to 1e-7, while with eta_v = 2 eta it moves by more than 1e-2;
