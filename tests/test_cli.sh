@@ -198,5 +198,28 @@ check "[ $? -eq 2 ] && grep -q -- '--alpha values must be in (0, 1)' '$W/e' && [
 "$SCM" lintarget --c x -o "$W/lt3" 2> "$W/e"
 check "[ $? -eq 2 ] && grep -q -- \"--c needs\" '$W/e'" "lintarget --c x"
 
+# scm compare --rule: one compare per rule and the table across rules.
+# With K = M + 1 orthonormal students (stiefel) and v = 1 the extra student
+# cannot be cancelled, so no run reaches the global minimum.
+(cd "$W" && "$SCM" compare --M 3 --K 3,4 --runs 6 --rule gd,stiefel --no-plots --no-stability -q -o cr > cr.out 2> cr.err)
+check "[ $? -eq 0 ] && [ -s '$W/cr.rules.json' ] && [ -s '$W/cr.rules.md' ]" "compare --rule: $(cat "$W/cr.err")"
+python3 - "$W" <<'PY' && ok || ko "compare --rule table"
+import json, sys
+w = sys.argv[1]
+t = json.load(open(f"{w}/cr.rules.json"))
+assert [r["rule"] for r in t["rules"]] == ["gd", "stiefel"] and t["K"] == [3, 4]
+for r in t["rules"]:
+    for c in r["K"]:
+        s = json.load(open(f"{w}/cr.{r['rule']}.K{c['K']}.summary.json"))
+        g = sum(x["count"] for x in s["classes"] if x["class"].startswith("global_minimum"))
+        assert c["global_minimum"]["count"] == g and c["runs"] == s["done"] == 6, (r["rule"], c)
+        lo, hi = c["global_minimum"]["wilson95"]
+        assert lo <= c["global_minimum"]["fraction"] <= hi
+st = t["rules"][1]["K"][1]
+assert st["K"] == 4 and st["global_minimum"]["count"] == 0, st
+PY
+(cd "$W" && "$SCM" compare --M 3 --K 3 --runs 2 --rule gd,adam -o cr2 > /dev/null 2> cr2.err)
+check "[ $? -eq 2 ] && grep -q \"'adam' is not a rule\" '$W/cr2.err' && [ ! -e '$W/cr2.rules.json' ]" "compare --rule adam: $(cat "$W/cr2.err")"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

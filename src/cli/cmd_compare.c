@@ -32,7 +32,7 @@ static void compare_usage(FILE *f)
             "usage: scm compare --M M --K K1,K2,... --runs N [CONFIG.json] [--seed S]\n"
             "                   [--threads T] [--families K=FP.json]... [--traces n]\n"
             "                   [--no-stability] [--no-plots] [--set key=value]... [-o PREFIX]\n"
-            "                   [--quiet]\n"
+            "                   [--rule R1,R2,...] [--quiet]\n"
             "\n"
             "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
             "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES, two-stage\n"
@@ -57,6 +57,11 @@ static void compare_usage(FILE *f)
             "count of converged runs.  Each family reached gets the verdict of\n"
             "`scm stability --trials 3 --sigma 1e-4,1e-3,1e-2` (K <= 20; --no-stability\n"
             "skips it).  Default PREFIX: compare_M<M>.\n"
+            "\n"
+            "--rule R1,R2,... (gd, normalised, stiefel, two_layer): one compare per\n"
+            "rule (--set rule=R, prefix PREFIX.R), then PREFIX.rules.json and\n"
+            "PREFIX.rules.md: per rule and K the fraction reaching the global minimum\n"
+            "(eps below eps_stop) and not converged, with Wilson intervals.\n"
             "\n"
             "exit status: 0 done (also when matplotlib is missing: no figures, and how\n"
             "to get them), 1 a failure while running or writing (a plotting failure\n"
@@ -433,6 +438,9 @@ static int compare_plots(const char *json_path, int quiet)
 
 int scm_cmd_compare(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* several rules: one compare each, one table */
+        if (strcmp(argv[i], "--rule") == 0)
+            return scm_cmd_compare_rules(argc, argv);
     const char *config = NULL, *prefix = NULL, *seed = NULL, *threads = "1";
     const char *sets[MAX_SETS], *fam_for[64] = {0};
     int nsets = 0, quiet = 0, ntr = 4, no_stab = 0, no_plots = 0;
