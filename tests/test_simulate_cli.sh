@@ -56,6 +56,34 @@ check "cmp -s erf.sim.json thr.json && cmp -s erf.sim.csv thr.csv" "--threads 2 
 "$SCM" simulate erf.json --no-plot -q -o b --mode batch --n 600 --d 100 --seeds 1 --t-max 0.5
 check "[ $? -eq 0 ] && grep -q '\"mode\":\"batch\"' b.json" "batch mode run"
 
+# every rule: the manifold ones keep Q_kk = 1 / Q = I on both sides, two_layer moves v
+for rule in normalised stiefel two_layer; do
+    "$SCM" simulate erf.json --no-plot -q -o "rule_$rule" --set rule=$rule --set model.v=0.7 \
+        --t-max 1 --seeds 2
+    check "[ \$? -eq 0 ]" "rule $rule run"
+done
+/usr/bin/python3 - <<'PY' && ok || ko "rules: invariants and v in the result"
+import json
+for rule in ("normalised", "stiefel", "two_layer"):
+    r = json.load(open(f"rule_{rule}.json"))
+    assert r["status"] == "ok" and r["config"]["rule"] == rule and r["simulate"]["rule"] == rule
+    s = r["simulate"]
+    assert s["constraint"] == {"normalised": "sphere", "stiefel": "stiefel"}.get(rule, "none")
+    assert s["eta_v_ratio"] == (1 if rule == "two_layer" else 0)
+    for sd in r["seeds"]:
+        for p in sd["trajectory"]:
+            for side in ("sim", "ode"):
+                Q, v = p[side]["Q"], p[side]["v"]
+                for k in range(2):
+                    for l in range(2):
+                        if rule != "two_layer" and (k == l or rule == "stiefel"):
+                            assert abs(Q[k][l] - (k == l)) < 1e-9, (rule, side, Q)
+                assert rule == "two_layer" or v == [0.7, 0.7], (rule, v)
+            assert abs(p["sim"]["v"][0] - p["ode"]["v"][0]) < 0.05
+        if rule == "two_layer":
+            assert abs(sd["trajectory"][-1]["ode"]["v"][0] - 0.7) > 1e-2
+PY
+
 # expect_error NAME PATTERN CONFIG-TEXT [args...]: exit 2, message, no file
 expect_error() {
     local name=$1 pat=$2 text=$3
