@@ -338,7 +338,7 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
 /* The training rule, its parameters, and the combinations it cannot run. */
 static scm_status parse_rule(const cJSON *root, scm_config *c, scm_error *err)
 {
-    static const char *const keys[] = {"lr_v_ratio", NULL};
+    static const char *const keys[] = {"lr_v_ratio", "eta", "noise", NULL};
     const char *rule = NULL;
     scm_status st;
     if ((st = get_string(root, "", "rule", "gd", &rule, err)))
@@ -352,12 +352,24 @@ static scm_status parse_rule(const cJSON *root, scm_config *c, scm_error *err)
     if ((st = get_section(root, "rule_params", &s, err)) ||
         (st = check_keys(s, "rule_params", keys, err)))
         return st;
+    const int sgd = c->rule == &scm_rule_sgd;
     if (s && cJSON_GetObjectItemCaseSensitive(s, "lr_v_ratio") && !c->rule->trains_v)
         return scm_error_set(err, SCM_EINVAL,
-                             "'rule_params.lr_v_ratio' applies to rule two_layer only (rule is "
-                             "\"%s\")",
+                             "'rule_params.lr_v_ratio' applies to rules two_layer and sgd only "
+                             "(rule is \"%s\")",
                              c->rule->name);
-    if ((st = get_number(s, "rule_params", "lr_v_ratio", 1.0, &p->lr_v_ratio, err)))
+    for (int i = 1; i <= 2; i++)
+        if (s && cJSON_GetObjectItemCaseSensitive(s, keys[i]) && !sgd)
+            return scm_error_set(err, SCM_EINVAL,
+                                 "'rule_params.%s' applies to rule sgd only (rule is \"%s\")",
+                                 keys[i], c->rule->name);
+    if (sgd && !(s && cJSON_GetObjectItemCaseSensitive(s, "eta")))
+        return scm_error_set(err, SCM_EINVAL,
+                             "rule sgd needs 'rule_params.eta' (the learning rate, >= 0)");
+    /* sgd trains v only when asked: its default ratio is 0 */
+    if ((st = get_number(s, "rule_params", "lr_v_ratio", sgd ? 0.0 : 1.0, &p->lr_v_ratio, err)) ||
+        (st = get_number(s, "rule_params", "eta", 0.0, &p->eta, err)) ||
+        (st = get_number(s, "rule_params", "noise", 0.0, &p->noise, err)))
         return st;
     if ((st = scm_rule_params_check(c->rule, p, err)))
         return st;
@@ -392,6 +404,10 @@ static cJSON *used_json(const scm_config *c)
     if (c->rule->trains_v) {
         cJSON *rp = cJSON_AddObjectToObject(root, "rule_params");
         cJSON_AddNumberToObject(rp, "lr_v_ratio", c->traj.rule_params.lr_v_ratio);
+        if (c->rule == &scm_rule_sgd) {
+            cJSON_AddNumberToObject(rp, "eta", c->traj.rule_params.eta);
+            cJSON_AddNumberToObject(rp, "noise", c->traj.rule_params.noise);
+        }
     }
     cJSON *i = cJSON_AddObjectToObject(root, "init");
     if (c->init == SCM_INIT_RANDOM) {

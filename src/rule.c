@@ -10,9 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scm/sgd.h"
 #include "scm/twolayer.h"
 
-void scm_rule_params_default(scm_rule_params *p) { p->lr_v_ratio = 1.0; }
+void scm_rule_params_default(scm_rule_params *p)
+{
+    p->lr_v_ratio = 1.0;
+    p->eta = 0.0;
+    p->noise = 0.0;
+}
 
 static long tri(int K, int diag) { return diag ? (long)K * (K + 1) / 2 : (long)K * (K - 1) / 2; }
 
@@ -38,10 +44,10 @@ static long unpack_q(int K, const double *y, int diag, double *Q)
     return i;
 }
 
-/* Scratch of every rule: Q, R, FQ, FR, then v (two_layer). */
+/* Scratch of every rule: Q, R, FQ, FR, then G (sgd) and v. */
 static long scratch_len(const scm_model *m)
 {
-    return 2L * m->K * m->K + 2L * m->K * m->M + m->K;
+    return 3L * m->K * m->K + 2L * m->K * m->M + m->K;
 }
 
 /* ---- gd ---------------------------------------------------------------- */
@@ -294,6 +300,37 @@ static scm_status tl_rhs(const scm_rule_params *p, scm_flow *fl, const double *y
     return SCM_OK;
 }
 
+/* ---- sgd --------------------------------------------------------------- */
+
+/* two_layer's flow (with lr_v_ratio 0, v stays put: gd), then eta G added to
+ * the Q part of ydot, which is gd's layout.  G needs the SGD work (a
+ * quadrature workspace for ReLU): allocated per call, as rhs has no other
+ * place to keep it without global state. */
+static scm_status sgd_rhs(const scm_rule_params *p, scm_flow *fl, const double *y, double *ydot,
+                          double *eps, double *scratch)
+{
+    scm_status st = tl_rhs(p, fl, y, ydot, eps, scratch);
+    if (st || p->eta == 0.0)
+        return st;
+    const scm_model *m = scm_flow_model(fl);
+    const int K = m->K, M = m->M;
+    /* tl_rhs left Q and R at the start of scratch */
+    const double *Q = scratch, *R = Q + (long)K * K;
+    double *G = scratch + 2L * K * K + 2L * K * M;
+    scm_sgd_work *w = scm_sgd_work_alloc(K, M);
+    if (!w)
+        return SCM_ENOMEM;
+    st = scm_sgd_term(m, Q, R, y + gd_dim(m), p->noise, G, w, NULL);
+    scm_sgd_work_free(w);
+    if (st)
+        return st;
+    long i = 0;
+    for (int k = 0; k < K; k++)
+        for (int l = k; l < K; l++)
+            ydot[i++] += p->eta * G[k * K + l];
+    return SCM_OK;
+}
+
 /* ---- the tables -------------------------------------------------------- */
 
 const scm_rule scm_rule_gd = {.name = "gd", .dim = gd_dim, .scratch = scratch_len,
@@ -308,9 +345,12 @@ const scm_rule scm_rule_stiefel = {.name = "stiefel", .dim = st_dim, .scratch = 
 const scm_rule scm_rule_two_layer = {.name = "two_layer", .dim = tl_dim,
                                      .scratch = scratch_len, .pack = tl_pack,
                                      .unpack = tl_unpack, .rhs = tl_rhs, .trains_v = 1};
+const scm_rule scm_rule_sgd = {.name = "sgd", .dim = tl_dim, .scratch = scratch_len,
+                               .pack = tl_pack, .unpack = tl_unpack, .rhs = sgd_rhs,
+                               .trains_v = 1};
 
 static const scm_rule *const all_rules[] = {&scm_rule_gd, &scm_rule_normalised, &scm_rule_stiefel,
-                                            &scm_rule_two_layer};
+                                            &scm_rule_two_layer, &scm_rule_sgd};
 
 const scm_rule *scm_rule_find(const char *name)
 {
@@ -322,10 +362,28 @@ const scm_rule *scm_rule_find(const char *name)
     return NULL;
 }
 
-const char *scm_rule_names(void) { return "gd, normalised, stiefel, two_layer"; }
+const char *scm_rule_names(void) { return "gd, normalised, stiefel, two_layer, sgd"; }
 
 scm_status scm_rule_params_check(const scm_rule *r, const scm_rule_params *p, scm_error *err)
 {
+    if (r == &scm_rule_sgd) {
+        if (!(p->lr_v_ratio >= 0.0 && isfinite(p->lr_v_ratio)))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "rule_params.lr_v_ratio must be >= 0 for rule sgd (0: v fixed), "
+                                 "got %g",
+                                 p->lr_v_ratio);
+        if (!(p->eta >= 0.0 && isfinite(p->eta)))
+            return scm_error_set(err, SCM_EINVAL, "rule_params.eta must be >= 0, got %g", p->eta);
+        if (!(p->noise >= 0.0 && isfinite(p->noise)))
+            return scm_error_set(err, SCM_EINVAL, "rule_params.noise must be >= 0, got %g",
+                                 p->noise);
+        return SCM_OK;
+    }
+    if (p->eta != 0.0 || p->noise != 0.0)
+        return scm_error_set(err, SCM_EINVAL,
+                             "rule_params.eta and rule_params.noise apply to rule sgd only "
+                             "(rule is %s)",
+                             r->name);
     if (r->trains_v && !(p->lr_v_ratio > 0.0 && isfinite(p->lr_v_ratio)))
         return scm_error_set(err, SCM_EINVAL, "rule_params.lr_v_ratio must be > 0, got %g",
                              p->lr_v_ratio);

@@ -103,7 +103,7 @@ expect_error Q_asym "'init.Q' is not symmetric" '{"model": {"K": 2, "M": 1}, "in
 expect_error rtol "integrator.rtol must be in (0, 1)" '{"model": {"K": 2, "M": 2}, "integrator": {"rtol": 2}}'
 expect_error method "'integrator.method' must be" '{"model": {"K": 2, "M": 2}, "integrator": {"method": "rk4"}}'
 expect_error n_out "'integrator.n_out' must be an integer" '{"model": {"K": 2, "M": 2}, "integrator": {"n_out": 0}}'
-expect_error rule "'rule' must be one of gd, normalised, stiefel, two_layer, got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
+expect_error rule "'rule' must be one of gd, normalised, stiefel, two_layer, sgd, got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
 expect_error bad_json "invalid JSON near line 2" '{"model":
  {"K": 2,, "M": 2}}'
 expect_error set_form "is not of the form key=value" '{"model": {"K": 2, "M": 2}}' --set modelK
@@ -164,7 +164,7 @@ check "[ $? -eq 2 ] && grep -q -- '--loss 0.5' '$W/e' && [ ! -e '$W/fam4.json' ]
 check "[ $? -eq 2 ] && grep -q 'not both' '$W/e'" "stability --loss with --index"
 
 # the training rules from the config: two_layer writes v; bad combinations
-expect_error lrv_gd "'rule_params.lr_v_ratio' applies to rule two_layer only" '{"model": {"K": 2, "M": 2}, "rule_params": {"lr_v_ratio": 2}}'
+expect_error lrv_gd "'rule_params.lr_v_ratio' applies to rules two_layer and sgd only" '{"model": {"K": 2, "M": 2}, "rule_params": {"lr_v_ratio": 2}}'
 expect_error stiefel_d "rule stiefel needs K = 3 orthonormal students" '{"model": {"K": 3, "M": 2}, "rule": "stiefel", "init": {"d": 2}}'
 expect_error norm_scale "'init.scale' = 0.5 has no effect with rule normalised" '{"model": {"K": 2, "M": 2}, "rule": "normalised", "init": {"scale": 0.5}}'
 for r in normalised stiefel two_layer; do
@@ -187,6 +187,22 @@ for r in ("normalised", "stiefel", "two_layer"):
     if r == "two_layer":
         assert "v" in j["trajectory"][-1] and len(j["final"]["v"]) == 2
         assert j["config"]["rule_params"]["lr_v_ratio"] == 1
+PY
+# sgd from the config: rule_params echoed, v written, noise raises the final loss
+expect_error sgd_noeta "rule sgd needs 'rule_params.eta'" '{"model": {"K": 2, "M": 2}, "rule": "sgd"}'
+expect_error sgd_eta_gd "'rule_params.eta' applies to rule sgd only" '{"model": {"K": 2, "M": 2}, "rule_params": {"eta": 0.1}}'
+expect_error sgd_noise "rule_params.noise must be >= 0" '{"model": {"K": 2, "M": 2}, "rule": "sgd", "rule_params": {"eta": 0.1, "noise": -1}}'
+for noise in 0 0.1; do
+    "$SCM" run "$SRC/examples/relu_k2.json" --set rule=sgd --set rule_params.eta=0.5 \
+        --set rule_params.noise=$noise --set rule_params.lr_v_ratio=1 --set integrator.t_max=200 \
+        -o "$W/sgd$noise.json" -q 2> "$W/e"
+    check "[ $? -eq 0 ]" "run rule sgd: $(cat "$W/e")"
+done
+python3 - "$W" <<'PY' && ok || ko "sgd results"
+import json, sys
+a, b = (json.load(open(f"{sys.argv[1]}/sgd{n}.json")) for n in ("0", "0.1"))
+assert a["config"]["rule_params"] == {"lr_v_ratio": 1, "eta": 0.5, "noise": 0}, a["config"]["rule_params"]
+assert len(a["final"]["v"]) == 2 and b["final"]["eps"] > a["final"]["eps"], (a["final"]["eps"], b["final"]["eps"])
 PY
 
 # scm lintarget: outputs and bad options

@@ -11,8 +11,8 @@
  *   matrix form of the flow; relative 1e-10), its dv/dtau against a central
  *   finite difference of scm_flow_loss in v (1e-7), and its eta term
  *   eta E[delta_k delta_l] against Monte Carlo (5 standard errors);
- * - when libscm has the `sgd` rule: its whole right-hand side against this
- *   one (added with that rule). */
+ * - libscm's `sgd` rule: its whole right-hand side and the benchmark
+ *   trajectory against these equations are in test_rule.c. */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>

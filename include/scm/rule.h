@@ -19,6 +19,11 @@
  *   two_layer   both layers: the flow of W at the current v, and
  *               dv_k/dtau = -(eta_v / eta) d eps / dv_k.
  *               State: upper triangle of Q, R, then v.
+ *   sgd         one-pass online SGD at a finite learning rate eta with
+ *               label noise of variance sigma^2 (sgd.h): two_layer's flow
+ *               (v trained when lr_v_ratio > 0, fixed when it is 0) plus
+ *               eta G in dQ, G_kl = E[delta_k delta_l]; eta = 0 is gd
+ *               (two_layer when lr_v_ratio > 0).  State: as two_layer.
  *
  * The manifold rules start on their manifold: retract maps a start onto it
  * (normalised: each student rescaled to unit norm; stiefel: the polar
@@ -30,10 +35,12 @@
 
 /* Parameters of the rules that have any. */
 typedef struct {
-    double lr_v_ratio; /* two_layer: eta_v / eta (> 0) */
+    double lr_v_ratio; /* two_layer: eta_v / eta (> 0); sgd: >= 0, 0 = v fixed */
+    double eta;        /* sgd: learning rate (>= 0); 0 for the other rules */
+    double noise;      /* sgd: label-noise variance sigma^2 (>= 0); 0 for the others */
 } scm_rule_params;
 
-/* lr_v_ratio = 1. */
+/* lr_v_ratio = 1, eta = noise = 0. */
 void scm_rule_params_default(scm_rule_params *p);
 
 typedef struct scm_rule {
@@ -61,9 +68,10 @@ typedef struct scm_rule {
     scm_status (*retract)(const scm_model *m, double *Q, double *R, scm_error *err);
 } scm_rule;
 
-extern const scm_rule scm_rule_gd, scm_rule_normalised, scm_rule_stiefel, scm_rule_two_layer;
+extern const scm_rule scm_rule_gd, scm_rule_normalised, scm_rule_stiefel, scm_rule_two_layer,
+    scm_rule_sgd;
 
-/* The rule named name ("gd", "normalised", "stiefel", "two_layer"), or
+/* The rule named name ("gd", "normalised", "stiefel", "two_layer", "sgd"), or
  * NULL. */
 const scm_rule *scm_rule_find(const char *name);
 

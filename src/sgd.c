@@ -1,0 +1,448 @@
+/* sgd.c: the eta term of one-pass SGD, G = E[delta delta^T] (sgd.h), and
+ * the four-point expectations I4 = E[g'(a) g'(b) g(c) g(e)] it is made of.
+ * The formulas are derived in docs/sgd.md:
+ *  - erf: the factor g'(a) g'(b) = (2/pi) exp(-(a^2 + b^2)/2) tilts the
+ *    Gaussian; what is left is the erf pair kernel of (c, e) under the tilted
+ *    covariance (Saad and Solla 1995, in this project's convention);
+ *  - linear: I4 = C_ce;
+ *  - ReLU: I4 = E[c e 1(a, b, c, e > 0)] is reduced by Gaussian integration
+ *    by parts (E[x h] = sum_j C_xj E[d_j h]) to orthant probabilities of up
+ *    to four variables; the four-variate one is a 1-D integral of closed
+ *    forms (Plackett's identity), done with GSL's cquad. */
+#include "scm/sgd.h"
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_integration.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A correlation this close to +-1 (relative determinant 1 - rho^2 below
+ * MERGE_SIN2) makes two ReLU indicators equal (or exclusive): the variables
+ * are merged.  Repeated arguments (a = b, a = c, ...) land here exactly. */
+#define MERGE_SIN2 1e-14
+#define RHO_SLACK 1e-6
+#define CQUAD_NODES 200
+#define QUAD_EPSREL 1e-12
+#define QUAD_TARGET 1e-10
+
+struct scm_sgd_work {
+    int K, M;
+    double *J; /* (K + M)^2 joint covariance, students first */
+    gsl_integration_cquad_workspace *cq;
+};
+
+scm_sgd_work *scm_sgd_work_alloc(int K, int M)
+{
+    if (K < 1 || M < 0)
+        return NULL;
+    scm_sgd_work *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->K = K;
+    w->M = M;
+    w->J = malloc(sizeof *w->J * (size_t)(K + M) * (size_t)(K + M));
+    w->cq = gsl_integration_cquad_workspace_alloc(CQUAD_NODES);
+    if (!w->J || !w->cq) {
+        scm_sgd_work_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void scm_sgd_work_free(scm_sgd_work *w)
+{
+    if (!w)
+        return;
+    free(w->J);
+    if (w->cq)
+        gsl_integration_cquad_workspace_free(w->cq);
+    free(w);
+}
+
+/* Finite, symmetric-read, non-negative variances, correlations within the
+ * slack. */
+static scm_status check_cov4(const double C[16])
+{
+    for (int i = 0; i < 16; i++)
+        if (!isfinite(C[i]))
+            return SCM_EINVAL;
+    for (int i = 0; i < 4; i++)
+        if (C[i * 5] < 0.0)
+            return SCM_EINVAL;
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++)
+            if (fabs(C[i * 4 + j]) > sqrt(C[i * 5] * C[j * 5]) * (1.0 + RHO_SLACK))
+                return SCM_ENOTPSD;
+    return SCM_OK;
+}
+
+static double clamp1(double x) { return x > 1.0 ? 1.0 : (x < -1.0 ? -1.0 : x); }
+
+/* erf: with P = I + C_{ab block}, the tilt gives the factor det(P)^(-1/2) and
+ * the covariance C' = C_{ce} - C_{ce,ab} P^{-1} C_{ab,ce} of (c, e). */
+static double erf_i4(const double C[16])
+{
+    double p00 = 1.0 + C[0], p11 = 1.0 + C[5], p01 = C[1];
+    double det = p00 * p11 - p01 * p01;
+    double cp[2][2];
+    for (int x = 0; x < 2; x++)
+        for (int y = 0; y < 2; y++) {
+            double xa = C[(2 + x) * 4 + 0], xb = C[(2 + x) * 4 + 1];
+            double ya = C[(2 + y) * 4 + 0], yb = C[(2 + y) * 4 + 1];
+            double quad = (xa * (p11 * ya - p01 * yb) + xb * (p00 * yb - p01 * ya)) / det;
+            cp[x][y] = C[(2 + x) * 4 + 2 + y] - quad;
+        }
+    double s = sqrt(fmax(1.0 + cp[0][0], 0.0) * fmax(1.0 + cp[1][1], 0.0));
+    return (4.0 / (M_PI * M_PI)) / sqrt(det) * asin(clamp1(cp[0][1] / s));
+}
+
+/* ---- ReLU ---------------------------------------------------------------- */
+
+/* A reduced problem: E[prod_f x_f * prod_{i < n} 1(x_i > 0)], nf <= 2
+ * factors among the n <= 4 variables. */
+typedef struct {
+    int n, nf, f[2];
+    double scale;
+    double C[4][4];
+} orth_prob;
+
+typedef struct {
+    double r[4][4];
+} corr4;
+
+/* P(x_k > 0, x_l > 0 | x_i = x_j = 0) for the correlation matrix t R. */
+static double cond_p2(const corr4 *R, double t, int i, int j, int k, int l)
+{
+    double rij = t * R->r[i][j], d = 1.0 - rij * rij;
+    int o[2] = {k, l};
+    double s[2][2];
+    for (int x = 0; x < 2; x++)
+        for (int y = 0; y < 2; y++) {
+            int p = o[x], q = o[y];
+            double pi = p == i ? 1.0 : t * R->r[p][i], pj = p == j ? 1.0 : t * R->r[p][j];
+            double qi = q == i ? 1.0 : t * R->r[q][i], qj = q == j ? 1.0 : t * R->r[q][j];
+            double pq = p == q ? 1.0 : t * R->r[p][q];
+            s[x][y] = pq - (pi * (qi - rij * qj) + pj * (qj - rij * qi)) / d;
+        }
+    if (!(s[0][0] > 0.0 && s[1][1] > 0.0))
+        return NAN; /* only at t = 1 for a singular R; cquad skips such points */
+    return 0.25 + asin(clamp1(s[0][1] / sqrt(s[0][0] * s[1][1]))) / (2.0 * M_PI);
+}
+
+/* dP/dt along R(t) = I + t (R - I): Plackett's identity
+ * dP/drho_ij = phi2(0, 0; rho_ij) P(others > 0 | x_i = x_j = 0). */
+static double orthant4_integrand(double t, void *params)
+{
+    const corr4 *R = params;
+    static const int pairs[6][4] = {{0, 1, 2, 3}, {0, 2, 1, 3}, {0, 3, 1, 2},
+                                    {1, 2, 0, 3}, {1, 3, 0, 2}, {2, 3, 0, 1}};
+    double sum = 0.0;
+    for (int p = 0; p < 6; p++) {
+        int i = pairs[p][0], j = pairs[p][1];
+        double rho = R->r[i][j];
+        if (rho == 0.0)
+            continue;
+        double phi2 = 1.0 / (2.0 * M_PI * sqrt(1.0 - t * t * rho * rho));
+        sum += rho * phi2 * cond_p2(R, t, i, j, pairs[p][2], pairs[p][3]);
+    }
+    return sum;
+}
+
+/* P(x_0..x_3 > 0) for the correlation matrix R: 1/16 plus the path integral. */
+static scm_status orthant4_corr(const corr4 *R, double *out, scm_sgd_work *w)
+{
+    gsl_function F = {orthant4_integrand, (void *)R};
+    double val, abserr;
+    size_t nev;
+    /* The library leaves GSL's error handler to the program (the CLI turns
+     * it off); a failure is judged by the error estimate below. */
+    int st = gsl_integration_cquad(&F, 0.0, 1.0, 0.0, QUAD_EPSREL, w->cq, &val, &abserr, &nev);
+    *out = 0.0625 + val;
+    if (!isfinite(*out))
+        return SCM_ENAN;
+    if (st != GSL_SUCCESS && abserr > QUAD_TARGET * *out)
+        return SCM_ENOCONV;
+    return SCM_OK;
+}
+
+static double orthant_small(const orth_prob *p)
+{
+    double r[4][4];
+    for (int i = 0; i < p->n; i++)
+        for (int j = 0; j < p->n; j++)
+            r[i][j] = clamp1(p->C[i][j] / sqrt(p->C[i][i] * p->C[j][j]));
+    switch (p->n) {
+    case 0:
+        return 1.0;
+    case 1:
+        return 0.5;
+    case 2:
+        return 0.25 + asin(r[0][1]) / (2.0 * M_PI);
+    default: /* 3 */
+        return 0.125 + (asin(r[0][1]) + asin(r[0][2]) + asin(r[1][2])) / (4.0 * M_PI);
+    }
+}
+
+/* Merge parallel variables (equal indicators; a factor on the dropped one
+ * becomes a multiple of the kept one) and detect anti-parallel ones (the
+ * indicators exclude each other).  Returns 0 when the expectation is zero. */
+static int orth_normalise(orth_prob *p)
+{
+    for (int i = 0; i < p->n; i++)
+        if (!(p->C[i][i] > 0.0))
+            return 0;
+    for (int i = 0; i < p->n; i++)
+        for (int j = i + 1; j < p->n; j++) {
+            double aa = p->C[i][i], bb = p->C[j][j], c = p->C[i][j];
+            double sin2 = (aa * bb - c * c) / (aa * bb);
+            if (sin2 >= MERGE_SIN2)
+                continue;
+            if (c < 0.0)
+                return 0;
+            double s = sqrt(bb / aa); /* x_j = s x_i */
+            for (int f = 0; f < p->nf; f++)
+                if (p->f[f] == j) {
+                    p->f[f] = i;
+                    p->scale *= s;
+                }
+            int last = p->n - 1; /* move the last variable into slot j */
+            for (int k = 0; k < p->n; k++) {
+                p->C[j][k] = p->C[last][k];
+                p->C[k][j] = p->C[k][last];
+            }
+            p->C[j][j] = p->C[last][last];
+            for (int f = 0; f < p->nf; f++)
+                if (p->f[f] == last)
+                    p->f[f] = j;
+            p->n--;
+            j = i; /* recheck the pairs of i */
+        }
+    return 1;
+}
+
+static scm_status orth_moment(orth_prob p, double *out, scm_sgd_work *w);
+
+/* phi_j(0) E[... | x_j = 0] with the factor list of q (which must not
+ * contain j). */
+static scm_status orth_condition(const orth_prob *p, int j, int nf, const int *f, double *out,
+                                 scm_sgd_work *w)
+{
+    orth_prob q = {.n = p->n - 1, .nf = nf, .scale = 1.0};
+    int map[4], m = 0;
+    for (int i = 0; i < p->n; i++)
+        map[i] = i == j ? -1 : m++;
+    for (int a = 0; a < p->n; a++)
+        for (int b = 0; b < p->n; b++)
+            if (a != j && b != j)
+                q.C[map[a]][map[b]] = p->C[a][b] - p->C[a][j] * p->C[j][b] / p->C[j][j];
+    for (int k = 0; k < nf && k < 2; k++)
+        q.f[k] = f[k] >= 0 && f[k] < 4 ? map[f[k]] : -1;
+    double v;
+    scm_status st = orth_moment(q, &v, w);
+    *out = v / sqrt(2.0 * M_PI * p->C[j][j]);
+    return st;
+}
+
+/* Integration by parts on the first factor x = x_f0:
+ * E[x h] = sum_j C_xj E[d_j h], h = (x_f1) prod 1(x_i > 0); d_j of an
+ * indicator is delta(x_j), d of the factor x_f1 gives C_{f0 f1} E[prod 1]. */
+static scm_status orth_moment(orth_prob p, double *out, scm_sgd_work *w)
+{
+    *out = 0.0;
+    if (!orth_normalise(&p))
+        return SCM_OK;
+    if (p.nf == 0) {
+        if (p.n < 4) {
+            *out = p.scale * orthant_small(&p);
+            return SCM_OK;
+        }
+        corr4 R;
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                R.r[i][j] = i == j ? 1.0 : clamp1(p.C[i][j] / sqrt(p.C[i][i] * p.C[j][j]));
+        scm_status st = orthant4_corr(&R, out, w);
+        *out *= p.scale;
+        return st;
+    }
+    int x = p.f[0], rest[2] = {p.nf == 2 ? p.f[1] : -1, -1};
+    double sum = 0.0, v;
+    scm_status st;
+    if (p.nf == 2) {
+        orth_prob q = p;
+        q.nf = 0;
+        q.scale = 1.0;
+        if ((st = orth_moment(q, &v, w)))
+            return st;
+        sum += p.C[x][rest[0]] * v;
+    }
+    for (int j = 0; j < p.n; j++) {
+        if (p.C[x][j] == 0.0 || (p.nf == 2 && j == rest[0]))
+            continue; /* x delta(x) = 0 */
+        if ((st = orth_condition(&p, j, p.nf - 1, rest, &v, w)))
+            return st;
+        sum += p.C[x][j] * v;
+    }
+    *out = p.scale * sum;
+    return SCM_OK;
+}
+
+static scm_status relu_i4(const double C[16], double *out, scm_sgd_work *w)
+{
+    orth_prob p = {.n = 4, .nf = 2, .f = {2, 3}, .scale = 1.0};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            p.C[i][j] = C[i * 4 + j];
+    /* Homogeneity: work with unit variances, I4 scales with the norms of c, e. */
+    double sd[4];
+    for (int i = 0; i < 4; i++) {
+        if (!(C[i * 5] > 0.0)) {
+            *out = 0.0; /* g'(0) = 0 and g(0) = 0 */
+            return SCM_OK;
+        }
+        sd[i] = sqrt(C[i * 5]);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            p.C[i][j] = i == j ? 1.0 : clamp1(C[i * 4 + j] / (sd[i] * sd[j]));
+    scm_status st = orth_moment(p, out, w);
+    *out *= sd[2] * sd[3];
+    return st;
+}
+
+scm_status scm_sgd_orthant4(const double C[16], double *out, scm_sgd_work *w)
+{
+    scm_status st = check_cov4(C);
+    if (st)
+        return st;
+    if (!w)
+        return SCM_EINVAL;
+    orth_prob p = {.n = 4, .nf = 0, .scale = 1.0};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            p.C[i][j] = C[i * 4 + j];
+    st = orth_moment(p, out, w);
+    return st ? st : (isfinite(*out) ? SCM_OK : SCM_ENAN);
+}
+
+scm_status scm_sgd_i4(const scm_activation *act, const double C[16], double *out,
+                      scm_sgd_work *w)
+{
+    scm_status st = check_cov4(C);
+    if (st)
+        return st;
+    if (act == &scm_act_erf)
+        *out = erf_i4(C);
+    else if (act == &scm_act_linear)
+        *out = C[11]; /* C_ce: Isserlis with g' = 1, g(x) = x */
+    else if (act == &scm_act_relu) {
+        if (!w)
+            return SCM_EINVAL;
+        if ((st = relu_i4(C, out, w)))
+            return st;
+    } else
+        return SCM_EINVAL;
+    return isfinite(*out) ? SCM_OK : SCM_ENAN;
+}
+
+/* ---- G ------------------------------------------------------------------ */
+
+static void joint_cov(const scm_model *m, const double *Q, const double *R, double *J)
+{
+    int K = m->K, M = m->M, n = K + M;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double g;
+            if (i < K && j < K)
+                g = Q[(i < j ? i : j) * K + (i < j ? j : i)]; /* upper triangle */
+            else if (i < K)
+                g = R[i * M + (j - K)];
+            else if (j < K)
+                g = R[j * M + (i - K)];
+            else
+                g = m->T[(i - K) * M + (j - K)];
+            J[i * n + j] = g;
+        }
+}
+
+/* sum_{i,j} u_i u_j I4(k, l, i, j), over i <= j (I4 is symmetric in c, e). */
+static scm_status four_point_sum(const scm_model *m, const double *u, int k, int l,
+                                 scm_sgd_work *w, double *out)
+{
+    int n = m->K + m->M, idx[4] = {k, l, 0, 0};
+    const double *J = w->J;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        if (u[i] == 0.0)
+            continue;
+        for (int j = i; j < n; j++) {
+            if (u[j] == 0.0)
+                continue;
+            idx[2] = i;
+            idx[3] = j;
+            double C[16], val;
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 4; b++)
+                    C[a * 4 + b] = J[idx[a] * n + idx[b]];
+            scm_status st = scm_sgd_i4(m->act, C, &val, w);
+            if (st)
+                return st;
+            sum += (i == j ? 1.0 : 2.0) * u[i] * u[j] * val;
+        }
+    }
+    *out = sum;
+    return SCM_OK;
+}
+
+scm_status scm_sgd_term(const scm_model *m, const double *Q, const double *R, const double *v,
+                        double sigma2, double *G, scm_sgd_work *w, scm_error *err)
+{
+    int K = m->K, M = m->M, n = K + M;
+    if (!w || w->K != K || w->M != M)
+        return scm_error_set(err, SCM_EINVAL, "sgd work made for other sizes than K = %d, M = %d",
+                             K, M);
+    if (!(sigma2 >= 0.0) || !isfinite(sigma2))
+        return scm_error_set(err, SCM_EINVAL,
+                             "label-noise variance sigma2 = %g must be finite and >= 0", sigma2);
+    for (int k = 0; k < K; k++)
+        if (!isfinite(v[k]))
+            return scm_error_set(err, SCM_EINVAL, "student second-layer weight v[%d] = %g is "
+                                 "not finite", k, v[k]);
+    scm_status st = scm_model_check_state(m, Q, R, 1e-6, err);
+    if (st)
+        return st;
+    double *u = malloc(sizeof *u * (size_t)n);
+    if (!u)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory in the sgd term");
+    for (int i = 0; i < n; i++)
+        u[i] = i < K ? v[i] : -m->vs[i - K];
+    joint_cov(m, Q, R, w->J);
+    int relu = m->act == &scm_act_relu;
+    for (int k = 0; k < K; k++)
+        for (int l = k; l < K; l++) {
+            double s = 0.0;
+            int dead = relu && (w->J[k * n + k] <= 0.0 || w->J[l * n + l] <= 0.0);
+            if (!dead && v[k] != 0.0 && v[l] != 0.0) {
+                if ((st = four_point_sum(m, u, k, l, w, &s)))
+                    break;
+                if (sigma2 > 0.0) {
+                    scm_pair p;
+                    st = m->act->pair(w->J[k * n + k], w->J[l * n + l], w->J[k * n + l], &p);
+                    if (st)
+                        break;
+                    s += sigma2 * p.fc; /* E[g'(a) g'(b)] (Price) */
+                }
+                s *= v[k] * v[l];
+            }
+            G[k * K + l] = G[l * K + k] = s;
+        }
+    free(u);
+    if (st)
+        return scm_error_set(err, st, "sgd term: %s evaluating the four-point expectations",
+                             scm_status_str(st));
+    for (int i = 0; i < K * K; i++)
+        if (!isfinite(G[i]))
+            return scm_error_set(err, SCM_ENAN, "sgd term G[%d][%d] is not finite", i / K,
+                                 i % K);
+    return SCM_OK;
+}
