@@ -28,6 +28,7 @@ void scm_fp_opts_default(scm_fp_opts *o)
     o->polish_max_K = 24;
     o->full_max_K = 400;
     o->polish_defer = 0;
+    o->polish_tol = 0.0;
 }
 
 scm_status scm_fp_opts_check(const scm_fp_opts *o, scm_error *err)
@@ -519,10 +520,14 @@ static scm_status add_point(scm_fp_set *out, const scm_ansatz_inst *in, const do
  * below that cannot lower the residual and only cost Jacobians (at
  * K = M = 12 with target 1e-15, 184 of 278 polishes ended without any
  * decrease, all starting below 1e-14). */
-static double polish_tol(const scm_model *m) { return fmax(1e-14, 5e-16 * (m->K + m->M)); }
+static double polish_tol(const scm_model *m, const scm_fp_opts *o)
+{
+    return o->polish_tol > 0.0 ? o->polish_tol : fmax(1e-14, 5e-16 * (m->K + m->M));
+}
 
 /* The full-space polish of point p (p->Q, p->R hold its full state). */
-static scm_status polish_point(scm_fp_point *p, scm_flow *fl, scm_error *err)
+static scm_status polish_point(scm_fp_point *p, scm_flow *fl, const scm_fp_opts *o,
+                               scm_error *err)
 {
     const scm_model *m = scm_flow_model(fl);
     size_t KK = (size_t)m->K * (size_t)m->K, KM = (size_t)m->K * (size_t)m->M;
@@ -533,7 +538,7 @@ static scm_status polish_point(scm_fp_point *p, scm_flow *fl, scm_error *err)
     memcpy(Q0 + KK, p->R, sizeof(double) * KM);
     scm_error perr;
     p->polished = 1;
-    p->polish_status = scm_fp_polish(fl, p->Q, p->R, 6, polish_tol(m), &p->res_polish, &perr);
+    p->polish_status = scm_fp_polish(fl, p->Q, p->R, 6, polish_tol(m, o), &p->res_polish, &perr);
     if (p->polish_status == SCM_ENOMEM) {
         free(Q0);
         return scm_error_set(err, SCM_ENOMEM, "%s", perr.msg);
@@ -550,7 +555,8 @@ static scm_status polish_point(scm_fp_point *p, scm_flow *fl, scm_error *err)
     return SCM_OK;
 }
 
-scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act, scm_error *err)
+scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act,
+                               const scm_fp_opts *o, scm_error *err)
 {
     if (!p->full || !p->Q || !p->R || p->polished)
         return SCM_OK;
@@ -558,7 +564,7 @@ scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act, scm_e
     if (!m)
         return err ? err->code : SCM_ENOMEM;
     scm_flow *fl = scm_flow_alloc(m);
-    scm_status st = fl ? polish_point(p, fl, err)
+    scm_status st = fl ? polish_point(p, fl, o, err)
                        : scm_error_set(err, SCM_ENOMEM, "out of memory in the polish");
     scm_flow_free(fl);
     scm_model_free(m);
@@ -599,7 +605,7 @@ static scm_status full_checks(scm_fp_point *p, const scm_ansatz_inst *in,
     }
     st = SCM_OK;
     if (p->full && K <= o->polish_max_K && !o->polish_defer)
-        st = polish_point(p, fl, err);
+        st = polish_point(p, fl, o, err);
 done:
     free(FQ);
     free(y);

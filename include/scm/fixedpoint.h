@@ -41,11 +41,14 @@ typedef struct {
     int polish_defer;    /* 1: scm_fp_enumerate does not polish; the caller polishes
                             the points it lists with scm_fp_point_polish (e.g. one
                             representative per family of permuted copies) */
+    double polish_tol;   /* polish target (<= 0: the roundoff floor of F,
+                            max(1e-14, 5e-16 (K + M))); a point already below it
+                            is left as it is */
 } scm_fp_opts;
 
 /* Defaults: 200 random starts, seed 1, 300 iterations, tol 1e-14, accept
- * 1e-10, dedup 1e-6, psd_tol 1e-9, polish up to K = 24 (not deferred), full
- * check up to K = 400. */
+ * 1e-10, dedup 1e-6, psd_tol 1e-9, polish up to K = 24 (not deferred, to
+ * the roundoff floor), full check up to K = 400. */
 void scm_fp_opts_default(scm_fp_opts *o);
 scm_status scm_fp_opts_check(const scm_fp_opts *o, scm_error *err);
 
@@ -105,7 +108,8 @@ scm_status scm_fp_enumerate(const scm_ansatz *a, const scm_ansatz_inst *in,
  * A no-op for a point without a full state or already polished.  Returns
  * an error only for no memory; a polish that does not converge is
  * recorded in p->polish_status. */
-scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act, scm_error *err);
+scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act,
+                               const scm_fp_opts *o, scm_error *err);
 
 /* Newton on the full F_Q = F_R = 0 from (Q, R) (overwritten), at most
  * max_iter steps; *res gets max |F| at the result.  SCM_OK when the

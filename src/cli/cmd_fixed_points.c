@@ -392,7 +392,7 @@ int scm_cmd_fixed_points(int argc, char **argv)
                 if (sol[t].merged_into < 0 && same_orbit(&sol[s], &sol[t]))
                     sol[s].merged_into = t;
     for (int s = 0; s < nsol; s++)
-        if (sol[s].merged_into < 0 && scm_fp_point_polish(sol[s].pt, act, &err) == SCM_ENOMEM) {
+        if (sol[s].merged_into < 0 && scm_fp_point_polish(sol[s].pt, act, &o, &err) == SCM_ENOMEM) {
             fprintf(stderr, "scm fixed-points: %s\n", err.msg);
             rc = 1;
             break;
