@@ -474,6 +474,7 @@ static void test_deferred_polish(void)
     o.polish_defer = 1;
     CHECK(scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s1, &e) == SCM_OK, "%s", e.msg);
     CHECK(s0.n == s1.n && s0.n > 0, "%d vs %d solutions", s0.n, s1.n);
+    int n_back = 0;
     for (int p = 0; p < s0.n && p < s1.n; p++) {
         CHECK(!s1.pt[p].polished, "deferred: point %d polished", p);
         CHECK(scm_fp_point_polish(&s1.pt[p], &scm_act_relu, &o, &e) == SCM_OK, "%s", e.msg);
@@ -491,8 +492,10 @@ static void test_deferred_polish(void)
             CHECK(pt->res_polish < 1e-12, "re-polished residual %g", pt->res_polish);
             CHECK_CLOSE(pt->eps_polish, s0.pt[p].eps, 1e-9, 1e-12, "re-polished loss");
             CHECK(pt->polish_shift > 1e-8, "the polish moved by %g only", pt->polish_shift);
+            n_back++;
         }
     }
+    CHECK(n_back >= s0.n / 2, "only %d of %d perturbed points polished back", n_back, s0.n);
     scm_fp_set_free(&s0);
     scm_fp_set_free(&s1);
     scm_ansatz_inst_free(in);

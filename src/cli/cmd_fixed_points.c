@@ -324,6 +324,7 @@ int scm_cmd_fixed_points(int argc, char **argv)
             cJSON_AddNumberToObject(r, "left_domain", one.n_domain);
             cJSON_AddNumberToObject(r, "rejected_not_psd", one.n_notpsd);
             cJSON_AddNumberToObject(r, "distinct", one.n);
+            cJSON_AddNumberToObject(r, "found_nothing_new", one.n_starts - one.n);
             cJSON_AddItemToArray(runs, r);
             /* move the points into the common set */
             for (int p = 0; p < one.n; p++) {
