@@ -558,7 +558,7 @@ static scm_status polish_point(scm_fp_point *p, scm_flow *fl, const scm_fp_opts 
 scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act,
                                const scm_fp_opts *o, scm_error *err)
 {
-    if (!p->full || !p->Q || !p->R || p->polished)
+    if (!p->full || !p->Q || !p->R || p->polished || p->K > o->polish_max_K)
         return SCM_OK;
     scm_model *m = scm_model_alloc((int)p->K, (int)p->M, act, NULL, NULL, NULL, err);
     if (!m)

@@ -477,6 +477,11 @@ static void test_deferred_polish(void)
     int n_back = 0;
     for (int p = 0; p < s0.n && p < s1.n; p++) {
         CHECK(!s1.pt[p].polished, "deferred: point %d polished", p);
+        scm_fp_opts off = o;
+        off.polish_max_K = 0;
+        CHECK(scm_fp_point_polish(&s1.pt[p], &scm_act_relu, &off, &e) == SCM_OK &&
+                  !s1.pt[p].polished,
+              "polished with polish_max_K = 0");
         CHECK(scm_fp_point_polish(&s1.pt[p], &scm_act_relu, &o, &e) == SCM_OK, "%s", e.msg);
         CHECK(s1.pt[p].polished && s0.pt[p].polished, "point %d not polished", p);
         CHECK(s1.pt[p].res_polish == s0.pt[p].res_polish, "residual %g vs %g",

@@ -105,7 +105,8 @@ scm_status scm_fp_enumerate(const scm_ansatz *a, const scm_ansatz_inst *in,
 /* The full-space polish of a point that went through the full checks
  * (p->full) but was not polished (polish_defer): runs scm_fp_polish on
  * p->Q, p->R and fills the polish fields, as scm_fp_enumerate would have.
- * A no-op for a point without a full state or already polished.  Returns
+ * A no-op for a point without a full state, already polished, or with
+ * K > o->polish_max_K.  Returns
  * an error only for no memory; a polish that does not converge is
  * recorded in p->polish_status. */
 scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act,
