@@ -11,7 +11,11 @@
  *    the end point;
  *  - the global minimum k1 = 0 (eps = 0 exactly, Q = R = I);
  *  - the flow from random initial conditions (small K) ends at fixed
- *    points whose losses are among the enumerated ones. */
+ *    points whose losses are among the enumerated ones;
+ *  - a deferred polish (scm_fp_point_polish) against the polish inside the
+ *    enumeration, and the polish from a perturbed point back to it;
+ *  - the k1 sweep (fpsweep.h): every solution's full-flow residual, and
+ *    the k1 = 1 reference family reached at K = M = 7. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_multimin.h>
@@ -20,6 +24,7 @@
 #include <string.h>
 
 #include "scm/fixedpoint.h"
+#include "scm/fpsweep.h"
 #include "scm/init.h"
 #include "scm/traj.h"
 #include "testutil.h"
@@ -452,6 +457,88 @@ static void test_random_flow(int K, int M, const double *losses, int nloss, int 
     scm_model_free(m);
 }
 
+/* Deferred polish = polish inside the enumeration; a perturbed point
+ * (off the roundoff floor) is pulled back to the same fixed point. */
+static void test_deferred_polish(void)
+{
+    scm_ansatz *a = load_builtin("k1");
+    scm_error e;
+    scm_ansatz_inst *in = scm_ansatz_instantiate(a, 6, 6, 1, &e);
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.n_random = 30;
+    scm_fp_set s0, s1;
+    scm_fp_set_init(&s0);
+    scm_fp_set_init(&s1);
+    CHECK(scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s0, &e) == SCM_OK, "%s", e.msg);
+    o.polish_defer = 1;
+    CHECK(scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s1, &e) == SCM_OK, "%s", e.msg);
+    CHECK(s0.n == s1.n && s0.n > 0, "%d vs %d solutions", s0.n, s1.n);
+    int n_back = 0;
+    for (int p = 0; p < s0.n && p < s1.n; p++) {
+        CHECK(!s1.pt[p].polished, "deferred: point %d polished", p);
+        scm_fp_opts off = o;
+        off.polish_max_K = 0;
+        CHECK(scm_fp_point_polish(&s1.pt[p], &scm_act_relu, &off, &e) == SCM_OK &&
+                  !s1.pt[p].polished,
+              "polished with polish_max_K = 0");
+        CHECK(scm_fp_point_polish(&s1.pt[p], &scm_act_relu, &o, &e) == SCM_OK, "%s", e.msg);
+        CHECK(s1.pt[p].polished && s0.pt[p].polished, "point %d not polished", p);
+        CHECK(s1.pt[p].res_polish == s0.pt[p].res_polish, "residual %g vs %g",
+              s1.pt[p].res_polish, s0.pt[p].res_polish);
+        CHECK_CLOSE(s1.pt[p].eps_polish, s0.pt[p].eps_polish, 0.0, 0.0, "polished loss");
+        /* perturb by 1e-7 and polish again: back below the target, same loss */
+        scm_fp_point *pt = &s1.pt[p];
+        for (int i = 0; i < 36; i++)
+            pt->R[i] += 1e-7 * (double)((i * 7) % 5 - 2);
+        pt->polished = 0;
+        CHECK(scm_fp_point_polish(pt, &scm_act_relu, &o, &e) == SCM_OK, "%s", e.msg);
+        if (pt->polish_status == SCM_OK) {
+            CHECK(pt->res_polish < 1e-12, "re-polished residual %g", pt->res_polish);
+            CHECK_CLOSE(pt->eps_polish, s0.pt[p].eps, 1e-9, 1e-12, "re-polished loss");
+            CHECK(pt->polish_shift > 1e-8, "the polish moved by %g only", pt->polish_shift);
+            n_back++;
+        }
+    }
+    CHECK(n_back >= s0.n / 2, "only %d of %d perturbed points polished back", n_back, s0.n);
+    scm_fp_set_free(&s0);
+    scm_fp_set_free(&s1);
+    scm_ansatz_inst_free(in);
+    scm_ansatz_free(a);
+}
+
+/* The k1 sweep at K = M = 7: each solution is a fixed point of the full
+ * flow, and the published k1 = 1 point is among them. */
+static void test_sweep(void)
+{
+    scm_ansatz *a = load_builtin("k1");
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.n_random = 5;
+    o.polish_max_K = 0;
+    scm_fp_sweep sw;
+    scm_error e;
+    CHECK(scm_fp_sweep_k1(a, 7, 7, &scm_act_relu, &o, 1, &sw, &e) == SCM_EINVAL,
+          "max_passes 1 accepted");
+    CHECK(scm_fp_sweep_k1(a, 7, 6, &scm_act_relu, &o, 4, &sw, &e) == SCM_EINVAL,
+          "k1 applied at K != M");
+    CHECK(scm_fp_sweep_k1(a, 7, 7, &scm_act_relu, &o, 10, &sw, &e) == SCM_OK, "%s", e.msg);
+    CHECK(sw.n == 8 && sw.k1_min == 0 && sw.k1_max == 7, "range %d..%d", sw.k1_min, sw.k1_max);
+    int ref = 0, total = 0;
+    for (int i = 0; i < sw.n; i++)
+        for (int p = 0; p < sw.set[i].n; p++) {
+            scm_fp_point *pt = &sw.set[i].pt[p];
+            total++;
+            CHECK(pt->full && pt->res_full < 1e-12, "k1 = %d eps %.8g: full residual %g",
+                  i, pt->eps, pt->res_full);
+            if (i == 1 && fabs(pt->eps - 0.0232027) < 1e-6)
+                ref = 1;
+        }
+    CHECK(ref, "the k1 = 1 point eps = 0.0232027 is not among %d solutions", total);
+    scm_fp_sweep_free(&sw);
+    scm_ansatz_free(a);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -464,5 +551,7 @@ int main(void)
     nloss = 0;
     test_all_families(4, 3, "k1_extra", losses, &nloss);
     test_continuation();
+    test_deferred_polish();
+    test_sweep();
     return TEST_SUMMARY();
 }

@@ -38,11 +38,17 @@ typedef struct {
     double psd_tol;      /* reject if the Gram matrix has an eigenvalue < -psd_tol */
     int polish_max_K;    /* full-space polish when K <= this (0: never) */
     int full_max_K;      /* full residual and invariance check when K <= this */
+    int polish_defer;    /* 1: scm_fp_enumerate does not polish; the caller polishes
+                            the points it lists with scm_fp_point_polish (e.g. one
+                            representative per family of permuted copies) */
+    double polish_tol;   /* polish target (<= 0: the roundoff floor of F,
+                            max(1e-14, 5e-16 (K + M))); a point already below it
+                            is left as it is */
 } scm_fp_opts;
 
 /* Defaults: 200 random starts, seed 1, 300 iterations, tol 1e-14, accept
- * 1e-10, dedup 1e-6, psd_tol 1e-9, polish up to K = 24, full check up to
- * K = 400. */
+ * 1e-10, dedup 1e-6, psd_tol 1e-9, polish up to K = 24 (not deferred, to
+ * the roundoff floor), full check up to K = 400. */
 void scm_fp_opts_default(scm_fp_opts *o);
 scm_status scm_fp_opts_check(const scm_fp_opts *o, scm_error *err);
 
@@ -95,6 +101,16 @@ scm_status scm_fp_enumerate(const scm_ansatz *a, const scm_ansatz_inst *in,
                             const scm_activation *act, const scm_fp_opts *o,
                             const double *starts, int n_starts, scm_fp_set *out,
                             scm_error *err);
+
+/* The full-space polish of a point that went through the full checks
+ * (p->full) but was not polished (polish_defer): runs scm_fp_polish on
+ * p->Q, p->R and fills the polish fields, as scm_fp_enumerate would have.
+ * A no-op for a point without a full state, already polished, or with
+ * K > o->polish_max_K.  Returns
+ * an error only for no memory; a polish that does not converge is
+ * recorded in p->polish_status. */
+scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act,
+                               const scm_fp_opts *o, scm_error *err);
 
 /* Newton on the full F_Q = F_R = 0 from (Q, R) (overwritten), at most
  * max_iter steps; *res gets max |F| at the result.  SCM_OK when the

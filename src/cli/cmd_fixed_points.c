@@ -257,6 +257,8 @@ int scm_cmd_fixed_points(int argc, char **argv)
     o.n_random = (int)starts;
     o.seed = (unsigned long)seed;
     o.polish_max_K = (int)polish;
+    /* polish after merging: one representative per family of permuted copies */
+    o.polish_defer = 1;
     scm_fp_set set;
     scm_fp_set_init(&set);
     int nsol = 0, cap = 0, applied = 0;
@@ -311,6 +313,7 @@ int scm_cmd_fixed_points(int argc, char **argv)
             cJSON_AddNumberToObject(r, "left_domain", one.n_domain);
             cJSON_AddNumberToObject(r, "rejected_not_psd", one.n_notpsd);
             cJSON_AddNumberToObject(r, "distinct", one.n);
+            cJSON_AddNumberToObject(r, "found_nothing_new", one.n_starts - one.n);
             cJSON_AddItemToArray(runs, r);
             /* move the points into the common set */
             for (int p = 0; p < one.n; p++) {
@@ -378,6 +381,12 @@ int scm_cmd_fixed_points(int argc, char **argv)
             for (int t = 0; t < s && sol[s].merged_into < 0; t++)
                 if (sol[t].merged_into < 0 && same_orbit(&sol[s], &sol[t]))
                     sol[s].merged_into = t;
+    for (int s = 0; s < nsol; s++)
+        if (sol[s].merged_into < 0 && scm_fp_point_polish(sol[s].pt, act, &o, &err) == SCM_ENOMEM) {
+            fprintf(stderr, "scm fixed-points: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
     /* display order: by loss (insertion sort; the lists are short) */
     int *order = malloc(sizeof *order * ((size_t)nsol + 1));
     if (!order) {
