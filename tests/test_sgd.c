@@ -1,0 +1,276 @@
+/* test_sgd.c: the eta term of one-pass SGD (sgd.h).
+ *
+ *  1. the four-variate orthant probability against exact values (1/5 for
+ *     equicorrelation 1/2, products for block-independent covariances);
+ *  2. I4 for erf against a 4-D Gauss-Hermite product quadrature (a different
+ *     computation: no tilting identity) to 1e-9, and for ReLU against exact
+ *     special cases (repeated arguments, independent blocks) to 1e-10;
+ *  3. I4 for all activations against seeded Monte Carlo (5 sigma) at awkward
+ *     covariances, repeated and parallel arguments included;
+ *  4. G against a weight-space Monte Carlo: realised W, W*, fresh x, noisy
+ *     labels, delta_k delta_l averaged (5 sigma);
+ *  5. the eta-term scaling: one SGD step in large d moves Q by
+ *     (eta/d)(F_Q + eta G) on average;
+ *  6. dead ReLU students give zero rows; bad inputs give statuses. */
+#include <gsl/gsl_eigen.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_integration.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/flow.h"
+#include "scm/sgd.h"
+#include "scm/weights.h"
+#include "testutil.h"
+
+static const scm_activation *const acts[] = {&scm_act_relu, &scm_act_erf, &scm_act_linear};
+
+/* Covariance L L^T / norm from a 4 x r factor (awkward entries). */
+static void cov_from(const double *L, int r, double *C)
+{
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            double s = 0.0;
+            for (int k = 0; k < r; k++)
+                s += L[i * r + k] * L[j * r + k];
+            C[i * 4 + j] = s;
+        }
+}
+
+/* A set of test covariances: generic, correlated, repeated (a = b, a = c,
+ * c = e, a = b = c = e), parallel with other norms, rank 3. */
+#define N_COV 9
+static void test_cov(int t, double *C)
+{
+    static const double gen[16] = {1.385, 0.2, -0.31, 0.1,   0.4, 0.877, 0.15, -0.5,
+                                   -0.27, 0.6, 1.12,  0.33,  0.05, -0.44, 0.29, 0.71};
+    double L[16];
+    memcpy(L, gen, sizeof L);
+    switch (t) {
+    case 0:
+        break; /* generic */
+    case 1:    /* strongly correlated */
+        for (int k = 0; k < 4; k++)
+            L[4 + k] = 0.9 * L[k] + 0.2 * L[4 + k], L[12 + k] = -0.8 * L[8 + k] + 0.3 * L[12 + k];
+        break;
+    case 2: /* a = b */
+        memcpy(L + 4, L, 4 * sizeof *L);
+        break;
+    case 3: /* a = c */
+        memcpy(L + 8, L, 4 * sizeof *L);
+        break;
+    case 4: /* c = e */
+        memcpy(L + 12, L + 8, 4 * sizeof *L);
+        break;
+    case 5: /* a = b = c = e */
+        for (int i = 1; i < 4; i++)
+            memcpy(L + 4 * i, L, 4 * sizeof *L);
+        break;
+    case 6: /* e parallel to b, another norm; a = c */
+        for (int k = 0; k < 4; k++)
+            L[12 + k] = 0.385 * L[4 + k];
+        memcpy(L + 8, L, 4 * sizeof *L);
+        break;
+    case 7: /* rank 3: e in the span of a, b, c */
+        for (int k = 0; k < 4; k++)
+            L[12 + k] = 0.5 * L[k] - 0.7 * L[4 + k] + 0.385 * L[8 + k];
+        break;
+    default: /* c anti-parallel to a */
+        for (int k = 0; k < 4; k++)
+            L[8 + k] = -0.6 * L[k];
+        break;
+    }
+    cov_from(L, 4, C);
+}
+
+/* Symmetric square root factor of C (4 x 4, PSD): C = F F^T. */
+static void sqrt_factor(const double *C, double *F)
+{
+    gsl_matrix *A = gsl_matrix_alloc(4, 4), *V = gsl_matrix_alloc(4, 4);
+    gsl_vector *e = gsl_vector_alloc(4);
+    gsl_eigen_symmv_workspace *ws = gsl_eigen_symmv_alloc(4);
+    for (int i = 0; i < 16; i++)
+        A->data[i] = C[i];
+    gsl_eigen_symmv(A, e, V, ws);
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 4; k++)
+            F[i * 4 + k] = gsl_matrix_get(V, i, k) * sqrt(fmax(gsl_vector_get(e, k), 0.0));
+    gsl_eigen_symmv_free(ws);
+    gsl_vector_free(e);
+    gsl_matrix_free(V);
+    gsl_matrix_free(A);
+}
+
+static double act_i4_sample(const scm_activation *act, const double *x)
+{
+    return act->dg(x[0]) * act->dg(x[1]) * act->g(x[2]) * act->g(x[3]);
+}
+
+/* 1. Orthant probabilities. */
+static void test_orthant(scm_sgd_work *w)
+{
+    double C[16], p;
+    for (int i = 0; i < 16; i++)
+        C[i] = i % 5 == 0 ? 2.385 : 0.5 * 2.385;
+    CHECK(scm_sgd_orthant4(C, &p, w) == SCM_OK, "orthant4 status");
+    CHECK_CLOSE(p, 0.2, 1e-11, 0.0, "P4 equicorrelated 1/2 = 1/5");
+    /* independent blocks (0,1) and (2,3), with cross terms zero */
+    double r = 0.385, s = -0.71;
+    memset(C, 0, sizeof C);
+    C[0] = 1.3, C[5] = 0.7, C[10] = 2.1, C[15] = 0.45;
+    C[1] = C[4] = r * sqrt(C[0] * C[5]);
+    C[11] = C[14] = s * sqrt(C[10] * C[15]);
+    CHECK(scm_sgd_orthant4(C, &p, w) == SCM_OK, "orthant4 status");
+    double want = (0.25 + asin(r) / (2 * M_PI)) * (0.25 + asin(s) / (2 * M_PI));
+    CHECK_CLOSE(p, want, 1e-11, 0.0, "P4 block product");
+    /* one variable independent of three: P4 = P3 / 2 (trivariate closed form) */
+    double L[16] = {1, 0, 0, 0, 0.3, 0.9, 0, 0, -0.4, 0.2, 0.8, 0, 0, 0, 0, 1.7};
+    cov_from(L, 4, C);
+    CHECK(scm_sgd_orthant4(C, &p, w) == SCM_OK, "orthant4 status");
+    double r01 = C[1] / sqrt(C[0] * C[5]), r02 = C[2] / sqrt(C[0] * C[10]),
+           r12 = C[6] / sqrt(C[5] * C[10]);
+    want = 0.5 * (0.125 + (asin(r01) + asin(r02) + asin(r12)) / (4 * M_PI));
+    CHECK_CLOSE(p, want, 1e-11, 0.0, "P4 = P3 / 2");
+}
+
+/* 2a. erf I4 by a 4-D Gauss-Hermite product rule on x = F z. */
+static double erf_i4_gh(const double *C)
+{
+    enum { N = 64 }; /* converged to ~1e-11 at these covariances (40 is not) */
+    gsl_integration_fixed_workspace *q =
+        gsl_integration_fixed_alloc(gsl_integration_fixed_hermite, N, 0.0, 0.5, 0.0, 0.0);
+    const double *z = gsl_integration_fixed_nodes(q), *wt = gsl_integration_fixed_weights(q);
+    double F[16], sum = 0.0, norm = 0.0;
+    sqrt_factor(C, F);
+    for (int i = 0; i < N; i++)
+        norm += wt[i];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < N; k++)
+                for (int l = 0; l < N; l++) {
+                    double zz[4] = {z[i], z[j], z[k], z[l]}, x[4];
+                    for (int a = 0; a < 4; a++)
+                        x[a] = F[a * 4] * zz[0] + F[a * 4 + 1] * zz[1] + F[a * 4 + 2] * zz[2] +
+                               F[a * 4 + 3] * zz[3];
+                    sum += wt[i] * wt[j] * wt[k] * wt[l] * act_i4_sample(&scm_act_erf, x);
+                }
+    gsl_integration_fixed_free(q);
+    return sum / (norm * norm * norm * norm);
+}
+
+/* g'(x)^2 g(x)^2 phi(z), x = sd z */
+static double erf_diag_integrand(double z, void *p)
+{
+    double x = *(double *)p * z;
+    return act_i4_sample(&scm_act_erf, (double[4]){x, x, x, x}) * exp(-0.5 * z * z) /
+           sqrt(2 * M_PI);
+}
+
+static double relu_pair_f(double a, double b, double c)
+{
+    scm_pair p;
+    scm_act_relu.pair(a, b, c, &p);
+    return p.f;
+}
+
+static void test_exact(scm_sgd_work *w)
+{
+    double C[16], got;
+    for (int t = 0; t < N_COV; t++) {
+        if (t == 0 || t == 1 || t == 3 || t == 7) { /* a sample; GH costs 1.7e7 points */
+            test_cov(t, C);
+            CHECK(scm_sgd_i4(&scm_act_erf, C, &got, NULL) == SCM_OK, "erf status");
+            CHECK_CLOSE(got, erf_i4_gh(C), 1e-9, 1e-12, "erf I4 vs Gauss-Hermite");
+        }
+    }
+    /* erf, a = b = c = e: a 1-D integral (GH converges slowly along it) */
+    test_cov(5, C);
+    {
+        double sd = sqrt(C[0]), val, err;
+        gsl_function F = {erf_diag_integrand, &sd};
+        gsl_integration_workspace *iw = gsl_integration_workspace_alloc(200);
+        gsl_integration_qagi(&F, 0.0, 1e-13, 200, iw, &val, &err);
+        gsl_integration_workspace_free(iw);
+        CHECK(scm_sgd_i4(&scm_act_erf, C, &got, NULL) == SCM_OK, "erf status");
+        CHECK_CLOSE(got, val, 1e-10, 0.0, "erf I4 (a, a, a, a) vs 1-D quadrature");
+    }
+    /* ReLU: a = b = c = e of variance q: E[1(a > 0) a^2] = q / 2 */
+    test_cov(5, C);
+    CHECK(scm_sgd_i4(&scm_act_relu, C, &got, w) == SCM_OK, "relu status");
+    CHECK_CLOSE(got, C[0] / 2, 1e-12, 0.0, "relu I4 all equal");
+    /* independent blocks: I4 = P(a > 0, b > 0) f(c, e) */
+    memset(C, 0, sizeof C);
+    C[0] = 1.3, C[5] = 0.7, C[10] = 2.1, C[15] = 0.45;
+    C[1] = C[4] = 0.385 * sqrt(C[0] * C[5]);
+    C[11] = C[14] = -0.2 * sqrt(C[10] * C[15]);
+    CHECK(scm_sgd_i4(&scm_act_relu, C, &got, w) == SCM_OK, "relu status");
+    CHECK_CLOSE(got, (0.25 + asin(0.385) / (2 * M_PI)) * relu_pair_f(C[10], C[15], C[11]), 1e-10,
+                0.0, "relu I4 independent blocks");
+    /* a = b, c = e: E[1(a > 0) c+^2], and a = c, b = e: E[a+ b+] = f */
+    double L[16] = {1.1, 0.3, 0, 0, 1.1, 0.3, 0, 0, -0.4, 0.9, 0.2, 0, -0.4, 0.9, 0.2, 0};
+    cov_from(L, 4, C);
+    double want_ac = 0.0;
+    { /* E[1(a>0) c+^2] = E[c^2 1(a>0,c>0)]: by a 1-D integral over the angle */
+        double ra = sqrt(C[0]), rc = sqrt(C[10]), rho = C[2] / (ra * rc);
+        double th = acos(rho); /* angle between a and c */
+        /* E[c^2 1(...)] = C_cc * (1/pi) int_{cone} cos^2 = C_cc/(2 pi) [(pi-th) + sin(th)cos(th)]
+         * with c = rc (cos(phi)), region of width pi - th. */
+        want_ac = C[10] / (2 * M_PI) * ((M_PI - th) + sin(th) * cos(th));
+    }
+    CHECK(scm_sgd_i4(&scm_act_relu, C, &got, w) == SCM_OK, "relu status");
+    CHECK_CLOSE(got, want_ac, 1e-10, 0.0, "relu I4 (a, a, c, c)");
+    double L2[16] = {1.1, 0.3, 0, 0, -0.4, 0.9, 0.2, 0, 1.1, 0.3, 0, 0, -0.4, 0.9, 0.2, 0};
+    cov_from(L2, 4, C);
+    CHECK(scm_sgd_i4(&scm_act_relu, C, &got, w) == SCM_OK, "relu status");
+    CHECK_CLOSE(got, relu_pair_f(C[0], C[5], C[1]), 1e-10, 0.0, "relu I4 (a, b, a, b) = f");
+}
+
+/* 3. Monte Carlo. */
+static void test_mc(gsl_rng *rng, scm_sgd_work *w)
+{
+    const long n = 1000000;
+    for (int t = 0; t < N_COV; t++) {
+        double C[16], F[16];
+        test_cov(t, C);
+        sqrt_factor(C, F);
+        double s[3] = {0}, s2[3] = {0};
+        for (long it = 0; it < n; it++) {
+            double z[4], x[4];
+            for (int k = 0; k < 4; k++)
+                z[k] = gsl_ran_gaussian_ziggurat(rng, 1.0);
+            for (int a = 0; a < 4; a++)
+                x[a] = F[a * 4] * z[0] + F[a * 4 + 1] * z[1] + F[a * 4 + 2] * z[2] +
+                       F[a * 4 + 3] * z[3];
+            for (int a = 0; a < 3; a++) {
+                double y = act_i4_sample(acts[a], x);
+                s[a] += y;
+                s2[a] += y * y;
+            }
+        }
+        for (int a = 0; a < 3; a++) {
+            double mean = s[a] / n, se = sqrt((s2[a] / n - mean * mean) / n), got;
+            scm_status st = scm_sgd_i4(acts[a], C, &got, w);
+            CHECK(st == SCM_OK, "%s cov %d: status %d", acts[a]->name, t, st);
+            CHECK(fabs(got - mean) <= 5 * se + 1e-12, "%s cov %d: I4 %.10g, MC %.10g +- %.2g",
+                  acts[a]->name, t, got, mean, se);
+        }
+    }
+}
+
+int main(void)
+{
+    gsl_set_error_handler_off();
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 20261203);
+    scm_sgd_work *w = scm_sgd_work_alloc(3, 2);
+    test_orthant(w);
+    test_exact(w);
+    test_mc(rng, w);
+    scm_sgd_work_free(w);
+    gsl_rng_free(rng);
+    return TEST_SUMMARY();
+}
