@@ -261,6 +261,224 @@ static void test_mc(gsl_rng *rng, scm_sgd_work *w)
     }
 }
 
+/* A model with K = 3 students, M = 2 teachers, awkward T, v, v* and a state
+ * (Q, R) from random weight vectors in p = 6 dimensions; student 2 is dead
+ * (zero vector) when dead is set. */
+enum { TK = 3, TM = 2 };
+static scm_model *test_model(const scm_activation *act, gsl_rng *rng, int dead, double *Q,
+                             double *R)
+{
+    enum { P = 6 };
+    double W[TK * P], Ws[TM * P], T[TM * TM];
+    for (int i = 0; i < TK * P; i++)
+        W[i] = gsl_ran_gaussian(rng, 0.8);
+    for (int i = 0; i < TM * P; i++)
+        Ws[i] = gsl_ran_gaussian(rng, 0.6);
+    if (dead)
+        memset(W + 2 * P, 0, P * sizeof *W);
+    for (int i = 0; i < TK; i++) {
+        for (int j = 0; j < TK; j++) {
+            double q = 0;
+            for (int c = 0; c < P; c++)
+                q += W[i * P + c] * W[j * P + c];
+            Q[i * TK + j] = q / P * 2.385;
+        }
+        for (int m = 0; m < TM; m++) {
+            double r = 0;
+            for (int c = 0; c < P; c++)
+                r += W[i * P + c] * Ws[m * P + c];
+            R[i * TM + m] = r / P * 2.385;
+        }
+    }
+    for (int m = 0; m < TM; m++)
+        for (int n = 0; n < TM; n++) {
+            double t = 0;
+            for (int c = 0; c < P; c++)
+                t += Ws[m * P + c] * Ws[n * P + c];
+            T[m * TM + n] = t / P * 2.385;
+        }
+    const double v[TK] = {0.9, -0.45, 1.3}, vs[TM] = {1.1, 0.7};
+    return scm_model_alloc(TK, TM, act, T, v, vs, NULL);
+}
+
+/* One sample: lambda, nu from x (first r = K + M coordinates of the
+ * realisation), noisy label, delta. */
+static void sample_delta(const scm_model *m, const double *W, const double *Ws, int r,
+                         const double *x, double xi, double *lam, double *delta)
+{
+    double phi = 0.0, phis = 0.0;
+    for (int k = 0; k < TK; k++) {
+        lam[k] = 0.0;
+        for (int c = 0; c < r; c++)
+            lam[k] += W[k * r + c] * x[c];
+        phi += m->v[k] * m->act->g(lam[k]);
+    }
+    for (int n = 0; n < TM; n++) {
+        double nu = 0.0;
+        for (int c = 0; c < r; c++)
+            nu += Ws[n * r + c] * x[c];
+        phis += m->vs[n] * m->act->g(nu);
+    }
+    for (int k = 0; k < TK; k++)
+        delta[k] = m->v[k] * m->act->dg(lam[k]) * (phi - phis - xi);
+}
+
+/* 4. G against E[delta_k delta_l] over realised weights (d = r: the
+ * overlaps, not d, fix the law of (lambda, nu)), and the dead rows. */
+static void test_g_mc(gsl_rng *rng)
+{
+    const long n = 400000;
+    const double sigma2 = 0.385;
+    enum { r = TK + TM };
+    for (int a = 0; a < 3; a++)
+        for (int dead = 0; dead < 2; dead++) {
+            double Q[TK * TK], R[TK * TM], G[TK * TK], W[TK * r], Ws[TM * r];
+            scm_model *m = test_model(acts[a], rng, dead, Q, R);
+            scm_sgd_work *w = scm_sgd_work_alloc(TK, TM);
+            scm_error err;
+            CHECK(m && w, "alloc");
+            scm_status st = scm_sgd_term(m, Q, R, m->v, sigma2, G, w, &err);
+            CHECK(st == SCM_OK, "%s: sgd term: %s", acts[a]->name, err.msg);
+            CHECK(scm_weights_realise(m, Q, R, r, W, Ws, &err) == SCM_OK, "realise: %s",
+                  err.msg);
+            /* realise scales by sqrt(d): lambda = W x / sqrt(d) */
+            for (int i = 0; i < TK * r; i++)
+                W[i] /= sqrt((double)r);
+            for (int i = 0; i < TM * r; i++)
+                Ws[i] /= sqrt((double)r);
+            double s[TK * TK] = {0}, s2[TK * TK] = {0};
+            for (long it = 0; it < n; it++) {
+                double x[r], lam[TK], delta[TK];
+                for (int c = 0; c < r; c++)
+                    x[c] = gsl_ran_gaussian_ziggurat(rng, 1.0);
+                sample_delta(m, W, Ws, r, x, gsl_ran_gaussian_ziggurat(rng, sqrt(sigma2)), lam,
+                             delta);
+                for (int i = 0; i < TK * TK; i++) {
+                    double y = delta[i / TK] * delta[i % TK];
+                    s[i] += y;
+                    s2[i] += y * y;
+                }
+            }
+            for (int i = 0; i < TK * TK; i++) {
+                double mean = s[i] / n, se = sqrt(fmax(s2[i] / n - mean * mean, 0.0) / n);
+                CHECK(fabs(G[i] - mean) <= 5 * se + 1e-12, "%s dead %d: G[%d][%d] %.8g, MC %.8g +- %.2g",
+                      acts[a]->name, dead, i / TK, i % TK, G[i], mean, se);
+                if (dead && acts[a] == &scm_act_relu && (i / TK == 2 || i % TK == 2))
+                    CHECK(G[i] == 0.0, "dead relu row: G[%d][%d] = %g", i / TK, i % TK, G[i]);
+            }
+            scm_sgd_work_free(w);
+            scm_model_free(m);
+        }
+}
+
+/* 5. One SGD step in dimension d = 1e6, averaged over samples: E[Q' - Q] d /
+ * eta = F_Q + eta G and E[R' - R] d / eta = F_R.  W and W* live in the first
+ * r coordinates, so the other d - r coordinates of x enter only through
+ * |x|^2, drawn as a chi-square: the step is exact in distribution. */
+static void test_step(gsl_rng *rng)
+{
+    const long n = 1000000;
+    const double d = 1e6, eta = 1.7;
+    enum { r = TK + TM };
+    for (int a = 0; a < 2; a++) {
+        double Q[TK * TK], R[TK * TM], G[TK * TK], FQ[TK * TK], FR[TK * TM], W[TK * r],
+            Ws[TM * r];
+        scm_model *m = test_model(acts[a], rng, 0, Q, R);
+        scm_sgd_work *w = scm_sgd_work_alloc(TK, TM);
+        scm_flow *fl = scm_flow_alloc(m);
+        CHECK(scm_sgd_term(m, Q, R, m->v, 0.0, G, w, NULL) == SCM_OK, "sgd term");
+        CHECK(scm_flow_rhs(fl, Q, R, FQ, FR, NULL) == SCM_OK, "flow rhs");
+        CHECK(scm_weights_realise(m, Q, R, r, W, Ws, NULL) == SCM_OK, "realise");
+        for (int i = 0; i < TK * r; i++)
+            W[i] /= sqrt((double)r); /* unit-d rows: lambda = W x, Q = W W^T */
+        for (int i = 0; i < TM * r; i++)
+            Ws[i] /= sqrt((double)r);
+        int resolved = 0;
+        double sq[TK * TK] = {0}, sq2[TK * TK] = {0}, sr[TK * TM] = {0}, sr2[TK * TM] = {0};
+        for (long it = 0; it < n; it++) {
+            double x[r], lam[TK], delta[TK], x2 = gsl_ran_chisq(rng, d - r);
+            for (int c = 0; c < r; c++) {
+                x[c] = gsl_ran_gaussian_ziggurat(rng, 1.0);
+                x2 += x[c] * x[c];
+            }
+            sample_delta(m, W, Ws, r, x, 0.0, lam, delta);
+            /* w_k' = w_k - (eta / sqrt d) delta_k x in d dimensions; with
+             * w.x / sqrt d = lambda: d (Q' - Q) / eta = -(delta_k lambda_l
+             * + delta_l lambda_k) + eta delta_k delta_l |x|^2 / d. */
+            for (int k = 0; k < TK; k++) {
+                for (int l = 0; l < TK; l++) {
+                    double y = -(delta[k] * lam[l] + delta[l] * lam[k]) +
+                               eta * delta[k] * delta[l] * x2 / d;
+                    sq[k * TK + l] += y;
+                    sq2[k * TK + l] += y * y;
+                }
+                for (int j = 0; j < TM; j++) {
+                    double nu = 0.0;
+                    for (int c = 0; c < r; c++)
+                        nu += Ws[j * r + c] * x[c];
+                    double y = -delta[k] * nu;
+                    sr[k * TM + j] += y;
+                    sr2[k * TM + j] += y * y;
+                }
+            }
+        }
+        for (int i = 0; i < TK * TK; i++) {
+            double mean = sq[i] / n, se = sqrt((sq2[i] / n - mean * mean) / n);
+            double want = FQ[i] + eta * G[i];
+            CHECK(fabs(want - mean) <= 5 * se, "%s: dQ[%d][%d]: F_Q + eta G = %.8g, step %.8g +- %.2g",
+                  acts[a]->name, i / TK, i % TK, want, mean, se);
+            /* the eta term is resolved: without it the step disagrees */
+            if (fabs(eta * G[i]) > 20 * se) {
+                resolved++;
+                CHECK(fabs(FQ[i] - mean) > 5 * se, "%s: eta G[%d] not resolved", acts[a]->name, i);
+            }
+        }
+        CHECK(resolved >= 3, "%s: only %d entries resolve the eta term", acts[a]->name, resolved);
+        for (int i = 0; i < TK * TM; i++) {
+            double mean = sr[i] / n, se = sqrt((sr2[i] / n - mean * mean) / n);
+            CHECK(fabs(FR[i] - mean) <= 5 * se, "%s: dR[%d][%d]: F_R = %.8g, step %.8g +- %.2g",
+                  acts[a]->name, i / TM, i % TM, FR[i], mean, se);
+        }
+        scm_flow_free(fl);
+        scm_sgd_work_free(w);
+        scm_model_free(m);
+    }
+}
+
+/* 6. Bad inputs. */
+static void test_bad(gsl_rng *rng)
+{
+    double Q[TK * TK], R[TK * TM], G[TK * TK], C[16], out;
+    scm_model *m = test_model(&scm_act_relu, rng, 0, Q, R);
+    scm_sgd_work *w = scm_sgd_work_alloc(TK, TM), *w2 = scm_sgd_work_alloc(TK + 1, TM);
+    scm_error err;
+    CHECK(scm_sgd_term(m, Q, R, m->v, -0.1, G, w, &err) == SCM_EINVAL &&
+              strstr(err.msg, "sigma2"), "negative sigma2: %s", err.msg);
+    CHECK(scm_sgd_term(m, Q, R, m->v, NAN, G, w, &err) == SCM_EINVAL, "NaN sigma2");
+    CHECK(scm_sgd_term(m, Q, R, m->v, 0.0, G, w2, &err) == SCM_EINVAL, "work of other size");
+    double v[TK] = {1, INFINITY, 1};
+    CHECK(scm_sgd_term(m, Q, R, v, 0.0, G, w, &err) == SCM_EINVAL && strstr(err.msg, "v[1]"),
+          "infinite v: %s", err.msg);
+    double Qb[TK * TK];
+    memcpy(Qb, Q, sizeof Qb);
+    Qb[1] = Qb[3] = 2.0 * sqrt(Q[0] * Q[4]);
+    CHECK(scm_sgd_term(m, Qb, R, m->v, 0.0, G, w, &err) == SCM_ENOTPSD, "non-PSD Q: %s", err.msg);
+    Qb[1] = Qb[3] = NAN;
+    CHECK(scm_sgd_term(m, Qb, R, m->v, 0.0, G, w, &err) == SCM_ENAN, "NaN Q: %s", err.msg);
+    test_cov(0, C);
+    CHECK(scm_sgd_i4(&scm_act_relu, C, &out, NULL) == SCM_EINVAL, "relu I4 without work");
+    C[1] = C[4] = 1.1 * sqrt(C[0] * C[5]);
+    CHECK(scm_sgd_i4(&scm_act_erf, C, &out, NULL) == SCM_ENOTPSD, "|rho| > 1");
+    C[0] = -1.0;
+    CHECK(scm_sgd_i4(&scm_act_erf, C, &out, NULL) == SCM_EINVAL, "negative variance");
+    C[0] = NAN;
+    CHECK(scm_sgd_i4(&scm_act_linear, C, &out, NULL) == SCM_EINVAL, "NaN entry");
+    CHECK(scm_sgd_work_alloc(0, 1) == NULL, "K = 0 work");
+    scm_sgd_work_free(w2);
+    scm_sgd_work_free(w);
+    scm_model_free(m);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -270,6 +488,9 @@ int main(void)
     test_orthant(w);
     test_exact(w);
     test_mc(rng, w);
+    test_g_mc(rng);
+    test_step(rng);
+    test_bad(rng);
     scm_sgd_work_free(w);
     gsl_rng_free(rng);
     return TEST_SUMMARY();
