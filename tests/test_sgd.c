@@ -15,6 +15,7 @@
 #include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_integration.h>
+#include <gsl/gsl_linalg.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -227,6 +228,83 @@ static void test_exact(scm_sgd_work *w)
     cov_from(L2, 4, C);
     CHECK(scm_sgd_i4(&scm_act_relu, C, &got, w) == SCM_OK, "relu status");
     CHECK_CLOSE(got, relu_pair_f(C[0], C[5], C[1]), 1e-10, 0.0, "relu I4 (a, b, a, b) = f");
+}
+
+/* 2b. ReLU I4 by a different reduction: x = L z with L the Cholesky factor
+ * (order a, b, c, e), so that the orthant is z1 > 0, z2 > t2(z1), z3 >
+ * t3(z1, z2), z4 > t4(z1, z2, z3); the z4 integral of e 1(e > 0) phi(z4) is
+ * m Phi(m / s) + s phi(m / s) (e = m + s z4), and the other three are nested
+ * GSL qagiu integrals of smooth functions on their domains. */
+typedef struct {
+    double L[4][4], z[3];
+    gsl_integration_workspace *ws[3];
+} nest;
+
+static double nest_level(double zk, void *p);
+static double nest_int(nest *q, int level)
+{
+    double lo = 0.0; /* z_level > -(sum_{j<level} L_lj z_j) / L_ll */
+    for (int j = 0; j < level; j++)
+        lo -= q->L[level][j] * q->z[j];
+    lo /= q->L[level][level];
+    struct {
+        nest *q;
+        int level;
+    } arg = {q, level};
+    gsl_function F = {nest_level, &arg};
+    double val, err;
+    /* phi(z) < 1e-23 beyond |z| = 10: a finite range keeps the
+     * integrand's scale (qagiu's map to (0, 1] loses the narrow ones) */
+    gsl_integration_qag(&F, lo, fmax(lo, 0.0) + 10.0, 1e-15, 1e-12, 1000, GSL_INTEG_GAUSS31,
+                        q->ws[level], &val, &err);
+    return val;
+}
+
+static double nest_level(double zk, void *p)
+{
+    struct {
+        nest *q;
+        int level;
+    } *arg = p;
+    nest *q = arg->q;
+    int level = arg->level;
+    q->z[level] = zk;
+    double w = exp(-0.5 * zk * zk) / sqrt(2 * M_PI);
+    if (level < 2)
+        return w * nest_int(q, level + 1);
+    double c = q->L[2][0] * q->z[0] + q->L[2][1] * q->z[1] + q->L[2][2] * q->z[2];
+    double m = q->L[3][0] * q->z[0] + q->L[3][1] * q->z[1] + q->L[3][2] * q->z[2],
+           s = q->L[3][3];
+    return w * c * (m * 0.5 * erfc(-m / s / sqrt(2.0)) + s * exp(-0.5 * m * m / (s * s)) / sqrt(2 * M_PI));
+}
+
+static double relu_i4_nested(const double *C)
+{
+    nest q;
+    gsl_matrix *A = gsl_matrix_alloc(4, 4);
+    for (int i = 0; i < 16; i++)
+        A->data[i] = C[i];
+    gsl_linalg_cholesky_decomp1(A);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            q.L[i][j] = j <= i ? gsl_matrix_get(A, i, j) : 0.0;
+    gsl_matrix_free(A);
+    for (int k = 0; k < 3; k++)
+        q.ws[k] = gsl_integration_workspace_alloc(1000);
+    double v = nest_int(&q, 0);
+    for (int k = 0; k < 3; k++)
+        gsl_integration_workspace_free(q.ws[k]);
+    return v;
+}
+
+static void test_relu_nested(scm_sgd_work *w)
+{
+    for (int t = 0; t < 2; t++) { /* the full-rank covariances */
+        double C[16], got;
+        test_cov(t, C);
+        CHECK(scm_sgd_i4(&scm_act_relu, C, &got, w) == SCM_OK, "relu status");
+        CHECK_CLOSE(got, relu_i4_nested(C), 1e-9, 0.0, "relu I4 vs nested quadrature");
+    }
 }
 
 /* 3. Monte Carlo. */
@@ -487,6 +565,7 @@ int main(void)
     scm_sgd_work *w = scm_sgd_work_alloc(3, 2);
     test_orthant(w);
     test_exact(w);
+    test_relu_nested(w);
     test_mc(rng, w);
     test_g_mc(rng);
     test_step(rng);
