@@ -307,6 +307,31 @@ static void test_relu_nested(scm_sgd_work *w)
     }
 }
 
+/* 2c. Across the merge threshold: c at angle th from a.  Merged (th = 0)
+ * and unmerged values lie on one smooth curve: the second difference
+ * I4(0) - 2 I4(th) + I4(2 th) is O(th^2), while each difference is O(th). */
+static double relu_i4_angle(double th, scm_sgd_work *w)
+{
+    double A[16] = {1, 0, 0, 0, 0.3, 0.9, 0, 0, cos(th), 0.6 * sin(th), 0.8 * sin(th), 0,
+                    -0.2, 0.4, 0.5, 0.7};
+    double C[16], r = NAN;
+    cov_from(A, 4, C);
+    CHECK(scm_sgd_i4(&scm_act_relu, C, &r, w) == SCM_OK, "relu status");
+    return r;
+}
+
+static void test_merge_continuity(scm_sgd_work *w)
+{
+    for (double th = 1e-3; th > 5e-8; th /= 10) {
+        double i0 = relu_i4_angle(0.0, w), i1 = relu_i4_angle(th, w),
+               i2 = relu_i4_angle(2 * th, w);
+        CHECK(fabs(i1 - i0) > 1e-3 * th, "the angle %g is resolved (%g)", th, i1 - i0);
+        /* curvature ~0.09 here: a jump or lost digits would exceed it */
+        CHECK(fabs(i0 - 2 * i1 + i2) < 0.2 * th * th + 1e-10, "second difference %g across the merge at %g",
+              i0 - 2 * i1 + i2, th);
+    }
+}
+
 /* 3. Monte Carlo. */
 static void test_mc(gsl_rng *rng, scm_sgd_work *w)
 {
@@ -566,6 +591,7 @@ int main(void)
     test_orthant(w);
     test_exact(w);
     test_relu_nested(w);
+    test_merge_continuity(w);
     test_mc(rng, w);
     test_g_mc(rng);
     test_step(rng);
