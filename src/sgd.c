@@ -18,13 +18,15 @@
 #include <string.h>
 
 /* A correlation this close to +-1 (relative determinant 1 - rho^2 below
- * MERGE_SIN2, an angle below 1e-8) makes two ReLU indicators equal (or
+ * MERGE_SIN2, an angle below 3e-8) makes two ReLU indicators equal (or
  * exclusive): the variables are merged.  Repeated arguments (a = b, a = c,
  * ...) land here exactly.  At that angle the error of merging (of order the
  * angle) and the sensitivity of I4 to a covariance rounded to doubles (of
- * order 1e-16 / angle) are equal: ~1e-9 absolute for unit variances, the
- * worst accuracy of I4 (at angles near 1e-8; 1e-11 and better elsewhere). */
-#define MERGE_SIN2 1e-16
+ * order 1e-16 / angle) are about equal: ~3e-9 absolute for unit variances,
+ * the worst accuracy of I4 (at angles near 3e-8; 1e-11 and better above
+ * 1e-6).  Correlations of equal arguments must come out as exactly 1 (or
+ * within a few ulps): C_ij / sqrt(C_ii C_jj), not / (sd_i sd_j). */
+#define MERGE_SIN2 1e-15
 #define RHO_SLACK 1e-6
 #define CQUAD_NODES 200
 #define QUAD_EPSREL 1e-12
@@ -309,19 +311,16 @@ static scm_status relu_i4(const double C[16], double *out, scm_sgd_work *w)
         for (int j = 0; j < 4; j++)
             p.C[i][j] = C[i * 4 + j];
     /* Homogeneity: work with unit variances, I4 scales with the norms of c, e. */
-    double sd[4];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4; i++)
         if (!(C[i * 5] > 0.0)) {
             *out = 0.0; /* g'(0) = 0 and g(0) = 0 */
             return SCM_OK;
         }
-        sd[i] = sqrt(C[i * 5]);
-    }
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
-            p.C[i][j] = i == j ? 1.0 : clamp1(C[i * 4 + j] / (sd[i] * sd[j]));
+            p.C[i][j] = i == j ? 1.0 : clamp1(C[i * 4 + j] / sqrt(C[i * 5] * C[j * 5]));
     scm_status st = orth_moment(p, out, w);
-    *out *= sd[2] * sd[3];
+    *out *= sqrt(C[10] * C[15]);
     return st;
 }
 

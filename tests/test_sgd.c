@@ -299,6 +299,26 @@ static double relu_i4_nested(const double *C)
 
 static void test_relu_nested(scm_sgd_work *w)
 {
+    /* a = b (the diagonal of G): I4(a, a, c, e) = E[1(a > 0) c+ e+] =
+     * 2 I4(a, b', c, e) with b' independent of the rest, full rank */
+    const double qs[4] = {0.385, 1.385, 2.7183, 0.1};
+    for (int t = 0; t < 4; t++) {
+        double C[16], D[16], got;
+        test_cov(0, C);
+        for (int i = 0; i < 4; i++) /* a of variance qs[t]: rescale row/col 0 */
+            for (int j = 0; j < 4; j++)
+                C[i * 4 + j] *= (i == 0 ? sqrt(qs[t] / 1.385 / 1.385) : 1.0) *
+                                (j == 0 ? sqrt(qs[t] / 1.385 / 1.385) : 1.0);
+        memcpy(D, C, sizeof D);
+        for (int i = 0; i < 4; i++)
+            C[4 + i] = C[i * 4 + 1] = C[i]; /* b = a */
+        C[5] = C[0];
+        for (int i = 0; i < 4; i++)
+            D[4 + i] = D[i * 4 + 1] = 0.0; /* b independent */
+        D[5] = 0.77;
+        CHECK(scm_sgd_i4(&scm_act_relu, C, &got, w) == SCM_OK, "relu status");
+        CHECK_CLOSE(got, 2 * relu_i4_nested(D), 1e-9, 0.0, "relu I4 (a, a, c, e) vs nested");
+    }
     for (int t = 0; t < 2; t++) { /* the full-rank covariances */
         double C[16], got;
         test_cov(t, C);
