@@ -295,7 +295,7 @@ static scm_status orth_moment(orth_prob p, double *out, scm_sgd_work *w)
     }
     for (int j = 0; j < p.n; j++) {
         if (p.C[x][j] == 0.0 || (p.nf == 2 && j == rest[0]))
-            continue; /* x delta(x) = 0 */
+            continue; /* the other factor: e delta(e) = 0 */
         if ((st = orth_condition(&p, j, p.nf - 1, rest, &v, w)))
             return st;
         sum += p.C[x][j] * v;
