@@ -41,7 +41,9 @@ void scm_sgd_work_free(scm_sgd_work *w);
  * = 0, g(0) = 0).  Returns SCM_OK, SCM_EINVAL (non-finite entry, negative
  * variance, ReLU without work), SCM_ENOTPSD (a correlation beyond +-1 by more
  * than 1e-6), SCM_ENAN (the result is not finite) or SCM_ENOCONV (the ReLU
- * quadrature missed 1e-10 relative accuracy). */
+ * quadrature missed 1e-10 relative accuracy).  The ReLU quadrature is GSL's
+ * cquad: the program must turn GSL's aborting error handler off (the CLI
+ * does), the library does not touch that process-wide state. */
 scm_status scm_sgd_i4(const scm_activation *act, const double C[16], double *out,
                       scm_sgd_work *w);
 
