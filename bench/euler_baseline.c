@@ -15,9 +15,9 @@
  *
  * Then scm_traj_run, the integrator of `scm run` (CVODE BDF, error control),
  * is timed on the same trajectory at the loosest rtol (10^(-k/2)) whose
- * error is at most Euler's: with the library's `sgd` rule when libscm has
- * one that trains v, and always with the Saad-Solla right-hand side above
- * wrapped as an scm_rule table (the integrator's gain alone).  Timings are
+ * error is at most Euler's: with the Saad-Solla right-hand side above
+ * wrapped as an scm_rule table (the integrator's gain alone), and with the
+ * library's `sgd` rule (eta = 0.5, lr_v_ratio = 1: what `scm run` does).  Timings are
  * the mean over repetitions filling >= 0.5 s.  docs/simulate.md section 5. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_odeiv2.h>
@@ -155,7 +155,8 @@ static const scm_rule ss_rule = {.name = "saad_solla", .dim = ssr_dim, .scratch 
 
 /* scm_traj_run of rule at rtol (atol = 1e-3 rtol) to tmax: eps at the
  * output times, the mean seconds over repetitions; -1 if it failed. */
-static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, long *steps)
+static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, long *steps,
+                   long *rhs)
 {
     double y[DIM], v0[KU];
     initial_state(y);
@@ -172,6 +173,10 @@ static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, 
     o.n_out = NT;
     o.eps_stop = 0.0;
     o.grad_stop = 0.0;
+    if (rule == &scm_rule_sgd) {
+        o.rule_params.eta = ETA;
+        o.rule_params.lr_v_ratio = 1.0;
+    }
     double secs = 0.0;
     int reps = 0, ok = 1;
     do {
@@ -189,6 +194,7 @@ static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, 
         for (int j = 0; ok && j < NT; j++)
             eps[j] = r.out_eps[j + 1]; /* out_t[0] = 0 */
         *steps = r.n_steps;
+        *rhs = r.n_rhs;
         scm_traj_result_free(&r);
         reps++;
     } while (ok && secs < 0.5);
@@ -211,16 +217,17 @@ static void equal_accuracy(const char *name, const scm_rule *rule, double tmax,
 {
     for (double rtol = 1e-3; rtol > 1e-12; rtol /= sqrt(10.0)) {
         double e[NT];
-        long steps = 0;
-        const double secs = traj(rule, rtol, tmax, e, &steps);
+        long steps = 0, rhs = 0;
+        const double secs = traj(rule, rtol, tmax, e, &steps, &rhs);
         const double err = secs < 0 ? INFINITY : max_diff(e, e_ref);
         if (getenv("EULER_VERBOSE"))
-            printf("  %s rtol %g: %.5f s, %ld steps, error %.3g%s\n", name, rtol, secs, steps,
-                   err, secs < 0 ? " (failed)" : "");
+            printf("  %s rtol %g: %.5f s, %ld steps, %ld rhs (%.3g us each), error %.3g%s\n",
+                   name, rtol, secs, steps, rhs, 1e6 * secs / (double)rhs, err,
+                   secs < 0 ? " (failed)" : "");
         if (err <= target) {
-            printf("%-12s rtol %g: %.5f s (%ld steps), max |eps - eps_ref| = %.3g: %.0fx "
-                   "faster than Euler at equal accuracy\n",
-                   name, rtol, secs, steps, err, t_euler / secs);
+            printf("%-12s rtol %g: %.5f s (%ld steps, %ld rhs), max |eps - eps_ref| = %.3g: "
+                   "%.0fx faster than Euler at equal accuracy\n",
+                   name, rtol, secs, steps, rhs, err, t_euler / secs);
             return;
         }
     }
@@ -256,5 +263,7 @@ int main(int argc, char **argv)
             printf("t %10.4g  eps_ref %.10g  euler %.10g  half %.10g\n", times[j], e_ref[j],
                    e_n[j], e_half[j]);
     equal_accuracy("scm_traj_run", &ss_rule, tmax, e_ref, err_n, t_n);
+    /* `scm run` itself: the library's sgd rule (eta, v trained). */
+    equal_accuracy("scm run sgd", &scm_rule_sgd, tmax, e_ref, err_n, t_n);
     return 0;
 }
