@@ -210,6 +210,42 @@ static double max_diff(const double *a, const double *b)
     return m;
 }
 
+/* Seconds per right-hand side of rule at the initial state (mean over
+ * calls filling 0.2 s). */
+static double rhs_cost(const scm_rule *rule)
+{
+    double y0[DIM], v0[KU];
+    initial_state(y0);
+    memcpy(v0, y0 + KU * KU + KU * MU, sizeof v0);
+    scm_error err;
+    scm_model *m = scm_model_alloc(KU, MU, &scm_act_erf, NULL, v0, vs, &err);
+    scm_flow *fl = scm_flow_alloc(m);
+    scm_rule_params p;
+    scm_rule_params_default(&p);
+    if (rule == &scm_rule_sgd) {
+        p.eta = ETA;
+        p.lr_v_ratio = 1.0;
+    }
+    const long n = rule->dim(m);
+    double *y = calloc((size_t)n, sizeof *y), *f = calloc((size_t)n, sizeof *f);
+    double *scr = calloc((size_t)rule->scratch(m) + 1, sizeof *scr), eps;
+    rule->pack(m, y0, y0 + KU * KU, v0, y);
+    long calls = 0;
+    const double t0 = now();
+    double t = 0.0;
+    do {
+        for (int i = 0; i < 100; i++)
+            rule->rhs(&p, fl, y, f, &eps, scr);
+        calls += 100;
+    } while ((t = now() - t0) < 0.2);
+    free(y);
+    free(f);
+    free(scr);
+    scm_flow_free(fl);
+    scm_model_free(m);
+    return t / (double)calls;
+}
+
 /* The loosest rtol of `name` (steps of sqrt 10) whose error is at most
  * target; prints it. */
 static void equal_accuracy(const char *name, const scm_rule *rule, double tmax,
@@ -262,6 +298,8 @@ int main(int argc, char **argv)
         for (int j = 0; j < NT; j++)
             printf("t %10.4g  eps_ref %.10g  euler %.10g  half %.10g\n", times[j], e_ref[j],
                    e_n[j], e_half[j]);
+    printf("rhs          Saad-Solla sums %.3g us, library sgd rule %.3g us per evaluation\n",
+           1e6 * rhs_cost(&ss_rule), 1e6 * rhs_cost(&scm_rule_sgd));
     equal_accuracy("scm_traj_run", &ss_rule, tmax, e_ref, err_n, t_n);
     /* `scm run` itself: the library's sgd rule (eta, v trained). */
     equal_accuracy("scm run sgd", &scm_rule_sgd, tmax, e_ref, err_n, t_n);
