@@ -76,6 +76,21 @@ static void observables(double eps, const double *Q, const double *R, const doub
 typedef void (*ode_fn)(const scm_model *m, const scm_sim_opts *o, const double *Qs,
                        const double *Rs, double tau, double *x);
 
+/* Tight CVODE options to tau, recording only the end. */
+static scm_traj_opts tight_opts(double tau)
+{
+    scm_traj_opts o;
+    scm_traj_opts_default(&o);
+    o.rtol = 1e-11;
+    o.atol = 1e-13;
+    o.t_max = tau;
+    o.t_first = tau / 2;
+    o.n_out = 1;
+    o.eps_stop = 0.0;
+    o.grad_stop = 0.0;
+    return o;
+}
+
 /* The rule whose ODE the simulation options o follow as eta -> 0. */
 static const scm_rule *rule_of(const scm_sim_opts *o)
 {
@@ -91,15 +106,7 @@ static const scm_rule *rule_of(const scm_sim_opts *o)
 static void ode_rule(const scm_model *m, const scm_sim_opts *so, const double *Qs,
                      const double *Rs, double tau, double *x)
 {
-    scm_traj_opts o;
-    scm_traj_opts_default(&o);
-    o.rtol = 1e-11;
-    o.atol = 1e-13;
-    o.t_max = tau;
-    o.t_first = tau / 2;
-    o.n_out = 1;
-    o.eps_stop = 0.0;
-    o.grad_stop = 0.0;
+    scm_traj_opts o = tight_opts(tau);
     if (so->eta_v_ratio > 0.0)
         o.rule_params.lr_v_ratio = so->eta_v_ratio;
     scm_traj_result r;
@@ -116,15 +123,7 @@ static void ode_rule(const scm_model *m, const scm_sim_opts *so, const double *Q
 static void ode_sgd(const scm_model *m, const scm_sim_opts *so, const double *Qs,
                     const double *Rs, double tau, double *x)
 {
-    scm_traj_opts o;
-    scm_traj_opts_default(&o);
-    o.rtol = 1e-11;
-    o.atol = 1e-13;
-    o.t_max = tau;
-    o.t_first = tau / 2;
-    o.n_out = 1;
-    o.eps_stop = 0.0;
-    o.grad_stop = 0.0;
+    scm_traj_opts o = tight_opts(tau);
     o.rule_params.eta = so->eta;
     o.rule_params.noise = so->noise;
     o.rule_params.lr_v_ratio = so->eta_v_ratio;
