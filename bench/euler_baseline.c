@@ -15,9 +15,9 @@
  *
  * Then scm_traj_run, the integrator of `scm run` (CVODE BDF, error control),
  * is timed on the same trajectory at the loosest rtol (10^(-k/2)) whose
- * error is at most Euler's: with the library's `sgd` rule when libscm has
- * one that trains v, and always with the Saad-Solla right-hand side above
- * wrapped as an scm_rule table (the integrator's gain alone).  Timings are
+ * error is at most Euler's: with the Saad-Solla right-hand side above
+ * wrapped as an scm_rule table (the integrator's gain alone), and with the
+ * library's `sgd` rule (eta = 0.5, lr_v_ratio = 1: what `scm run` does).  Timings are
  * the mean over repetitions filling >= 0.5 s.  docs/simulate.md section 5. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_odeiv2.h>
@@ -155,7 +155,8 @@ static const scm_rule ss_rule = {.name = "saad_solla", .dim = ssr_dim, .scratch 
 
 /* scm_traj_run of rule at rtol (atol = 1e-3 rtol) to tmax: eps at the
  * output times, the mean seconds over repetitions; -1 if it failed. */
-static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, long *steps)
+static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, long *steps,
+                   long *rhs)
 {
     double y[DIM], v0[KU];
     initial_state(y);
@@ -172,6 +173,10 @@ static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, 
     o.n_out = NT;
     o.eps_stop = 0.0;
     o.grad_stop = 0.0;
+    if (rule == &scm_rule_sgd) {
+        o.rule_params.eta = ETA;
+        o.rule_params.lr_v_ratio = 1.0;
+    }
     double secs = 0.0;
     int reps = 0, ok = 1;
     do {
@@ -189,6 +194,7 @@ static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, 
         for (int j = 0; ok && j < NT; j++)
             eps[j] = r.out_eps[j + 1]; /* out_t[0] = 0 */
         *steps = r.n_steps;
+        *rhs = r.n_rhs;
         scm_traj_result_free(&r);
         reps++;
     } while (ok && secs < 0.5);
@@ -204,6 +210,42 @@ static double max_diff(const double *a, const double *b)
     return m;
 }
 
+/* Seconds per right-hand side of rule at the initial state (mean over
+ * calls filling 0.2 s). */
+static double rhs_cost(const scm_rule *rule)
+{
+    double y0[DIM], v0[KU];
+    initial_state(y0);
+    memcpy(v0, y0 + KU * KU + KU * MU, sizeof v0);
+    scm_error err;
+    scm_model *m = scm_model_alloc(KU, MU, &scm_act_erf, NULL, v0, vs, &err);
+    scm_flow *fl = scm_flow_alloc(m);
+    scm_rule_params p;
+    scm_rule_params_default(&p);
+    if (rule == &scm_rule_sgd) {
+        p.eta = ETA;
+        p.lr_v_ratio = 1.0;
+    }
+    const long n = rule->dim(m);
+    double *y = calloc((size_t)n, sizeof *y), *f = calloc((size_t)n, sizeof *f);
+    double *scr = calloc((size_t)rule->scratch(m) + 1, sizeof *scr), eps;
+    rule->pack(m, y0, y0 + KU * KU, v0, y);
+    long calls = 0;
+    const double t0 = now();
+    double t = 0.0;
+    do {
+        for (int i = 0; i < 100; i++)
+            rule->rhs(&p, fl, y, f, &eps, scr);
+        calls += 100;
+    } while ((t = now() - t0) < 0.2);
+    free(y);
+    free(f);
+    free(scr);
+    scm_flow_free(fl);
+    scm_model_free(m);
+    return t / (double)calls;
+}
+
 /* The loosest rtol of `name` (steps of sqrt 10) whose error is at most
  * target; prints it. */
 static void equal_accuracy(const char *name, const scm_rule *rule, double tmax,
@@ -211,16 +253,17 @@ static void equal_accuracy(const char *name, const scm_rule *rule, double tmax,
 {
     for (double rtol = 1e-3; rtol > 1e-12; rtol /= sqrt(10.0)) {
         double e[NT];
-        long steps = 0;
-        const double secs = traj(rule, rtol, tmax, e, &steps);
+        long steps = 0, rhs = 0;
+        const double secs = traj(rule, rtol, tmax, e, &steps, &rhs);
         const double err = secs < 0 ? INFINITY : max_diff(e, e_ref);
         if (getenv("EULER_VERBOSE"))
-            printf("  %s rtol %g: %.5f s, %ld steps, error %.3g%s\n", name, rtol, secs, steps,
-                   err, secs < 0 ? " (failed)" : "");
+            printf("  %s rtol %g: %.5f s, %ld steps, %ld rhs (%.3g us each), error %.3g%s\n",
+                   name, rtol, secs, steps, rhs, 1e6 * secs / (double)rhs, err,
+                   secs < 0 ? " (failed)" : "");
         if (err <= target) {
-            printf("%-12s rtol %g: %.5f s (%ld steps), max |eps - eps_ref| = %.3g: %.0fx "
-                   "faster than Euler at equal accuracy\n",
-                   name, rtol, secs, steps, err, t_euler / secs);
+            printf("%-12s rtol %g: %.5f s (%ld steps, %ld rhs), max |eps - eps_ref| = %.3g: "
+                   "%.0fx faster than Euler at equal accuracy\n",
+                   name, rtol, secs, steps, rhs, err, t_euler / secs);
             return;
         }
     }
@@ -255,6 +298,10 @@ int main(int argc, char **argv)
         for (int j = 0; j < NT; j++)
             printf("t %10.4g  eps_ref %.10g  euler %.10g  half %.10g\n", times[j], e_ref[j],
                    e_n[j], e_half[j]);
+    printf("rhs          Saad-Solla sums %.3g us, library sgd rule %.3g us per evaluation\n",
+           1e6 * rhs_cost(&ss_rule), 1e6 * rhs_cost(&scm_rule_sgd));
     equal_accuracy("scm_traj_run", &ss_rule, tmax, e_ref, err_n, t_n);
+    /* `scm run` itself: the library's sgd rule (eta, v trained). */
+    equal_accuracy("scm run sgd", &scm_rule_sgd, tmax, e_ref, err_n, t_n);
     return 0;
 }

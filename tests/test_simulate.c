@@ -31,7 +31,9 @@
  *    Q = I to 1e-12, in online and batch mode.
  * 4. Finite eta, both layers trained: online SGD at eta = 0.5 with v
  *    trained against the Saad-Solla ODE (bench/saad_solla.h, independent of
- *    libscm, with the eta^2 I4 term), d = 2000, within 4 s.e. + 4 / d.
+ *    libscm, with the eta^2 I4 term), d = 2000, within 4 s.e. + 4 / d; the
+ *    same against the library's sgd rule (erf with noise and v trained,
+ *    ReLU), and the spread ~ d^-1/2 for sgd.
  * 5. Batch mode (full-batch GD on n = 50 d samples) follows the flow to the
  *    empirical-risk error O(sqrt(d / n)); reproducibility; bad options. */
 #include <math.h>
@@ -74,6 +76,21 @@ static void observables(double eps, const double *Q, const double *R, const doub
 typedef void (*ode_fn)(const scm_model *m, const scm_sim_opts *o, const double *Qs,
                        const double *Rs, double tau, double *x);
 
+/* Tight CVODE options to tau, recording only the end. */
+static scm_traj_opts tight_opts(double tau)
+{
+    scm_traj_opts o;
+    scm_traj_opts_default(&o);
+    o.rtol = 1e-11;
+    o.atol = 1e-13;
+    o.t_max = tau;
+    o.t_first = tau / 2;
+    o.n_out = 1;
+    o.eps_stop = 0.0;
+    o.grad_stop = 0.0;
+    return o;
+}
+
 /* The rule whose ODE the simulation options o follow as eta -> 0. */
 static const scm_rule *rule_of(const scm_sim_opts *o)
 {
@@ -89,21 +106,31 @@ static const scm_rule *rule_of(const scm_sim_opts *o)
 static void ode_rule(const scm_model *m, const scm_sim_opts *so, const double *Qs,
                      const double *Rs, double tau, double *x)
 {
-    scm_traj_opts o;
-    scm_traj_opts_default(&o);
-    o.rtol = 1e-11;
-    o.atol = 1e-13;
-    o.t_max = tau;
-    o.t_first = tau / 2;
-    o.n_out = 1;
-    o.eps_stop = 0.0;
-    o.grad_stop = 0.0;
+    scm_traj_opts o = tight_opts(tau);
     if (so->eta_v_ratio > 0.0)
         o.rule_params.lr_v_ratio = so->eta_v_ratio;
     scm_traj_result r;
     scm_error err;
     scm_status st = scm_traj_run(m, rule_of(so), Qs, Rs, &o, &r, &err);
     CHECK(st == SCM_OK && r.stop == SCM_STOP_T_MAX, "ODE: %s", st ? err.msg : r.err.msg);
+    if (st == SCM_OK)
+        observables(r.eps, r.Q, r.R, r.v, x);
+    scm_traj_result_free(&r);
+}
+
+/* The library's sgd rule (scm_traj_run) at the simulation's eta, noise and
+ * lr_v_ratio = eta_v_ratio (0: v fixed). */
+static void ode_sgd(const scm_model *m, const scm_sim_opts *so, const double *Qs,
+                    const double *Rs, double tau, double *x)
+{
+    scm_traj_opts o = tight_opts(tau);
+    o.rule_params.eta = so->eta;
+    o.rule_params.noise = so->noise;
+    o.rule_params.lr_v_ratio = so->eta_v_ratio;
+    scm_traj_result r;
+    scm_error err;
+    scm_status st = scm_traj_run(m, &scm_rule_sgd, Qs, Rs, &o, &r, &err);
+    CHECK(st == SCM_OK && r.stop == SCM_STOP_T_MAX, "sgd ODE: %s", st ? err.msg : r.err.msg);
     if (st == SCM_OK)
         observables(r.eps, r.Q, r.R, r.v, x);
     scm_traj_result_free(&r);
@@ -284,20 +311,22 @@ static double rms(const double *x)
     return sqrt(s / NOBS);
 }
 
-/* The spread over S[i] seeds at d = ds[i] (eta = 0.5, time tau) against the
- * ODE of the options' rule: exponent -1/2 +- 0.15. */
-static void test_scaling(const scm_model *m, scm_sim_constraint c, double eta_v_ratio,
+/* The spread over S[i] seeds at d = ds[i] (the options tmpl otherwise, time
+ * tau) against the ODE ode_at: exponent -1/2 +- 0.15. */
+static void test_scaling(const scm_model *m, ode_fn ode_at, const scm_sim_opts *tmpl,
                          const int *S, double tau)
 {
     const long ds[3] = {250, 1000, 4000};
     double lx[3], ly[3], mean[NOBS], sd[NOBS];
+    const char *name = ode_at == ode_sgd ? "sgd" : rule_of(tmpl)->name;
     for (int i = 0; i < 3; i++) {
-        const scm_sim_opts o = opts(SCM_SIM_ONLINE, ds[i], 0, 0.5, eta_v_ratio, c);
-        run_seeds(m, ode_rule, &o, tau, S[i], mean, sd);
+        scm_sim_opts o = *tmpl;
+        o.d = ds[i];
+        run_seeds(m, ode_at, &o, tau, S[i], mean, sd);
         lx[i] = log((double)ds[i]);
         ly[i] = log(rms(sd));
-        printf("scaling %s: d = %5ld  spread %.4g  (x sqrt(d) = %.4g)\n", rule_of(&o)->name,
-               ds[i], rms(sd), rms(sd) * sqrt((double)ds[i]));
+        printf("scaling %s: d = %5ld  spread %.4g  (x sqrt(d) = %.4g)\n", name, ds[i], rms(sd),
+               rms(sd) * sqrt((double)ds[i]));
     }
     const double mx = (lx[0] + lx[1] + lx[2]) / 3, my = (ly[0] + ly[1] + ly[2]) / 3;
     double sxy = 0.0, sxx = 0.0;
@@ -307,8 +336,7 @@ static void test_scaling(const scm_model *m, scm_sim_constraint c, double eta_v_
     }
     const double slope = sxy / sxx;
     printf("scaling: fitted exponent %.3f (want -0.5 +- 0.15)\n", slope);
-    CHECK(fabs(slope + 0.5) <= 0.15, "constraint %d, eta_v %g: spread ~ d^%.3f, want d^-0.5",
-          (int)c, eta_v_ratio, slope);
+    CHECK(fabs(slope + 0.5) <= 0.15, "%s: spread ~ d^%.3f, want d^-0.5", name, slope);
 }
 
 static void test_agreement(const scm_model *m, ode_fn ode_at, scm_sim_constraint c,
@@ -387,6 +415,26 @@ static void test_references(const scm_model *m, scm_sim_constraint c)
     printf("references: %s ODE vs weight-space flow at tau = 1: max difference %.2e\n",
            rule_of(&o)->name, dmax);
     CHECK(dmax < 1e-8, "%s: ODE and weight-space flow differ by %.3g", rule_of(&o)->name, dmax);
+}
+
+/* Online SGD at finite eta (tmpl: eta, noise, eta_v_ratio) against the
+ * library's sgd rule, d = 2000, tau = 1.5, 16 seeds: every observable within
+ * 4 s.e. + 4 / d (as test_finite_eta, which uses the Saad-Solla sums). */
+static void test_sgd(const scm_model *m, const scm_sim_opts *tmpl)
+{
+    scm_sim_opts o = *tmpl;
+    o.d = 2000;
+    const int S = 16;
+    double mean[NOBS], sd[NOBS];
+    run_seeds(m, ode_sgd, &o, 1.5, S, mean, sd);
+    printf("sgd (%s, eta %g, noise %g, eta_v %g):\n", m->act->name, o.eta, o.noise,
+           o.eta_v_ratio);
+    for (int j = 0; j < NOBS; j++) {
+        const double se = sd[j] / sqrt((double)S), allow = 4.0 * se + 4.0 / (double)o.d;
+        printf("sgd: obs %d  mean gap %+.3e  (4 s.e. %.1e, allowance %.1e)\n", j, mean[j],
+               4.0 * se, allow);
+        CHECK(fabs(mean[j]) <= allow, "sgd observable %d: gap %.3g > %.3g", j, mean[j], allow);
+    }
 }
 
 static void test_retractions(const scm_model *m)
@@ -489,7 +537,8 @@ int main(void)
     test_retractions(m);
     test_batch(m);
     static const int S_gd[3] = {24, 24, 12}, S_rule[3] = {24, 16, 8};
-    test_scaling(m, SCM_SIM_FREE, 0.0, S_gd, 1.0);
+    scm_sim_opts t = opts(SCM_SIM_ONLINE, 0, 0, 0.5, 0.0, SCM_SIM_FREE);
+    test_scaling(m, ode_rule, &t, S_gd, 1.0);
     test_agreement(m, ode_rule, SCM_SIM_FREE, 0.0, 1000, 24);
     scm_model *relu = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, &err);
     test_agreement(relu, ode_rule, SCM_SIM_FREE, 0.0, 1000, 16);
@@ -501,10 +550,21 @@ int main(void)
     for (int c = SCM_SIM_SPHERE; c <= SCM_SIM_STIEFEL; c++) {
         test_references(m, (scm_sim_constraint)c);
         test_agreement(m, ode_rule, (scm_sim_constraint)c, 0.0, 1000, 16);
-        test_scaling(m, (scm_sim_constraint)c, 0.0, S_rule, 0.5);
+        t = opts(SCM_SIM_ONLINE, 0, 0, 0.5, 0.0, (scm_sim_constraint)c);
+        test_scaling(m, ode_rule, &t, S_rule, 0.5);
     }
     test_agreement(m2, ode_rule, SCM_SIM_FREE, 1.0, 1000, 16);
-    test_scaling(m2, SCM_SIM_FREE, 1.0, S_rule, 0.5);
+    t = opts(SCM_SIM_ONLINE, 0, 0, 0.5, 1.0, SCM_SIM_FREE);
+    test_scaling(m2, ode_rule, &t, S_rule, 0.5);
+    /* sgd: finite eta against the library's sgd ODE, no extrapolation; erf
+     * with v trained and label noise, ReLU with v fixed. */
+    t.noise = 0.1;
+    test_scaling(m2, ode_sgd, &t, S_gd, 0.5);
+    test_sgd(m2, &t);
+    scm_model *relu2 = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, &err);
+    t = opts(SCM_SIM_ONLINE, 0, 0, 0.5, 0.0, SCM_SIM_FREE);
+    test_sgd(relu2, &t);
+    scm_model_free(relu2);
     scm_model_free(m2);
     test_finite_eta();
     scm_model_free(m);

@@ -84,6 +84,11 @@ for rule in ("normalised", "stiefel", "two_layer"):
             assert abs(sd["trajectory"][-1]["ode"]["v"][0] - 0.7) > 1e-2
 PY
 
+# rule sgd: the simulation runs at the rule's eta (an equal --eta is accepted), with its noise
+"$SCM" simulate erf.json --no-plot -q -o sgd --set rule=sgd --set rule_params.eta=0.4 \
+    --set rule_params.noise=0.05 --t-max 1 --seeds 2 --eta 0.4
+check "[ \$? -eq 0 ] && grep -q '\"eta\":0.4,\"eta_v_ratio\":0,\"noise\":0.05' sgd.json" "rule sgd: $(head -c 300 sgd.json)"
+
 # expect_error NAME PATTERN CONFIG-TEXT [args...]: exit 2, message, no file
 expect_error() {
     local name=$1 pat=$2 text=$3
@@ -114,6 +119,9 @@ expect_error opt_unknown "unknown option '--frob'" "{$M}" --frob 1
 expect_error cfg_key "frob" "{$M, \"frob\": 1}"
 expect_error set_key "unknown key 'simulate.frob'" "{$M}" --set simulate.frob=2
 expect_error set_d "'simulate.d' must be" "{$M}" --set simulate.d=-4
+expect_error sgd_eta0 "rule sgd needs 'rule_params.eta' > 0" "{$M, \"rule\": \"sgd\", \"rule_params\": {\"eta\": 0}}"
+expect_error sgd_eta_mismatch "differs from rule_params.eta" "{$M, \"rule\": \"sgd\", \"rule_params\": {\"eta\": 0.5}}" --eta 0.2
+expect_error sgd_batch "rule sgd is one-pass online SGD" "{$M, \"rule\": \"sgd\", \"rule_params\": {\"eta\": 0.5}}" --mode batch --n 100
 expect_error t_first "t_first = 0.01 must be below simulate.t_max" "{$M}" --t-max 0.005
 "$SCM" simulate erf.json --no-plot -q -o setd --set simulate.d=200 --set model.activation=relu
 check "[ \$? -eq 0 ] && grep -q '\"d\":200' setd.json && grep -q '\"relu\"' setd.json" "--set simulate.d and model key"

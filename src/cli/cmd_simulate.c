@@ -143,6 +143,29 @@ static int rule_params(const scm_config *c, sim_params *p)
         p->o.eta_v_ratio = c->traj.rule_params.lr_v_ratio;
         return 0;
     }
+    if (strcmp(r, "sgd") == 0) {
+        /* The ODE is that of the simulation's own learning rate. */
+        const scm_rule_params *rp = &c->traj.rule_params;
+        if (p->o.mode == SCM_SIM_BATCH) {
+            fprintf(stderr, "%s: rule sgd is one-pass online SGD: --mode batch does not follow "
+                    "it (full-batch GD follows gd or two_layer)\n", ME);
+            return -1;
+        }
+        if (!(rp->eta > 0.0)) {
+            fprintf(stderr, "%s: rule sgd needs 'rule_params.eta' > 0 to be simulated (eta = 0 "
+                    "is the gradient flow: simulate rule gd or two_layer)\n", ME);
+            return -1;
+        }
+        if (p->have_eta && p->o.eta != rp->eta) {
+            fprintf(stderr, "%s: the simulation's eta = %g differs from rule_params.eta = %g "
+                    "(rule sgd: give one of them)\n", ME, p->o.eta, rp->eta);
+            return -1;
+        }
+        p->o.eta = rp->eta;
+        p->o.eta_v_ratio = rp->lr_v_ratio;
+        p->o.noise = rp->noise;
+        return 0;
+    }
     fprintf(stderr, "%s: the simulator has no weight-space form of rule '%s'\n", ME, r);
     return -1;
 }
