@@ -5,9 +5,11 @@
  * sigma = 1, GMRES, loose_until 1e-6, grad_stop 1e-10, eps_stop 1e-10,
  * max_steps 1e5, base seed 1) with model.K and model.M set; runs 0..N-1 of
  * each K are swept through scm_sweep_exec on the given threads, exactly the
- * runs of `scm compare --runs N`.  Each row is today's settings, the
- * baseline against which a change of the integrator is measured in the same
- * process (ratios, not absolute times, compare across a shared machine).
+ * runs of `scm compare --runs N`.  Each K is run twice in the same process:
+ * the baseline (the settings before issue 12: CVODE's difference-quotient
+ * Jacobian-vector products, analytic_jv 0) and today's (the rule's analytic
+ * product); the ratio of runs/s is the speed-up (ratios, not absolute
+ * times, compare across a shared machine).
  *
  * The profile columns come from CVODE's counters of the first P runs, rerun
  * one by one through scm_traj_run: steps, rhs evaluations of the integrator
@@ -146,8 +148,7 @@ int main(int argc, char **argv)
         return 1;
     for (long i = 0; i < n; i++)
         idx[i] = i;
-    printf("scm compare's sweeps, M = %d, runs 0..%ld, %d threads (baseline: today's "
-           "settings)\n",
+    printf("scm compare's sweeps, M = %d, runs 0..%ld, %d threads\n",
            M, n - 1, threads);
     int rc = 0;
     for (const char *p = Ks; *p && !rc;) {
@@ -167,17 +168,24 @@ int main(int argc, char **argv)
         scm_sweep_families none = {0, NULL};
         scm_sweep_opts o;
         scm_sweep_opts_default(&o);
-        tally t = {0, 0, 0};
-        scm_error err;
-        double t0 = now();
-        if (scm_sweep_exec(c, c->seed, idx, n, threads, &none, &o, count, &t, &err)) {
-            fprintf(stderr, "bench_compare: %s\n", err.msg);
-            rc = 1;
-        } else {
-            double s = now() - t0;
-            printf("  K = %2ld: %7.2f runs/s  (%.1f s, mean %.0f steps, %.0f rhs, %ld of %ld "
-                   "converged)\n",
-                   K, (double)n / s, s, t.steps / (double)n, t.rhs / (double)n, t.conv, n);
+        double base = 0.0;
+        for (int analytic = 0; analytic <= 1 && !rc; analytic++) {
+            c->traj.analytic_jv = analytic;
+            tally t = {0, 0, 0};
+            scm_error err;
+            double t0 = now();
+            if (scm_sweep_exec(c, c->seed, idx, n, threads, &none, &o, count, &t, &err)) {
+                fprintf(stderr, "bench_compare: %s\n", err.msg);
+                rc = 1;
+                break;
+            }
+            double s = now() - t0, rate = (double)n / s;
+            if (!analytic)
+                base = rate;
+            printf("  K = %2ld %-11s: %7.2f runs/s (x%.2f)  (%.1f s, mean %.0f steps, %.0f rhs, "
+                   "%ld of %ld converged)\n",
+                   K, analytic ? "analytic Jv" : "DQ Jv", rate, rate / base, s,
+                   t.steps / (double)n, t.rhs / (double)n, t.conv, n);
             rc = profile(c, P < n ? P : n);
         }
         scm_config_free(c);

@@ -48,7 +48,28 @@ static scm_status gd_rhs(scm_flow *fl, const double *y, double *ydot, double *ep
     return SCM_OK;
 }
 
-const scm_rule scm_rule_gd = {"gd", gd_dim, gd_scratch, gd_pack, gd_unpack, gd_rhs};
+static scm_status gd_jtimes(scm_flow *fl, const double *y, const double *v, double *Jv,
+                            double *scratch)
+{
+    const scm_model *m = scm_flow_model(fl);
+    const long KK = (long)m->K * m->K, KM = (long)m->K * m->M;
+    double *Q = scratch, *R = Q + KK, *dQ = R + KM, *dR = dQ + KK, *JQ = dR + KM, *JR = JQ + KK;
+    gd_unpack(m, y, Q, R);
+    gd_unpack(m, v, dQ, dR);
+    scm_status st = scm_flow_jvp(fl, Q, R, dQ, dR, JQ, JR);
+    if (st)
+        return st;
+    gd_pack(m, JQ, JR, Jv);
+    return SCM_OK;
+}
+
+const scm_rule scm_rule_gd = {.name = "gd",
+                              .dim = gd_dim,
+                              .scratch = gd_scratch,
+                              .pack = gd_pack,
+                              .unpack = gd_unpack,
+                              .rhs = gd_rhs,
+                              .jtimes = gd_jtimes};
 
 const scm_rule *scm_rule_find(const char *name)
 {

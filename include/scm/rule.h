@@ -23,6 +23,13 @@ typedef struct scm_rule {
     /* dy/dtau at y, and the loss there; status as scm_flow_rhs. */
     scm_status (*rhs)(scm_flow *fl, const double *y, double *ydot, double *eps,
                       double *scratch);
+    /* Optional (NULL: the integrator uses difference quotients of rhs):
+     * Jv = (d rhs / dy)(y) v, with a scratch buffer of 2 scratch(m)
+     * doubles.  A status other than SCM_OK (e.g. SCM_ESINGULAR, see
+     * scm_flow_jvp) means "not available here": the caller falls back to
+     * difference quotients. */
+    scm_status (*jtimes)(scm_flow *fl, const double *y, const double *v, double *Jv,
+                         double *scratch);
 } scm_rule;
 
 /* Plain population gradient flow of the first layer (MATH.md section 3). */

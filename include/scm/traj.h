@@ -47,6 +47,10 @@ typedef struct {
      * 100 loose_atol is dead; a start with Q_kk(0) < 1e4 loose_atol is
      * refused (SCM_EINVAL). */
     double loose_rtol, loose_atol, loose_until;
+    /* With GMRES, use the rule's analytic Jacobian-vector product
+     * (scm_rule.jtimes) when it has one (default 1); 0: CVODE's difference
+     * quotients, one rhs evaluation per Krylov iteration. */
+    int analytic_jv;
 } scm_traj_opts;
 
 /* The defaults documented in the README. */
