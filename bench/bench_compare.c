@@ -21,6 +21,7 @@
  * Usage: bench_compare [--runs N] [--M M] [--K K1,K2,...] [--threads T] [--profile P]
  * Exit status 0, or 1 on an error (printed). */
 #include <gsl/gsl_errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +41,14 @@ static double now(void)
 typedef struct {
     double steps, rhs;
     long conv;
+    scm_sweep_record *keep; /* every record, by position */
+    long n;
 } tally;
 
 static int count(const scm_sweep_record *r, void *user)
 {
     tally *t = user;
+    t->keep[t->n++] = *r;
     t->steps += (double)r->steps;
     t->rhs += (double)r->rhs;
     t->conv += r->converged;
@@ -105,11 +109,14 @@ static int profile(const scm_config *c, long P)
     }
     if (!rc && P > 0) {
         double p = (double)P, evals = rhs + lin;
-        printf("    profile of runs 0..%ld (1 thread): per run %.0f steps, %.0f rhs, %.0f Krylov "
-               "iterations (%.2f per step), %.0f%% of %.0f flow evaluations in Jv products, "
-               "%.0f us per evaluation\n",
-               P - 1, steps / p, rhs / p, lin / p, lin / steps, 100.0 * lin / evals, evals / p,
-               1e6 * secs / evals);
+        printf("    profile of runs 0..%ld (1 thread): per run %.3f s, %.0f steps, %.0f rhs, %.0f "
+               "Krylov iterations (%.2f per step)",
+               P - 1, secs / p, steps / p, rhs / p, lin / p, lin / steps);
+        if (c->traj.analytic_jv)
+            printf("\n");
+        else /* one rhs evaluation per difference-quotient product */
+            printf(", %.0f%% of %.0f flow evaluations in Jv products\n", 100.0 * lin / evals,
+                   evals / p);
     }
     free(Q);
     free(R);
@@ -169,9 +176,15 @@ int main(int argc, char **argv)
         scm_sweep_opts o;
         scm_sweep_opts_default(&o);
         double base = 0.0;
+        scm_sweep_record *rec[2] = {malloc(sizeof(scm_sweep_record) * (size_t)n),
+                                    malloc(sizeof(scm_sweep_record) * (size_t)n)};
         for (int analytic = 0; analytic <= 1 && !rc; analytic++) {
             c->traj.analytic_jv = analytic;
-            tally t = {0, 0, 0};
+            tally t = {0, 0, 0, rec[analytic], 0};
+            if (!rec[analytic]) {
+                rc = 1;
+                break;
+            }
             scm_error err;
             double t0 = now();
             if (scm_sweep_exec(c, c->seed, idx, n, threads, &none, &o, count, &t, &err)) {
@@ -188,6 +201,22 @@ int main(int argc, char **argv)
                    t.steps / (double)n, t.rhs / (double)n, t.conv, n);
             rc = profile(c, P < n ? P : n);
         }
+        if (!rc) { /* the same runs must end the same way */
+            long diff = 0;
+            for (long i = 0; i < n; i++) {
+                const scm_sweep_record *x = &rec[0][i], *y = &rec[1][i];
+                int both_min = x->stop == SCM_STOP_EPS &&
+                               y->stop == SCM_STOP_EPS; /* eps < eps_stop */
+            diff += x->converged != y->converged || x->n_anti != y->n_anti ||
+                    x->n_dead != y->n_dead ||
+                    !(both_min || fabs(x->eps - y->eps) <= 1e-8 * fabs(x->eps) + 1e-10);
+            }
+            printf("    %ld of %ld runs end differently (convergence, anti-aligned or dead "
+                   "count, loss beyond 1e-8 relative unless both below eps_stop)\n",
+                   diff, n);
+        }
+        free(rec[0]);
+        free(rec[1]);
         scm_config_free(c);
     }
     free(idx);

@@ -38,7 +38,7 @@ void scm_traj_opts_default(scm_traj_opts *o)
     o->loose_rtol = 1e-6;
     o->loose_atol = 1e-8;
     o->loose_until = 0.0;
-    o->analytic_jv = 1;
+    o->analytic_jv = 0;
 }
 
 scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err)

@@ -47,9 +47,10 @@ typedef struct {
      * 100 loose_atol is dead; a start with Q_kk(0) < 1e4 loose_atol is
      * refused (SCM_EINVAL). */
     double loose_rtol, loose_atol, loose_until;
-    /* With GMRES, use the rule's analytic Jacobian-vector product
-     * (scm_rule.jtimes) when it has one (default 1); 0: CVODE's difference
-     * quotients, one rhs evaluation per Krylov iteration. */
+    /* 1: with GMRES, use the rule's analytic Jacobian-vector product
+     * (scm_rule.jtimes) when it has one; 0 (default, until its effect on
+     * speed and classifications is settled, docs/sweeps.md): CVODE's
+     * difference quotients, one rhs evaluation per Krylov iteration. */
     int analytic_jv;
 } scm_traj_opts;
 
