@@ -207,9 +207,9 @@ int main(int argc, char **argv)
                 const scm_sweep_record *x = &rec[0][i], *y = &rec[1][i];
                 int both_min = x->stop == SCM_STOP_EPS &&
                                y->stop == SCM_STOP_EPS; /* eps < eps_stop */
-            diff += x->converged != y->converged || x->n_anti != y->n_anti ||
-                    x->n_dead != y->n_dead ||
-                    !(both_min || fabs(x->eps - y->eps) <= 1e-8 * fabs(x->eps) + 1e-10);
+                diff += x->converged != y->converged || x->n_anti != y->n_anti ||
+                        x->n_dead != y->n_dead ||
+                        !(both_min || fabs(x->eps - y->eps) <= 1e-8 * fabs(x->eps) + 1e-10);
             }
             printf("    %ld of %ld runs end differently (convergence, anti-aligned or dead "
                    "count, loss beyond 1e-8 relative unless both below eps_stop)\n",
