@@ -21,6 +21,7 @@ struct scm_flow {
     int T_identity; /* T = I: B T is B itself */
     const double *v; /* second layer in use: the model's, or scm_flow_set_v's */
     double *A, *B, *S, *P;
+    struct flow_lin *lin; /* the linearisation of scm_flow_jvp, lazily */
 };
 
 /* The teacher's self-overlap term 1/2 sum v*_m v*_n f(T_mm, T_nn, T_mn);
@@ -36,6 +37,26 @@ static double teacher_term(const scm_model *m)
                 e += 0.5 * m->vs[a] * m->vs[b] * p.f;
         }
     return e;
+}
+
+/* The cache of scm_flow_jvp: the point (Q, R), its A, B, S, the second
+ * derivatives of every student-student (k < l) and student-teacher pair,
+ * the derivative h_k of the self term of A_kk along Q_kk, and room for the
+ * product. */
+struct flow_lin {
+    int valid;
+    double *Q, *R, *A, *B, *S, *h, *dQ, *dR, *dA, *dB, *P;
+    scm_pair2 *ss, *st;
+};
+
+static void lin_free(struct flow_lin *L)
+{
+    if (!L)
+        return;
+    free(L->Q); /* one block holds all the doubles */
+    free(L->ss);
+    free(L->st);
+    free(L);
 }
 
 scm_flow *scm_flow_alloc(const scm_model *model)
@@ -69,6 +90,7 @@ void scm_flow_free(scm_flow *fl)
     free(fl->B);
     free(fl->S);
     free(fl->P);
+    lin_free(fl->lin);
     free(fl);
 }
 
@@ -337,4 +359,170 @@ scm_status scm_flow_grad_norm2(scm_flow *fl, const double *Q, const double *R, d
         s += P[i] * B[i];
     *g2 = s;
     return isfinite(s) ? SCM_OK : SCM_ENAN;
+}
+
+/* ---- Jacobian-vector product (docs/sweeps.md, "Analytic Jv") ---- */
+
+static struct flow_lin *lin_alloc(int K, int M)
+{
+    struct flow_lin *L = calloc(1, sizeof *L);
+    if (!L)
+        return NULL;
+    size_t KK = (size_t)K * K, KM = (size_t)K * M, KP = (size_t)K * (size_t)(K > M ? K : M);
+    L->Q = malloc(sizeof(double) * (5 * KK + 4 * KM + (size_t)K + KP));
+    L->ss = malloc(sizeof(scm_pair2) * KK);
+    L->st = malloc(sizeof(scm_pair2) * KM);
+    if (!L->Q || !L->ss || !L->st) {
+        lin_free(L);
+        return NULL;
+    }
+    L->R = L->Q + KK;
+    L->A = L->R + KM;
+    L->B = L->A + KK;
+    L->S = L->B + KM;
+    L->h = L->S + KK;
+    L->dQ = L->h + K;
+    L->dR = L->dQ + KK;
+    L->dA = L->dR + KM;
+    L->dB = L->dA + KK;
+    L->P = L->dB + KM;
+    return L;
+}
+
+/* Second derivatives below this sqrt(1 - rho^2) are refused (as in the
+ * Hessian of stability.c): the caller falls back to difference quotients. */
+#define FLOW_JVP_SREL_MIN 1e-6
+
+/* Linearise at (Q, R): A, B, S and every pair's second derivatives. */
+static scm_status lin_setup(scm_flow *fl, struct flow_lin *L, const double *Q, const double *R)
+{
+    const scm_model *m = fl->m;
+    const int K = m->K, M = m->M;
+    const scm_activation *act = m->act;
+    L->valid = 0;
+    scm_status st = scm_flow_grad(fl, Q, R, NULL, L->A, L->B);
+    if (st)
+        return st;
+    symmetrise(K, L->A, L->S);
+    for (int k = 0; k < K; k++) {
+        L->h[k] = 0.0;
+        if (student_dead(m, Q, R, k))
+            continue;
+        double a = Q[k * K + k];
+        scm_pair2 q;
+        /* the self term w (fa + fc / 2) at (a, a, a): constant for ReLU
+         * (fa = 0, fc = 1/2 there, where the second derivatives diverge) */
+        if (act != &scm_act_relu) {
+            if ((st = scm_kernel_pair2(act, FLOW_JVP_SREL_MIN, a, a, a, &q)))
+                return st;
+            L->h[k] = m->v[k] * m->v[k] * (q.aa + q.ab + q.ac + 0.5 * (q.ac + q.bc + q.cc));
+        }
+        for (int l = k + 1; l < K; l++) {
+            L->ss[k * K + l] = (scm_pair2){0, 0, 0, 0, 0, 0};
+            if (student_dead(m, Q, R, l))
+                continue;
+            if ((st = scm_kernel_pair2(act, FLOW_JVP_SREL_MIN, a, Q[l * K + l], Q[k * K + l],
+                                       &L->ss[k * K + l])))
+                return st;
+        }
+        for (int n = 0; n < M; n++) {
+            st = scm_kernel_pair2(act, FLOW_JVP_SREL_MIN, a, m->T[n * M + n], R[k * M + n],
+                                  &L->st[k * M + n]);
+            if (st == SCM_EDEAD) /* a zero-norm teacher unit: no terms */
+                st = SCM_OK;
+            if (st)
+                return st;
+        }
+    }
+    memcpy(L->Q, Q, sizeof(double) * (size_t)K * (size_t)K);
+    memcpy(L->R, R, sizeof(double) * (size_t)K * (size_t)M);
+    L->valid = 1;
+    return SCM_OK;
+}
+
+/* dA and dB in the direction (dQ, dR) from the cached second derivatives
+ * (the derivative of the bookkeeping in scm_flow_grad). */
+static void lin_dgrad(const scm_model *m, struct flow_lin *L, const double *dQ,
+                      const double *dR)
+{
+    const int K = m->K, M = m->M;
+    const double *v = m->v, *vs = m->vs;
+    memset(L->dA, 0, sizeof(double) * (size_t)K * (size_t)K);
+    memset(L->dB, 0, sizeof(double) * (size_t)K * (size_t)M);
+    for (int k = 0; k < K; k++) {
+        if (student_dead(m, L->Q, L->R, k))
+            continue;
+        const double da = dQ[k * K + k];
+        L->dA[k * K + k] += L->h[k] * da;
+        for (int l = k + 1; l < K; l++) {
+            const scm_pair2 *q = &L->ss[k * K + l];
+            const double db = dQ[l * K + l], dc = dQ[k * K + l], w = v[k] * v[l];
+            L->dA[k * K + k] += w * (q->aa * da + q->ab * db + q->ac * dc);
+            L->dA[l * K + l] += w * (q->ab * da + q->bb * db + q->bc * dc);
+            L->dA[k * K + l] = L->dA[l * K + k] = 0.5 * w * (q->ac * da + q->bc * db + q->cc * dc);
+        }
+        for (int n = 0; n < M; n++) {
+            const scm_pair2 *q = &L->st[k * M + n];
+            const double dc = dR[k * M + n], w = v[k] * vs[n];
+            L->dA[k * K + k] -= w * (q->aa * da + q->ac * dc);
+            L->dB[k * M + n] = -w * (q->ac * da + q->cc * dc);
+        }
+    }
+}
+
+scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const double *dQ,
+                        const double *dR, double *JQ, double *JR)
+{
+    const scm_model *m = fl->m;
+    const int K = m->K, M = m->M;
+    const long KK = (long)K * K, KM = (long)K * M;
+    if (!fl->lin && !(fl->lin = lin_alloc(K, M)))
+        return SCM_ENOMEM;
+    struct flow_lin *L = fl->lin;
+    scm_status st;
+    if (!L->valid || memcmp(L->Q, Q, sizeof(double) * (size_t)KK) != 0 ||
+        memcmp(L->R, R, sizeof(double) * (size_t)KM) != 0)
+        if ((st = lin_setup(fl, L, Q, R)))
+            return st;
+    /* the direction with the dead students' rows and columns zeroed */
+    memcpy(L->dQ, dQ, sizeof(double) * (size_t)KK);
+    memcpy(L->dR, dR, sizeof(double) * (size_t)KM);
+    for (int k = 0; k < K; k++)
+        if (student_dead(m, Q, R, k)) {
+            for (int l = 0; l < K; l++)
+                L->dQ[k * K + l] = L->dQ[l * K + k] = 0.0;
+            for (int n = 0; n < M; n++)
+                L->dR[k * M + n] = 0.0;
+        }
+    lin_dgrad(m, L, L->dQ, L->dR);
+    double *dS = fl->S, *P = L->P; /* fl->S is scratch here */
+    symmetrise(K, L->dA, dS);
+    /* P = dS Q + S dQ + dB R^T + B dR^T;  J_Q = -(P + P^T) */
+    scm_linalg_gemm(K, K, K, dS, Q, 0, P);
+    scm_linalg_gemm(K, K, K, L->S, L->dQ, 0, L->dA); /* dA is spent: scratch */
+    for (int k = 0; k < K; k++)
+        for (int l = 0; l < K; l++) {
+            double s = L->dA[k * K + l];
+            for (int n = 0; n < M; n++)
+                s += L->dB[k * M + n] * R[l * M + n] + L->B[k * M + n] * L->dR[l * M + n];
+            P[k * K + l] += s;
+        }
+    for (int k = 0; k < K; k++)
+        for (int l = k; l < K; l++)
+            JQ[k * K + l] = JQ[l * K + k] = -(P[k * K + l] + P[l * K + k]);
+    /* J_R = -(dS R + S dR + dB T) */
+    scm_linalg_gemm(K, M, K, dS, R, 0, JR);
+    scm_linalg_gemm(K, M, K, L->S, L->dR, 0, P);
+    for (long i = 0; i < KM; i++)
+        JR[i] += P[i];
+    const double *dBT = L->dB;
+    if (!fl->T_identity) {
+        scm_linalg_gemm(K, M, M, L->dB, m->T, 0, P);
+        dBT = P;
+    }
+    for (long i = 0; i < KM; i++)
+        JR[i] = -(JR[i] + dBT[i]);
+    if (!isfinite(scm_linalg_max_abs(JQ, KK)) || !isfinite(scm_linalg_max_abs(JR, KM)))
+        return SCM_ENAN;
+    return SCM_OK;
 }

@@ -226,3 +226,43 @@ const scm_activation *scm_activation_find(const char *name)
             return all[i];
     return NULL;
 }
+
+/* Derivations in docs/stability.md. */
+scm_status scm_kernel_pair2(const scm_activation *act, double srel_min, double a, double b, double c,
+                            scm_pair2 *o)
+{
+    *o = (scm_pair2){0, 0, 0, 0, 0, 0};
+    if (act == &scm_act_linear)
+        return SCM_OK;
+    if (act == &scm_act_relu) {
+        if (!(a > 0.0) || !(b > 0.0))
+            return SCM_EDEAD;
+        double ab = a * b, s2 = ab - c * c;
+        double s = sqrt(fmax(s2, 0.0));
+        if (!(s >= srel_min * sqrt(ab)))
+            return SCM_ESINGULAR;
+        const double p4 = 4.0 * M_PI;
+        o->cc = 1.0 / (2.0 * M_PI * s);
+        o->ac = -c / (p4 * a * s);
+        o->bc = -c / (p4 * b * s);
+        o->ab = 1.0 / (2.0 * p4 * s);
+        o->aa = (c * c - 0.5 * ab) / (p4 * a * a * s);
+        o->bb = (c * c - 0.5 * ab) / (p4 * b * b * s);
+        return SCM_OK;
+    }
+    if (act == &scm_act_erf) {
+        double D = (1.0 + a) * (1.0 + b) - c * c;
+        if (!(D > 0.0))
+            return SCM_ENOTPSD;
+        double D12 = sqrt(D), D32 = D * D12;
+        o->cc = (2.0 / M_PI) * c / D32;
+        o->ac = -(1.0 + b) / (M_PI * D32);
+        o->bc = -(1.0 + a) / (M_PI * D32);
+        o->ab = c / (2.0 * M_PI * D32);
+        o->aa = (c / M_PI) * (1.0 / ((1.0 + a) * (1.0 + a) * D12) + (1.0 + b) / (2.0 * (1.0 + a) * D32));
+        o->bb = (c / M_PI) * (1.0 / ((1.0 + b) * (1.0 + b) * D12) + (1.0 + a) / (2.0 * (1.0 + b) * D32));
+        return SCM_OK;
+    }
+    return SCM_EINVAL;
+}
+

@@ -84,6 +84,23 @@ static scm_status gd_rhs(const scm_rule_params *p, scm_flow *fl, const double *y
     return SCM_OK;
 }
 
+/* Jv of the gd flow: the analytic linearisation of flow.h (scm_flow_jvp). */
+static scm_status gd_jtimes(const scm_rule_params *p, scm_flow *fl, const double *y,
+                            const double *v, double *Jv, double *scratch)
+{
+    (void)p;
+    const scm_model *m = scm_flow_model(fl);
+    const long KK = (long)m->K * m->K, KM = (long)m->K * m->M;
+    double *Q = scratch, *R = Q + KK, *dQ = R + KM, *dR = dQ + KK, *JQ = dR + KM, *JR = JQ + KK;
+    gd_unpack(m, y, Q, R, NULL);
+    gd_unpack(m, v, dQ, dR, NULL);
+    scm_status st = scm_flow_jvp(fl, Q, R, dQ, dR, JQ, JR);
+    if (st)
+        return st;
+    gd_pack(m, JQ, JR, NULL, Jv);
+    return SCM_OK;
+}
+
 /* ---- normalised -------------------------------------------------------- */
 
 static long nm_dim(const scm_model *m) { return tri(m->K, 0) + (long)m->K * m->M; }
@@ -334,7 +351,8 @@ static scm_status sgd_rhs(const scm_rule_params *p, scm_flow *fl, const double *
 /* ---- the tables -------------------------------------------------------- */
 
 const scm_rule scm_rule_gd = {.name = "gd", .dim = gd_dim, .scratch = scratch_len,
-                              .pack = gd_pack, .unpack = gd_unpack, .rhs = gd_rhs};
+                              .pack = gd_pack, .unpack = gd_unpack, .rhs = gd_rhs,
+                              .jtimes = gd_jtimes};
 const scm_rule scm_rule_normalised = {.name = "normalised", .dim = nm_dim,
                                       .scratch = scratch_len, .pack = nm_pack,
                                       .unpack = nm_unpack, .rhs = nm_rhs,

@@ -46,7 +46,7 @@ static scm_status add_term(const scm_activation *act, double alpha, double a, do
     scm_pair2 q;
     scm_status st = act->pair(a, b, c, &p);
     if (!st)
-        st = scm_stab_pair2(act, a, b, c, &q);
+        st = scm_kernel_pair2(act, SCM_STAB_SREL_MIN, a, b, c, &q);
     if (st)
         return st;
     C[r * n + r] += 4.0 * alpha * q.aa;

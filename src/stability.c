@@ -15,10 +15,6 @@
 #include "scm/traj.h"
 #include "scm/weights.h"
 
-/* Below this sqrt(1 - rho^2) the ReLU closed form is refused (its 1/s terms
- * cancel to O(1): round-off ~ 1e-16 / s). */
-#define SCM_STAB_SREL_MIN 1e-6
-
 /* ---- small helpers ---- */
 
 static double *dalloc(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
@@ -215,51 +211,6 @@ out:
 
 /* ---- Hessian, closed form ---- */
 
-/* Second derivatives of the pair kernel f(a, b, c) (docs/stability.md). */
-typedef scm_pair2 pair2;
-
-static scm_status kernel2(const scm_activation *act, double a, double b, double c, pair2 *o)
-{
-    *o = (pair2){0, 0, 0, 0, 0, 0};
-    if (act == &scm_act_linear)
-        return SCM_OK;
-    if (act == &scm_act_relu) {
-        if (!(a > 0.0) || !(b > 0.0))
-            return SCM_EDEAD;
-        double ab = a * b, s2 = ab - c * c;
-        double s = sqrt(fmax(s2, 0.0));
-        if (!(s >= SCM_STAB_SREL_MIN * sqrt(ab)))
-            return SCM_ESINGULAR;
-        const double p4 = 4.0 * M_PI;
-        o->cc = 1.0 / (2.0 * M_PI * s);
-        o->ac = -c / (p4 * a * s);
-        o->bc = -c / (p4 * b * s);
-        o->ab = 1.0 / (2.0 * p4 * s);
-        o->aa = (c * c - 0.5 * ab) / (p4 * a * a * s);
-        o->bb = (c * c - 0.5 * ab) / (p4 * b * b * s);
-        return SCM_OK;
-    }
-    if (act == &scm_act_erf) {
-        double D = (1.0 + a) * (1.0 + b) - c * c;
-        if (!(D > 0.0))
-            return SCM_ENOTPSD;
-        double D12 = sqrt(D), D32 = D * D12;
-        o->cc = (2.0 / M_PI) * c / D32;
-        o->ac = -(1.0 + b) / (M_PI * D32);
-        o->bc = -(1.0 + a) / (M_PI * D32);
-        o->ab = c / (2.0 * M_PI * D32);
-        o->aa = (c / M_PI) * (1.0 / ((1.0 + a) * (1.0 + a) * D12) + (1.0 + b) / (2.0 * (1.0 + a) * D32));
-        o->bb = (c / M_PI) * (1.0 / ((1.0 + b) * (1.0 + b) * D12) + (1.0 + a) / (2.0 * (1.0 + b) * D32));
-        return SCM_OK;
-    }
-    return SCM_EINVAL;
-}
-
-scm_status scm_stab_pair2(const scm_activation *act, double a, double b, double c, scm_pair2 *o)
-{
-    return kernel2(act, a, b, c, o);
-}
-
 /* h''(a) for h(a) = f(a, a, a) (the diagonal term: all three slots move). */
 static double diag2(const scm_activation *act, double a)
 {
@@ -330,8 +281,8 @@ scm_status scm_stab_hessian(scm_flow *fl, long d, const double *W, const double 
             const double *wl = W + (long)l * d;
             double a = Q[k * K + k], b = Q[l * K + l], c = Q[k * K + l];
             scm_pair p;
-            pair2 q;
-            if ((st = act->pair(a, b, c, &p)) || (st = kernel2(act, a, b, c, &q))) {
+            scm_pair2 q;
+            if ((st = act->pair(a, b, c, &p)) || (st = scm_kernel_pair2(act, SCM_STAB_SREL_MIN, a, b, c, &q))) {
                 scm_error_set(err, st,
                               "students %d and %d: %s at (a, b, c) = (%.17g, %.17g, %.17g)%s", k,
                               l, st == SCM_ESINGULAR ? "the kernel's second derivatives diverge"
@@ -372,8 +323,8 @@ scm_status scm_stab_hessian(scm_flow *fl, long d, const double *W, const double 
             if (act == &scm_act_relu && !(b > 0.0))
                 continue; /* a zero teacher unit contributes nothing */
             scm_pair p;
-            pair2 q;
-            if ((st = act->pair(a, b, c, &p)) || (st = kernel2(act, a, b, c, &q))) {
+            scm_pair2 q;
+            if ((st = act->pair(a, b, c, &p)) || (st = scm_kernel_pair2(act, SCM_STAB_SREL_MIN, a, b, c, &q))) {
                 scm_error_set(err, st,
                               "student %d and teacher %d: %s at (a, b, c) = (%.17g, %.17g, "
                               "%.17g)%s",

@@ -6,6 +6,7 @@
 #include "scm/traj.h"
 
 #include <cvode/cvode.h>
+#include <float.h>
 #include <math.h>
 #include <nvector/nvector_serial.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@ void scm_traj_opts_default(scm_traj_opts *o)
     o->loose_until = 0.0;
     scm_rule_params_default(&o->rule_params);
     o->v0 = NULL;
+    o->analytic_jv = 0;
 }
 
 scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err)
@@ -166,6 +168,37 @@ static int cvode_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user)
     return 0;
 }
 
+/* Jv with the rule's analytic product at y (dead rows cleaned as in
+ * cvode_rhs); where that is not available (SCM_ESINGULAR near parallel
+ * neurons) a forward difference of cvode_rhs, as CVODE's own. */
+static int cvode_jtimes(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Vector fy,
+                        void *user, N_Vector tmp)
+{
+    traj_ctx *c = user;
+    const long n = c->rule->dim(c->m);
+    const double *yv = N_VGetArrayPointer(y);
+    if (c->n_dead) {
+        memcpy(c->ytmp, yv, sizeof(double) * (size_t)n);
+        clean_state(c, c->ytmp);
+        yv = c->ytmp;
+    }
+    if (c->rule->jtimes(c->params, c->fl, yv, N_VGetArrayPointer(v), N_VGetArrayPointer(Jv),
+                        c->scratch + c->rule->scratch(c->m)) == SCM_OK)
+        return 0;
+    double vmax = N_VMaxNorm(v), ymax = N_VMaxNorm(y);
+    if (vmax == 0.0) {
+        N_VConst(0.0, Jv);
+        return 0;
+    }
+    double sig = sqrt(DBL_EPSILON) * fmax(1.0, ymax) / vmax;
+    N_VLinearSum(1.0, y, sig, v, tmp);
+    int r = cvode_rhs(t, tmp, Jv, user);
+    if (r)
+        return r;
+    N_VLinearSum(1.0 / sig, Jv, -1.0 / sig, fy, Jv);
+    return 0;
+}
+
 /* The library never prints: CVODE's messages are kept for the error. */
 static void cvode_err(int code, const char *module, const char *function, char *msg, void *user)
 {
@@ -238,7 +271,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     double *Q = NULL, *R = NULL;
 
     c.fl = scm_flow_alloc(m);
-    c.scratch = malloc(sizeof(double) * (size_t)rule->scratch(m));
+    c.scratch = malloc(sizeof(double) * 3 * (size_t)rule->scratch(m)); /* rhs, jtimes */
     Q = malloc(sizeof(double) * (size_t)KK);
     R = malloc(sizeof(double) * (size_t)KM);
     res->Q = malloc(sizeof(double) * (size_t)KK);
@@ -339,7 +372,8 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         J = SUNDenseMatrix(n, n, ctx);
         LS = J ? SUNLinSol_Dense(y, J, ctx) : NULL;
     }
-    if (!LS || CVodeSetLinearSolver(cv, LS, J)) {
+    if (!LS || CVodeSetLinearSolver(cv, LS, J) ||
+        (gmres && o->analytic_jv && rule->jtimes && CVodeSetJacTimes(cv, NULL, cvode_jtimes))) {
         st = scm_error_set(err, SCM_ESOLVER, "setting up the CVODE linear solver failed: %s",
                            c.cvode_msg);
         goto fail;

@@ -33,8 +33,8 @@ static void test_solvers_agree(void)
     scm_model *m = scm_model_alloc(K, M, &scm_act_erf, NULL, NULL, NULL, &e);
     double Q0[16], R0[12];
     CHECK(scm_init_random(m, 500, 1.0, 7, Q0, R0, &e) == SCM_OK, "init: %s", e.msg);
-    scm_traj_result r[3];
-    for (int s = 0; s < 3; s++) {
+    scm_traj_result r[4]; /* dense, GMRES, Adams, GMRES with the analytic Jv */
+    for (int s = 0; s < 4; s++) {
         scm_traj_opts o;
         scm_traj_opts_default(&o);
         o.t_max = 30;
@@ -42,14 +42,15 @@ static void test_solvers_agree(void)
         o.atol = 1e-12;
         o.eps_stop = o.grad_stop = 0;
         o.method = s == 2 ? SCM_METHOD_ADAMS : SCM_METHOD_BDF;
-        o.linsol = s == 1 ? SCM_LINSOL_GMRES : SCM_LINSOL_DENSE;
+        o.linsol = s == 1 || s == 3 ? SCM_LINSOL_GMRES : SCM_LINSOL_DENSE;
+        o.analytic_jv = s == 3;
         CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r[s], &e) == SCM_OK, "run: %s", e.msg);
         CHECK(r[s].stop == SCM_STOP_T_MAX, "solver %d stopped with %s (%s)", s,
               scm_stop_reason_str(r[s].stop), r[s].err.msg);
         CHECK(r[s].t == 30.0, "final t = %g", r[s].t);
         CHECK(r[s].n_out == o.n_out + 1, "recorded %ld points", r[s].n_out);
     }
-    for (int s = 1; s < 3; s++) {
+    for (int s = 1; s < 4; s++) {
         CHECK(max_diff(r[0].Q, r[s].Q, K * K) < 1e-7, "solver %d Q differs by %g", s,
               max_diff(r[0].Q, r[s].Q, K * K));
         CHECK(max_diff(r[0].R, r[s].R, K * M) < 1e-7, "solver %d R differs by %g", s,
@@ -62,7 +63,7 @@ static void test_solvers_agree(void)
     for (long i = 1; i < r[0].n_out; i++)
         mono &= r[0].out_t[i] > r[0].out_t[i - 1] && r[0].out_eps[i] <= r[0].out_eps[i - 1] * (1 + 1e-12);
     CHECK(mono, "times not increasing or eps increasing along the record");
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < 4; s++)
         scm_traj_result_free(&r[s]);
     scm_model_free(m);
 }

@@ -63,6 +63,20 @@ scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *
 scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, double *FQ,
                            double *FR);
 
+/* The Jacobian-vector product of the flow: (J_Q, J_R), the derivative of
+ * (F_Q, F_R) at (Q, R) in the direction (dQ, dR) (dQ symmetric; JQ K x K
+ * symmetric, JR K x M), from the closed-form second derivatives of the
+ * pair kernels (scm_kernel_pair2).  The linearisation at (Q, R) is cached
+ * in the flow: further products at the same point cost O(K^2 (K + M))
+ * flops and no kernel evaluation.  Dead students stay dead: their entries
+ * of (dQ, dR) are ignored and their rows of (J_Q, J_R) are zero.  Returns
+ * SCM_ESINGULAR where the derivative is not resolved in closed form (two
+ * live students or a student and a teacher parallel to sqrt(1 - rho^2) <
+ * 1e-6, or beyond Cauchy-Schwarz), the status of scm_flow_grad or
+ * of the kernels otherwise. */
+scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const double *dQ,
+                        const double *dR, double *JQ, double *JR);
+
 /* The squared norm of the weight-space gradient in flow units,
  * sum_k |dw_k/dtau|^2 / d = tr(S Q S + 2 S R B^T + B T B^T); along the flow
  * d eps / dtau equals minus this.  It is a sum of cancelling traces, so at

@@ -44,4 +44,15 @@ extern const scm_activation scm_act_linear; /* g(x) = x */
 /* The table named name, or NULL. */
 const scm_activation *scm_activation_find(const char *name);
 
+/* Second derivatives of the pair kernel f(a, b, c) (relu, erf, linear;
+ * SCM_EINVAL for another table).  ReLU: SCM_EDEAD when a <= 0 or b <= 0,
+ * SCM_ESINGULAR when sqrt(ab - c^2) < srel_min sqrt(ab) (they diverge like
+ * 1 / sqrt(ab - c^2), and their closed form loses all accuracy); erf:
+ * SCM_ENOTPSD outside the domain.  o is zero on any failure. */
+typedef struct {
+    double aa, ab, ac, bb, bc, cc;
+} scm_pair2;
+scm_status scm_kernel_pair2(const scm_activation *act, double srel_min, double a, double b, double c,
+                            scm_pair2 *o);
+
 #endif

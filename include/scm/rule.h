@@ -66,6 +66,13 @@ typedef struct scm_rule {
      * has no direction to keep (a zero student, or K students spanning
      * fewer than K dimensions for stiefel). */
     scm_status (*retract)(const scm_model *m, double *Q, double *R, scm_error *err);
+    /* Optional (NULL: the integrator uses difference quotients of rhs):
+     * Jv = (d rhs / dy)(y) v, with a scratch buffer of 2 scratch(m)
+     * doubles.  A status other than SCM_OK (e.g. SCM_ESINGULAR, see
+     * scm_flow_jvp) means "not available here": the caller falls back to
+     * difference quotients. */
+    scm_status (*jtimes)(const scm_rule_params *p, scm_flow *fl, const double *y,
+                         const double *v, double *Jv, double *scratch);
 } scm_rule;
 
 extern const scm_rule scm_rule_gd, scm_rule_normalised, scm_rule_stiefel, scm_rule_two_layer,

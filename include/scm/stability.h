@@ -73,16 +73,10 @@ scm_status scm_stab_predict_zero_modes(const scm_model *m, const double *Q, cons
 
 /* ---- Hessian ---- */
 
-/* Second partial derivatives of the pair kernel f(a, b, c) of kernel.h. */
-typedef struct {
-    double aa, ab, ac, bb, bc, cc;
-} scm_pair2;
-
-/* Fill *o at (a, b, c) (docs/stability.md).  SCM_OK; SCM_EDEAD (ReLU, a or
- * b <= 0); SCM_ESINGULAR (ReLU, sqrt(ab - c^2) < 1e-6 sqrt(ab): the terms
- * diverge); SCM_ENOTPSD (erf, (1 + a)(1 + b) <= c^2); SCM_EINVAL (an
- * activation without second derivatives here).  Linear: all zero. */
-scm_status scm_stab_pair2(const scm_activation *act, double a, double b, double c, scm_pair2 *o);
+/* The closed-form Hessian evaluates the kernels' second derivatives
+ * (scm_kernel_pair2, kernel.h) down to sqrt(ab - c^2) = SCM_STAB_SREL_MIN
+ * sqrt(ab); closer to parallel they are reported singular. */
+#define SCM_STAB_SREL_MIN 1e-6
 
 /* The Hessian H ((K d) x (K d), row-major, index k d + i) of eps at W
  * (K x d) with teachers Ws (M x d, realising m->T), in closed form.

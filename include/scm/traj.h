@@ -51,6 +51,11 @@ typedef struct {
     /* Initial second layer of a rule that trains v (K entries; NULL: the
      * model's v).  Kept by pointer. */
     const double *v0;
+    /* 1: with GMRES, use the rule's analytic Jacobian-vector product
+     * (scm_rule.jtimes) when it has one; 0 (default, until its effect on
+     * speed and classifications is settled, docs/sweeps.md): CVODE's
+     * difference quotients, one rhs evaluation per Krylov iteration. */
+    int analytic_jv;
 } scm_traj_opts;
 
 /* The defaults documented in the README. */

@@ -1,0 +1,224 @@
+/* bench_compare.c: runs per second per K of the sweeps of `scm compare`
+ * (issue 12, item 4), and where a run's work goes.
+ *
+ * The configuration is scm compare's base config (ReLU, T = I, d = 1000,
+ * sigma = 1, GMRES, loose_until 1e-6, grad_stop 1e-10, eps_stop 1e-10,
+ * max_steps 1e5, base seed 1) with model.K and model.M set; runs 0..N-1 of
+ * each K are swept through scm_sweep_exec on the given threads, exactly the
+ * runs of `scm compare --runs N`.  Each K is run twice in the same process:
+ * the baseline (the settings before issue 12: CVODE's difference-quotient
+ * Jacobian-vector products, analytic_jv 0) and today's (the rule's analytic
+ * product); the ratio of runs/s is the speed-up (ratios, not absolute
+ * times, compare across a shared machine).
+ *
+ * The profile columns come from CVODE's counters of the first P runs, rerun
+ * one by one through scm_traj_run: steps, rhs evaluations of the integrator
+ * proper, Krylov (GMRES) iterations and the rhs evaluations spent in the
+ * difference-quotient Jacobian-vector products (one per Krylov iteration
+ * with CVODE's default jtimes), the share of flow evaluations that go to
+ * those products.
+ *
+ * Usage: bench_compare [--runs N] [--M M] [--K K1,K2,...] [--threads T] [--profile P]
+ * Exit status 0, or 1 on an error (printed). */
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "scm/config.h"
+#include "scm/init.h"
+#include "scm/sweep.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct {
+    double steps, rhs;
+    long conv;
+    scm_sweep_record *keep; /* every record, by position */
+    long n;
+} tally;
+
+static int count(const scm_sweep_record *r, void *user)
+{
+    tally *t = user;
+    t->keep[t->n++] = *r;
+    t->steps += (double)r->steps;
+    t->rhs += (double)r->rhs;
+    t->conv += r->converged;
+    return 0;
+}
+
+static scm_config *config_for(int K, int M)
+{
+    char text[640];
+    snprintf(text, sizeof text,
+             "{\"model\": {\"K\": %d, \"M\": %d, \"activation\": \"relu\"},"
+             " \"init\": {\"type\": \"random\", \"d\": 1000, \"sigma\": 1, \"seed\": 1},"
+             " \"integrator\": {\"linear_solver\": \"gmres\", \"grad_stop\": 1e-10,"
+             " \"loose_until\": 1e-6, \"eps_stop\": 1e-10, \"max_steps\": 100000}}",
+             K, M);
+    scm_config *c = NULL;
+    scm_error err;
+    if (scm_config_parse(text, "bench_compare", NULL, 0, &c, &err)) {
+        fprintf(stderr, "bench_compare: %s\n", err.msg);
+        return NULL;
+    }
+    return c;
+}
+
+/* CVODE's counters of runs 0..P-1, integrated one by one. */
+static int profile(const scm_config *c, long P)
+{
+    scm_error err;
+    scm_model *m = scm_config_model(c, &err);
+    if (!m) {
+        fprintf(stderr, "bench_compare: %s\n", err.msg);
+        return 1;
+    }
+    double *Q = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
+    double *R = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);
+    double steps = 0, rhs = 0, lin = 0, secs = 0;
+    int rc = Q && R ? 0 : 1;
+    for (long i = 0; i < P && !rc; i++) {
+        scm_traj_opts o = c->traj;
+        o.record = 0;
+        scm_traj_result res;
+        if (scm_init_random(m, c->d, c->sigma, scm_sweep_seed(c->seed, i), Q, R, &err)) {
+            fprintf(stderr, "bench_compare: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
+        double t0 = now();
+        if (scm_traj_run(m, c->rule, Q, R, &o, &res, &err)) {
+            fprintf(stderr, "bench_compare: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
+        secs += now() - t0;
+        steps += (double)res.n_steps;
+        rhs += (double)res.n_rhs;
+        lin += (double)res.n_lin_iters;
+        scm_traj_result_free(&res);
+    }
+    if (!rc && P > 0) {
+        double p = (double)P, evals = rhs + lin;
+        printf("    profile of runs 0..%ld (1 thread): per run %.3f s, %.0f steps, %.0f rhs, %.0f "
+               "Krylov iterations (%.2f per step)",
+               P - 1, secs / p, steps / p, rhs / p, lin / p, lin / steps);
+        if (c->traj.analytic_jv)
+            printf("\n");
+        else /* one rhs evaluation per difference-quotient product */
+            printf(", %.0f%% of %.0f flow evaluations in Jv products\n", 100.0 * lin / evals,
+                   evals / p);
+    }
+    free(Q);
+    free(R);
+    scm_model_free(m);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    gsl_set_error_handler_off();
+    long n = 8, P = 4;
+    int M = 17, threads = 2;
+    const char *Ks = "17,18,19";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--runs") == 0)
+            n = atol(argv[i + 1]);
+        else if (strcmp(argv[i], "--M") == 0)
+            M = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--K") == 0)
+            Ks = argv[i + 1];
+        else if (strcmp(argv[i], "--threads") == 0)
+            threads = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--profile") == 0)
+            P = atol(argv[i + 1]);
+        else {
+            fprintf(stderr, "bench_compare: unknown option %s\n", argv[i]);
+            return 1;
+        }
+    }
+    if (n < 1 || M < 1 || threads < 1 || P < 0) {
+        fprintf(stderr, "bench_compare: --runs, --M, --threads must be >= 1, --profile >= 0\n");
+        return 1;
+    }
+    long *idx = malloc(sizeof *idx * (size_t)n);
+    if (!idx)
+        return 1;
+    for (long i = 0; i < n; i++)
+        idx[i] = i;
+    printf("scm compare's sweeps, M = %d, runs 0..%ld, %d threads\n",
+           M, n - 1, threads);
+    int rc = 0;
+    for (const char *p = Ks; *p && !rc;) {
+        char *end;
+        long K = strtol(p, &end, 10);
+        if (end == p || K < 1) {
+            fprintf(stderr, "bench_compare: bad --K list '%s'\n", Ks);
+            rc = 1;
+            break;
+        }
+        p = *end == ',' ? end + 1 : end;
+        scm_config *c = config_for((int)K, M);
+        if (!c) {
+            rc = 1;
+            break;
+        }
+        scm_sweep_families none = {0, NULL};
+        scm_sweep_opts o;
+        scm_sweep_opts_default(&o);
+        double base = 0.0;
+        scm_sweep_record *rec[2] = {malloc(sizeof(scm_sweep_record) * (size_t)n),
+                                    malloc(sizeof(scm_sweep_record) * (size_t)n)};
+        for (int analytic = 0; analytic <= 1 && !rc; analytic++) {
+            c->traj.analytic_jv = analytic;
+            tally t = {0, 0, 0, rec[analytic], 0};
+            if (!rec[analytic]) {
+                rc = 1;
+                break;
+            }
+            scm_error err;
+            double t0 = now();
+            if (scm_sweep_exec(c, c->seed, idx, n, threads, &none, &o, count, &t, &err)) {
+                fprintf(stderr, "bench_compare: %s\n", err.msg);
+                rc = 1;
+                break;
+            }
+            double s = now() - t0, rate = (double)n / s;
+            if (!analytic)
+                base = rate;
+            printf("  K = %2ld %-11s: %7.2f runs/s (x%.2f)  (%.1f s, mean %.0f steps, %.0f rhs, "
+                   "%ld of %ld converged)\n",
+                   K, analytic ? "analytic Jv" : "DQ Jv", rate, rate / base, s,
+                   t.steps / (double)n, t.rhs / (double)n, t.conv, n);
+            rc = profile(c, P < n ? P : n);
+        }
+        if (!rc) { /* the same runs must end the same way */
+            long diff = 0;
+            for (long i = 0; i < n; i++) {
+                const scm_sweep_record *x = &rec[0][i], *y = &rec[1][i];
+                int both_min = x->stop == SCM_STOP_EPS &&
+                               y->stop == SCM_STOP_EPS; /* eps < eps_stop */
+                diff += x->converged != y->converged || x->n_anti != y->n_anti ||
+                        x->n_dead != y->n_dead ||
+                        !(both_min || fabs(x->eps - y->eps) <= 1e-8 * fabs(x->eps) + 1e-10);
+            }
+            printf("    %ld of %ld runs end differently (convergence, anti-aligned or dead "
+                   "count, loss beyond 1e-8 relative unless both below eps_stop)\n",
+                   diff, n);
+        }
+        free(rec[0]);
+        free(rec[1]);
+        scm_config_free(c);
+    }
+    free(idx);
+    return rc;
+}
