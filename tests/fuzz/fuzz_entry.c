@@ -35,9 +35,10 @@ static void exercise_config(const scm_config *c)
 {
     scm_error err;
     scm_error_clear(&err);
-    /* A huge K is valid input; building its state is the CLI's job, not a
-     * parser's, and would only measure memory. */
-    if ((long)c->K * c->K + (long)c->K * c->M > 4096) return;
+    /* Large K, M or d are valid input whose cost (O(M^3 + d M^2) to
+     * sample the initial state) is not the parsers' concern: skip them,
+     * else libFuzzer reports them as timeouts. */
+    if (c->K > 64 || c->M > 64 || c->d > 10000) return;
     scm_model *m = scm_config_model(c, &err);
     if (!m) {
         check_error(SCM_EINVAL, &err);
@@ -45,7 +46,7 @@ static void exercise_config(const scm_config *c)
     }
     double *Q = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
     double *R = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);
-    if (Q && R && c->d <= 100000) {
+    if (Q && R) {
         scm_status st = scm_config_initial_state(c, m, Q, R, &err);
         check_error(st, &err);
     }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# test_install.sh BUILD_DIR SOURCE_DIR: `meson install` into a temporary
+# destdir, then build examples/libscm_demo.c against the installed headers,
+# shared library and libscm.pc only (PKG_CONFIG_SYSROOT_DIR points pkg-config's
+# -I and -L flags into the destdir), and run it.
+# Then link it statically the same way (pkg-config --static: the private
+# flags of SUNDIALS, GSL and cJSON must be complete).
+set -u
+build=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+check() { # check NAME COMMAND...
+    if "${@:2}" >"$tmp/out" 2>&1; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL: $1"
+        cat "$tmp/out"
+    fi
+}
+if ! meson install -C "$build" --destdir "$tmp/root" --no-rebuild >"$tmp/install.log" 2>&1; then
+    cat "$tmp/install.log"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+pc=$(find "$tmp/root" -name libscm.pc | head -n 1)
+check "libscm.pc installed" test -n "$pc"
+check "headers installed" test -n "$(find "$tmp/root" -path '*/include/scm/flow.h')"
+export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$tmp/root
+flags=$(pkg-config --cflags --libs libscm)
+sflags=$(pkg-config --static --cflags --libs libscm)
+libdir=$(dirname "$(dirname "$pc")") # the .pc lives in LIBDIR/pkgconfig
+cc=${CC:-cc}
+# -fsanitize flags of an ASan build would need the runtime: build plainly.
+check "compile against the shared library" \
+    "$cc" -std=c11 -Wall -Werror "$src/examples/libscm_demo.c" $flags -o "$tmp/demo"
+check "run with the installed shared library" env LD_LIBRARY_PATH="$libdir" "$tmp/demo"
+check "linked to the installed libscm.so" \
+    sh -c "LD_LIBRARY_PATH='$libdir' ldd '$tmp/demo' | grep -q '$libdir/libscm.so'"
+check "compile against the static library" \
+    "$cc" -std=c11 -Wall -Werror "$src/examples/libscm_demo.c" -static-libgcc \
+    -Wl,-Bstatic -L"$libdir" -lscm -Wl,-Bdynamic $sflags -o "$tmp/demo_static"
+check "run statically linked" "$tmp/demo_static"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
