@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_install.sh BUILD_DIR SOURCE_DIR: `meson install` into a temporary
+# test_install.sh BUILD_DIR SOURCE_DIR SANITIZE: `meson install` into a temporary
 # destdir, then build examples/libscm_demo.c against the installed headers,
 # shared library and libscm.pc only (PKG_CONFIG_SYSROOT_DIR points pkg-config's
 # -I and -L flags into the destdir), and run it.
@@ -8,6 +8,7 @@
 set -u
 build=$1
 src=$2
+san=${3:-none} # the build's b_sanitize: an instrumented libscm needs the runtime
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
@@ -34,15 +35,21 @@ flags=$(pkg-config --cflags --libs libscm)
 sflags=$(pkg-config --static --cflags --libs libscm)
 libdir=$(dirname "$(dirname "$pc")") # the .pc lives in LIBDIR/pkgconfig
 cc=${CC:-cc}
-# -fsanitize flags of an ASan build would need the runtime: build plainly.
+sanflags=()
+[ "$san" = none ] || sanflags=("-fsanitize=$san")
 check "compile against the shared library" \
-    "$cc" -std=c11 -Wall -Werror "$src/examples/libscm_demo.c" $flags -o "$tmp/demo"
+    "$cc" -std=c11 -Wall -Werror "${sanflags[@]}" "$src/examples/libscm_demo.c" $flags -o "$tmp/demo"
 check "run with the installed shared library" env LD_LIBRARY_PATH="$libdir" "$tmp/demo"
 check "linked to the installed libscm.so" \
     sh -c "LD_LIBRARY_PATH='$libdir' ldd '$tmp/demo' | grep -q '$libdir/libscm.so'"
+# The archive itself, then every flag of --static but -lscm (which would
+# pick the shared library again).
+others=()
+for f in $sflags; do [ "$f" = -lscm ] || others+=("$f"); done
 check "compile against the static library" \
-    "$cc" -std=c11 -Wall -Werror "$src/examples/libscm_demo.c" -static-libgcc \
-    -Wl,-Bstatic -L"$libdir" -lscm -Wl,-Bdynamic $sflags -o "$tmp/demo_static"
+    "$cc" -std=c11 -Wall -Werror "${sanflags[@]}" "$src/examples/libscm_demo.c" \
+    "$libdir/libscm.a" "${others[@]}" -o "$tmp/demo_static"
+check "not linked to libscm.so" sh -c "! ldd '$tmp/demo_static' | grep -q libscm"
 check "run statically linked" "$tmp/demo_static"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
