@@ -51,5 +51,18 @@ check "compile against the static library" \
     "$libdir/libscm.a" "${others[@]}" -o "$tmp/demo_static"
 check "not linked to libscm.so" sh -c "! ldd '$tmp/demo_static' | grep -q libscm"
 check "run statically linked" "$tmp/demo_static"
+# The installed Python package finds the installed libscm by itself (no
+# SCMODE_LIB, no LD_LIBRARY_PATH); not in a sanitizer build (docs/python.md).
+pkgdir=$(find "$tmp/root" -path '*/scmode/__init__.py' | head -n 1)
+check "python package installed" test -n "$pkgdir"
+if [ "$san" = none ] && [ -n "$pkgdir" ] && [ -x /usr/bin/python3 ]; then
+    check "installed scmode loads the installed libscm" env -u SCMODE_LIB -u LD_LIBRARY_PATH \
+        PYTHONPATH="$(dirname "$(dirname "$pkgdir")")" /usr/bin/python3 -c "
+import scmode, sys
+p = scmode._lib._name
+assert p.startswith('$tmp/root/'), p
+assert abs(scmode.Model(2, 2).loss([[1, 0], [0, 1]], [[1, 0], [0, 1]])) < 1e-14
+"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
