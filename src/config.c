@@ -202,11 +202,14 @@ static scm_status parse_model(const cJSON *root, scm_config *c, scm_error *err)
                              "'model.activation' must be \"relu\", \"erf\" or \"linear\", got \"%s\"", name);
     const cJSON *T = cJSON_GetObjectItemCaseSensitive(s, "T");
     if (T && !(cJSON_IsString(T) && strcmp(T->valuestring, "identity") == 0)) {
+        static const char tname[] = "'model.T' (\"identity\" or an M x M matrix)";
+        /* Shape first: a large M with a small T must not allocate M^2. */
+        if ((st = scm_output_read_matrix(T, tname, c->M, c->M, NULL, err)))
+            return st;
         c->T = malloc(sizeof(double) * (size_t)c->M * (size_t)c->M);
         if (!c->T)
             return scm_error_set(err, SCM_ENOMEM, "out of memory");
-        if ((st = scm_output_read_matrix(T, "'model.T' (\"identity\" or an M x M matrix)", c->M,
-                                         c->M, c->T, err)))
+        if ((st = scm_output_read_matrix(T, tname, c->M, c->M, c->T, err)))
             return st;
     }
     c->v = malloc(sizeof(double) * (size_t)c->K);
@@ -262,6 +265,9 @@ static scm_status parse_init(const cJSON *root, scm_config *c, scm_error *err)
     const cJSON *R = cJSON_GetObjectItemCaseSensitive(s, "R");
     if (!Q || !R)
         return scm_error_set(err, SCM_EINVAL, "init.type \"given\" needs 'init.Q' (K x K) and 'init.R' (K x M)");
+    if ((st = scm_output_read_matrix(Q, "'init.Q'", c->K, c->K, NULL, err)) ||
+        (st = scm_output_read_matrix(R, "'init.R'", c->K, c->M, NULL, err)))
+        return st; /* shapes before allocating K^2 and K M doubles */
     c->Q0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
     c->R0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);
     if (!c->Q0 || !c->R0)

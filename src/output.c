@@ -109,7 +109,8 @@ scm_status scm_output_read_matrix(const cJSON *json, const char *name, int rows,
             const cJSON *x = cJSON_GetArrayItem(row, j);
             if (!cJSON_IsNumber(x))
                 return scm_error_set(err, SCM_EINVAL, "%s[%d][%d] must be a number", name, i, j);
-            A[(long)i * cols + j] = x->valuedouble;
+            if (A)
+                A[(long)i * cols + j] = x->valuedouble;
         }
     }
     return SCM_OK;

@@ -91,6 +91,11 @@ expect_error K_zero "'model.K' must be an integer in \[1," '{"model": {"K": 0, "
 expect_error activation "'model.activation' must be" '{"model": {"K": 2, "M": 2, "activation": "tanh"}}'
 expect_error T_notpsd "T is not positive semi-definite" '{"model": {"K": 2, "M": 2, "T": [[1, 2], [2, 1]]}}'
 expect_error T_shape "'model.T'" '{"model": {"K": 2, "M": 2, "T": [[1, 0]]}}'
+# Found by fuzzing (docs/fuzzing.md): a large M or K with a small matrix was
+# allocated (80 GB here) before its shape was checked.
+expect_error T_huge_M "'model.T' (\\\"identity\\\" or an M x M matrix) must be an array of 100000 rows" '{"model": {"K": 2, "M": 100000, "T": [[1]]}}'
+expect_error Q_huge_K "'init.Q' must be an array of 100000 rows" '{"model": {"K": 100000, "M": 1}, "init": {"type": "given", "Q": [[1]], "R": [[0]]}}'
+expect_error set_huge_M "'model.T'.*100000 rows" '{"model": {"K": 2, "M": 2}}' --set model.M=100000 --set 'model.T=[[1]]'
 expect_error T_asym "T is not symmetric" '{"model": {"K": 2, "M": 2, "T": [[1, 0.1], [0.2, 1]]}}'
 expect_error v_len "'model.v' must be a number or an array of 2" '{"model": {"K": 2, "M": 2, "v": [1, 2, 3]}}'
 expect_error d_small "'init.d' = 1 must be >= model.M = 2" '{"model": {"K": 2, "M": 2}, "init": {"d": 1}}'

@@ -28,7 +28,9 @@ cJSON *scm_output_matrix(const double *A, int rows, int cols);
 cJSON *scm_output_vector(const double *x, int n);
 
 /* Read a row-major matrix of exactly rows x cols from a JSON array of
- * arrays of numbers into A.  name is used in the error message. */
+ * arrays of numbers into A.  name is used in the error message.  A == NULL
+ * only checks the shape and types: a caller checks before it allocates
+ * rows x cols doubles, so that a short input cannot claim a huge matrix. */
 scm_status scm_output_read_matrix(const cJSON *json, const char *name, int rows, int cols,
                                   double *A, scm_error *err);
 
