@@ -17,6 +17,7 @@
 #ifndef SCM_STAIRCASE_H
 #define SCM_STAIRCASE_H
 
+#include "scm/rule.h"
 #include "scm/status.h"
 
 typedef struct {
@@ -48,5 +49,21 @@ int scm_stair_match(double eps, const double *fp_eps, int n_fp, double rel_tol);
  * equal. */
 scm_status scm_stair_fit(const double *x, const double *y, int n, double *slope,
                          double *intercept, double *slope_se);
+
+/* Newton polish of a plateau state to a fixed point of a rule (for the
+ * rules and teachers the fixed-point enumerator does not cover: a trained
+ * second layer, T != I).  y (rule->dim entries, the rule's layout, as
+ * rule->pack gives) is replaced by a zero of rule->rhs: Newton steps on the
+ * central-difference Jacobian, solved by SVD with singular values below
+ * 1e-10 s_max dropped (the continuous symmetries of a fixed-point family
+ * make the Jacobian singular), halved until the residual max |dy/dtau|
+ * falls; at most max_iter steps.  On success *eps gets the loss, *lam_max
+ * the largest real part of the Jacobian's eigenvalues there (the escape
+ * rate) and *resid the final max |dy/dtau| (<= tol).  SCM_ENOCONV (named)
+ * when the residual does not fall below tol, SCM_ENOMEM, or the rhs's
+ * status.  fl is a flow of the model the state belongs to. */
+scm_status scm_stair_polish(const scm_rule *rule, const scm_rule_params *p, scm_flow *fl,
+                            double *y, double tol, int max_iter, double *eps, double *lam_max,
+                            double *resid, scm_error *err);
 
 #endif
