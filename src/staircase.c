@@ -287,7 +287,7 @@ static scm_status newton_dir(pol_t *s, double *x, const double *f, double *fp, d
         double sk = gsl_vector_get(S, (size_t)k), c = 0.0;
         for (long i = 0; i < n; i++)
             c += gsl_matrix_get(V, (size_t)i, (size_t)k) * f[i];
-        gsl_vector_set(work, (size_t)k, sk > 1e-10 * smax ? c / sk : 0.0);
+        gsl_vector_set(work, (size_t)k, sk > 1e-8 * smax ? c / sk : 0.0);
     }
     for (long j = 0; j < nx; j++) {
         double c = 0.0;

@@ -106,7 +106,7 @@ static void polish_match(const sc_opts *o, const scm_model *m, scm_flow *fl, run
         return;
     o->rule->pack(m, r->tr.out_Q + i * K * K, r->tr.out_R + i * K * M,
                   o->rule->trains_v ? r->tr.out_v + i * K : NULL, y);
-    if (scm_stair_polish(o->rule, &o->rp, fl, y, 1e-11, 50, &eps, &lam, &resid, &err) ==
+    if (scm_stair_polish(o->rule, &o->rp, fl, y, 1e-9, 50, &eps, &lam, &resid, &err) ==
         SCM_OK) {
         int f = scm_stair_match(eps, pf->eps, pf->n, 1e-8);
         if (f < 0 && pf->n < MAX_FP) {
@@ -149,6 +149,8 @@ static int run_all(const sc_opts *o, const scm_model *m, const double *fp_eps, i
          * (not the initialisation) seeds the escape */
         to.atol = fmin(to.atol, o->atol_rel * r->alpha * r->alpha / (double)o->d);
         to.rtol = fmin(to.rtol, o->rtol);
+        /* a ReLU student starts with Q_kk ~ alpha^2: dead only far below that */
+        to.dead_tol = fmin(to.dead_tol, 1e-4 * r->alpha * r->alpha);
         to.rule_params = o->rp;
         for (long k = 0; k < o->K; k++) /* the small scale on v too (docs/staircase.md) */
             v0[k] = r->alpha * m->v[k];
@@ -160,7 +162,13 @@ static int run_all(const sc_opts *o, const scm_model *m, const double *fp_eps, i
             rc = 1;
             break;
         }
-        if (scm_stair_detect(r->tr.out_t, r->tr.out_eps, r->tr.n_out, &o->so, r->pl, MAX_PLATEAUS,
+        /* a converged run may end with a loss at round-off level (even
+         * negative, the loss is a difference of kernels): the curve ends
+         * before it */
+        long n = 0;
+        while (n < r->tr.n_out && r->tr.out_eps[n] > 1e-12)
+            n++;
+        if (scm_stair_detect(r->tr.out_t, r->tr.out_eps, n, &o->so, r->pl, MAX_PLATEAUS,
                              &r->np, &err)) {
             fprintf(stderr, ME ": alpha = %g: %s\n", r->alpha, err.msg);
             rc = 1;
