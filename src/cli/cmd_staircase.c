@@ -265,6 +265,11 @@ static cJSON *result_json(const sc_opts *o, const double *fpe, const char *const
     cJSON_AddStringToObject(root, "activation", o->act->name);
     cJSON_AddNumberToObject(root, "d", (double)o->d);
     cJSON_AddNumberToObject(root, "seed", (double)o->seed);
+    cJSON_AddStringToObject(root, "rule", o->rule->name);
+    cJSON_AddNumberToObject(root, "lr_v_ratio", o->rp.lr_v_ratio);
+    cJSON_AddItemToObject(root, "T_diag", scm_output_vector(o->Tdiag, (int)o->M));
+    cJSON_AddItemToObject(root, "vstar", scm_output_vector(o->vstar, (int)o->M));
+    cJSON_AddStringToObject(root, "matching", o->polish ? "polish" : "enumerator");
     cJSON_AddNumberToObject(root, "rate_tol", o->so.rate_tol);
     cJSON_AddNumberToObject(root, "min_dur", o->so.min_dur);
     cJSON *jf = cJSON_AddArrayToObject(root, "fixed_points");
@@ -291,6 +296,7 @@ static cJSON *result_json(const sc_opts *o, const double *fpe, const char *const
             cJSON_AddItemToObject(p, "tau_escape", last ? cJSON_CreateNull() : num(r->pl[k].t_end));
             cJSON_AddItemToObject(p, "loss", num(r->pl[k].eps));
             cJSON_AddNumberToObject(p, "fixed_point", r->match[k]);
+            cJSON_AddItemToObject(p, "polish_residual", num(r->resid[k]));
             cJSON_AddItemToArray(jp, p);
         }
         cJSON_AddItemToArray(jr, j);
