@@ -51,6 +51,45 @@ for run in r["runs"]:
     assert abs(fp["lambda"] - ref["lambda"]) < 1e-4 * ref["lambda"], (fp, ref)
 PY
 
+# ReLU, both layers from alpha (docs/staircase.md section 5): the first plateau
+# is the origin; its escape times against log(1/alpha) have slope 1/lambda_0,
+# lambda_0 = max over unit u of E[y*(x) relu(u.x)] (|w| and v grow together at
+# that rate), computed here from the arc-cosine kernel by a search on the sphere
+"$SCM" staircase --K 3 --M 3 --activation relu --rule two_layer --T-diag 4,1,0.25 \
+    --alpha 1e-6,1e-8,1e-10,1e-12 --t-max 1e3 -q -o "$W/r.json" 2> "$W/r.err"
+check "[ $? -eq 0 ]" "relu two-layer run: $(cat "$W/r.err")"
+python3 - "$W/r.json" <<'PY' && ok || ko "relu two-layer: origin escape slope = 1/lambda_0"
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+T = r["T_diag"]
+def gain(th, ph):
+    u = (math.cos(th), math.sin(th) * math.cos(ph), math.sin(th) * math.sin(ph))
+    s = 0.0
+    for m in range(3):
+        c = max(-1.0, min(1.0, u[m]))
+        a = math.acos(c)
+        s += math.sqrt(T[m]) / (2 * math.pi) * (math.sin(a) + (math.pi - a) * c)
+    return s
+best, th, ph = max((gain(math.radians(i / 2), math.radians(j)), math.radians(i / 2),
+                    math.radians(j)) for i in range(181) for j in range(361))
+h = 0.01
+for _ in range(300):
+    for dt, dp in ((h, 0), (-h, 0), (0, h), (0, -h)):
+        g = gain(th + dt, ph + dp)
+        if g > best:
+            best, th, ph = g, th + dt, ph + dp
+    h *= 0.95
+x, y = [], []
+for run in r["runs"]:
+    p = run["plateaus"][0]
+    assert p["tau_start"] == 0 and abs(p["loss"] - run["loss"][0]) < 1e-6 * run["loss"][0], p
+    x.append(math.log(1 / run["alpha"]))
+    y.append(p["tau_escape"])
+mx, my = sum(x) / len(x), sum(y) / len(y)
+slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+assert abs(slope - 1 / best) < 1e-3 / best, (slope, 1 / best)
+PY
+
 expect_error() {
     local name=$1 pat=$2
     shift 2
