@@ -2,6 +2,8 @@
  * docs/staircase.md. */
 #include "scm/staircase.h"
 
+#include "linalg.h"
+
 #include <gsl/gsl_eigen.h>
 #include <gsl/gsl_linalg.h>
 #include <math.h>
@@ -160,23 +162,6 @@ static scm_status jacobian(const scm_rule *rule, const scm_rule_params *p, scm_f
             gsl_matrix_set(J, (size_t)i, (size_t)j, (a[i] - b[i]) / w);
     }
     return SCM_OK;
-}
-
-/* Largest real part of the eigenvalues of J (J overwritten). */
-static scm_status max_real_eig(gsl_matrix *J, double *lam)
-{
-    size_t n = J->size1;
-    gsl_vector_complex *ev = gsl_vector_complex_alloc(n);
-    gsl_eigen_nonsymm_workspace *w = gsl_eigen_nonsymm_alloc(n);
-    scm_status st = ev && w ? SCM_OK : SCM_ENOMEM;
-    if (!st && gsl_eigen_nonsymm(J, ev, w))
-        st = SCM_ENOCONV;
-    *lam = -INFINITY;
-    for (size_t i = 0; !st && i < n; i++)
-        *lam = fmax(*lam, GSL_REAL(gsl_vector_complex_get(ev, i)));
-    gsl_vector_complex_free(ev);
-    gsl_eigen_nonsymm_free(w);
-    return st;
 }
 
 /* The polish works on a factor of the Gram matrix [[T, R^T], [R, Q]] =
@@ -364,7 +349,7 @@ scm_status scm_stair_polish(const scm_rule *rule, const scm_rule_params *p, scm_
         gsl_matrix *J = gsl_matrix_alloc((size_t)n, (size_t)n);
         st = J ? jacobian(rule, p, fl, y, J, f, fp, fm, s.scr) : SCM_ENOMEM;
         if (!st)
-            st = max_real_eig(J, lam_max);
+            st = scm_linalg_re_range(J, lam_max, NULL);
         if (st)
             scm_error_set(err, st, "polish: the Jacobian at the fixed point failed");
         gsl_matrix_free(J);

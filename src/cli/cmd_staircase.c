@@ -71,6 +71,7 @@ typedef struct {
     scm_stair_plateau pl[MAX_PLATEAUS];
     int match[MAX_PLATEAUS]; /* fixed-point index or -1 */
     double resid[MAX_PLATEAUS]; /* polish: final max |dy/dtau| (NaN: not polished) */
+    long n_curve; /* recorded points before a round-off loss (<= tr.n_out) */
 } run_t;
 
 typedef struct {
@@ -168,6 +169,7 @@ static int run_all(const sc_opts *o, const scm_model *m, const double *fp_eps, i
         long n = 0;
         while (n < r->tr.n_out && r->tr.out_eps[n] > 1e-12)
             n++;
+        r->n_curve = n;
         if (scm_stair_detect(r->tr.out_t, r->tr.out_eps, n, &o->so, r->pl, MAX_PLATEAUS,
                              &r->np, &err)) {
             fprintf(stderr, ME ": alpha = %g: %s\n", r->alpha, err.msg);
@@ -204,7 +206,7 @@ static int fit_all(const run_t *runs, int nr, const double *lam, int nfp, fit_t 
         int n = 0;
         for (int a = 0; a < nr; a++)
             for (int k = 0; k < runs[a].np; k++)
-                if (runs[a].match[k] == f && runs[a].pl[k].i_end < runs[a].tr.n_out - 1) {
+                if (runs[a].match[k] == f && runs[a].pl[k].i_end < runs[a].n_curve - 1) {
                     x[n] = log(1.0 / runs[a].alpha);
                     y[n++] = runs[a].pl[k].t_end;
                     break; /* the first visit */
@@ -237,7 +239,7 @@ static void print_table(const sc_opts *o, const double *fpe, const char *const *
         const run_t *r = &runs[a];
         for (int k = 0; k < r->np; k++) {
             int f = r->match[k];
-            int last = r->pl[k].i_end == r->tr.n_out - 1;
+            int last = r->pl[k].i_end == r->n_curve - 1;
             printf("%-10.3g %-8d %-9.4g %-16.6g %-16.10g %-10s %s\n", r->alpha, k,
                    r->pl[k].t_start, last ? NAN : r->pl[k].t_end, r->pl[k].eps,
                    f >= 0 ? "yes" : "no", f >= 0 ? fpn[f] : (last ? "(end of run)" : "-"));
@@ -291,7 +293,7 @@ static cJSON *result_json(const sc_opts *o, const double *fpe, const char *const
         cJSON *jp = cJSON_AddArrayToObject(j, "plateaus");
         for (int k = 0; k < r->np; k++) {
             cJSON *p = cJSON_CreateObject();
-            int last = r->pl[k].i_end == r->tr.n_out - 1;
+            int last = r->pl[k].i_end == r->n_curve - 1;
             cJSON_AddNumberToObject(p, "tau_start", r->pl[k].t_start);
             cJSON_AddItemToObject(p, "tau_escape", last ? cJSON_CreateNull() : num(r->pl[k].t_end));
             cJSON_AddItemToObject(p, "loss", num(r->pl[k].eps));
