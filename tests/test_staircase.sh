@@ -90,6 +90,24 @@ slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a
 assert abs(slope - 1 / best) < 1e-3 / best, (slope, 1 / best)
 PY
 
+# erf, both layers: the origin's rate is linear, lambda_0 = g'(0) |E[y* x]|,
+# |E[y* x]|^2 = sum_m v*_m^2 T_mm (2/pi)/(1 + T_mm) (Stein; T diagonal)
+"$SCM" staircase --K 3 --M 3 --rule two_layer --T-diag 4,1,0.25 \
+    --alpha 1e-6,1e-8,1e-10,1e-12 --t-max 1e2 -q -o "$W/e.json" 2> "$W/e.err"
+check "[ $? -eq 0 ]" "erf two-layer run: $(cat "$W/e.err")"
+python3 - "$W/e.json" <<'PY' && ok || ko "erf two-layer: origin escape slope = 1/lambda_0"
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+lam0 = math.sqrt(2 / math.pi) * math.sqrt(sum(
+    v * v * t * (2 / math.pi) / (1 + t) for v, t in zip(r["vstar"], r["T_diag"])))
+x = [math.log(1 / run["alpha"]) for run in r["runs"]]
+y = [run["plateaus"][0]["tau_escape"] for run in r["runs"]]
+assert all(run["plateaus"][0]["tau_start"] == 0 for run in r["runs"])
+mx, my = sum(x) / len(x), sum(y) / len(y)
+slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+assert abs(slope - 1 / lam0) < 1e-3 / lam0, (slope, 1 / lam0)
+PY
+
 expect_error() {
     local name=$1 pat=$2
     shift 2
