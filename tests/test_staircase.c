@@ -178,7 +178,8 @@ static void test_polish(void)
     /* students apart by ~1e-3 in weight space (a valid Gram: w_2 = w_1 + u) */
     double Q1[4] = {Q[0], Q[0] + 1e-3 * R[0], Q[0] + 1e-3 * R[0], Q[0] + 2e-3 * R[0] + 1e-6};
     double R1[4] = {R[0], R[1], R[2] + 1e-3, R[3]};
-    double y[5], eps, lam;
+    double y[7], eps, lam; /* 3 (upper triangle of Q) + 4 (R) */
+    CHECK(scm_rule_gd.dim(m) == 7 && scm_rule_two_layer.dim(m) == 9, "state sizes");
     scm_rule_gd.pack(m, Q1, R1, NULL, y);
     CHECK(scm_stair_polish(&scm_rule_gd, &rp, fl, y, 1e-9, 50, &eps, &lam, &res, &err) ==
               SCM_OK,
@@ -199,7 +200,7 @@ static void test_polish(void)
               tr.stop == SCM_STOP_FIXED_POINT,
           "K = 1 two-layer run to its minimum");
     double v2[2] = {0.5, 0.5}, Q2[4] = {0.2, 0.2, 0.2, 0.2}, R2[4] = {0.3, 0.1, 0.3, 0.1};
-    double y2[7];
+    double y2[9]; /* 3 + 4 + 2 (v) */
     scm_rule_two_layer.pack(m, Q2, R2, v2, y2);
     CHECK(scm_stair_polish(&scm_rule_two_layer, &rp, fl, y2, 1e-9, 50, &eps, &lam, &res, &err) ==
               SCM_OK,
