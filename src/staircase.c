@@ -212,7 +212,8 @@ static scm_status factor(pol_t *s, const double *y, double *x)
 {
     long K = s->K, M = s->M, L = s->L;
     s->rule->unpack(s->m, y, s->Q, s->R, s->v);
-    gsl_matrix *G = gsl_matrix_alloc((size_t)L, (size_t)L), *U = gsl_matrix_alloc((size_t)L, (size_t)L);
+    gsl_matrix *G = gsl_matrix_alloc((size_t)L, (size_t)L);
+    gsl_matrix *U = gsl_matrix_alloc((size_t)L, (size_t)L);
     gsl_vector *e = gsl_vector_alloc((size_t)L);
     gsl_eigen_symmv_workspace *w = gsl_eigen_symmv_alloc((size_t)L);
     scm_status st = G && U && e && w ? SCM_OK : SCM_ENOMEM;
@@ -246,7 +247,7 @@ static scm_status factor(pol_t *s, const double *y, double *x)
 
 /* The Gauss-Newton direction dx = -J^+ f, J (n x nx, nx >= n) the central
  * difference Jacobian in x, by the SVD of J^T = U S V^T (singular values
- * below 1e-10 s_max dropped: the continuous symmetries, the rotations of
+ * below 1e-8 s_max dropped: the continuous symmetries, the rotations of
  * the factor among them, make J rank deficient). */
 static scm_status newton_dir(pol_t *s, double *x, const double *f, double *fp, double *fm,
                              gsl_matrix *Jt, gsl_matrix *V, gsl_vector *S, gsl_vector *work,
@@ -338,8 +339,8 @@ scm_status scm_stair_polish(const scm_rule *rule, const scm_rule_params *p, scm_
     }
     if (!st && !(fmx <= tol))
         st = scm_error_set(err, SCM_ENOCONV,
-                           "polish: residual max |dy/dtau| = %g above tol %g after %d Newton "
-                           "steps",
+                           "polish: residual max |dy/dtau| = %g above tol %g (at most %d "
+                           "Newton steps)",
                            fmx, tol, max_iter);
     else if (st)
         scm_error_set(err, st, "polish: the rule's right-hand side failed");

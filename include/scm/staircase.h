@@ -52,16 +52,21 @@ scm_status scm_stair_fit(const double *x, const double *y, int n, double *slope,
 
 /* Newton polish of a plateau state to a fixed point of a rule (for the
  * rules and teachers the fixed-point enumerator does not cover: a trained
- * second layer, T != I).  y (rule->dim entries, the rule's layout, as
- * rule->pack gives) is replaced by a zero of rule->rhs: Newton steps on the
- * central-difference Jacobian, solved by SVD with singular values below
- * 1e-10 s_max dropped (the continuous symmetries of a fixed-point family
- * make the Jacobian singular), halved until the residual max |dy/dtau|
- * falls; at most max_iter steps.  On success *eps gets the loss, *lam_max
- * the largest real part of the Jacobian's eigenvalues there (the escape
- * rate) and *resid the final max |dy/dtau| (<= tol).  SCM_ENOCONV (named)
- * when the residual does not fall below tol, SCM_ENOMEM, or the rhs's
- * status.  fl is a flow of the model the state belongs to. */
+ * second layer, T != I, v* != 1).  y (rule->dim entries, the rule's layout,
+ * as rule->pack gives) is replaced by a zero of rule->rhs.  The unknowns are
+ * a factor of the Gram matrix [[T, R^T], [R, Q]] (the students' rows; the
+ * teachers' rows fixed) and v if trained, so every iterate is a valid
+ * state, also next to the PSD boundary where equal-student fixed points
+ * lie.  Gauss-Newton steps on the central-difference Jacobian, solved by
+ * SVD with singular values below 1e-8 s_max dropped (rotations of the
+ * factor and continuous families make it rank deficient), halved until
+ * |dy/dtau|_2 falls; at most max_iter steps, until max |dy/dtau| <= tol.
+ * On success *eps gets the loss, *lam_max the largest real part of the
+ * eigenvalues of the rhs's Jacobian in y (one-sided differences where a
+ * step would leave the PSD cone): the escape rate.  *resid always gets the
+ * final max |dy/dtau| and y the last iterate.  SCM_ENOCONV (named) when
+ * the residual stays above tol, SCM_ENOMEM, or the rhs's status (named).
+ * fl is a flow of the model the state belongs to. */
 scm_status scm_stair_polish(const scm_rule *rule, const scm_rule_params *p, scm_flow *fl,
                             double *y, double tol, int max_iter, double *eps, double *lam_max,
                             double *resid, scm_error *err);

@@ -221,8 +221,8 @@ static int fit_all(const run_t *runs, int nr, const double *lam, int nfp, fit_t 
     return nf;
 }
 
-static void print_table(const sc_opts *o, const double *fpe, const char *const *fpn, const run_t *runs, int nr,
-                        const fit_t *fits, int nf)
+static void print_table(const sc_opts *o, const double *fpe, const char *const *fpn,
+                        const run_t *runs, int nr, const fit_t *fits, int nf)
 {
     printf("scm staircase: K = %ld, M = %ld, %s, rule %s, T = diag(", o->K, o->M, o->act->name,
            o->rule->name);
@@ -256,8 +256,9 @@ static void print_table(const sc_opts *o, const double *fpe, const char *const *
     }
 }
 
-static cJSON *result_json(const sc_opts *o, const double *fpe, const char *const *fpn, const double *lam, int nfp,
-                          const run_t *runs, int nr, const fit_t *fits, int nf)
+static cJSON *result_json(const sc_opts *o, const double *fpe, const char *const *fpn,
+                          const double *lam, int nfp, const run_t *runs, int nr,
+                          const fit_t *fits, int nf)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "scmode_version", SCM_VERSION);
