@@ -5,7 +5,8 @@ Writes OUTPREFIX.csv (one row per plateau: K, M, alpha, its loss, the matched
 fixed point's loss, start and escape times, and per fixed point the fitted
 slope against log(1/alpha) with its error and 1/lambda) and OUTPREFIX.png (per
 result: the loss curves, log axes, one per alpha, with the matched fixed
-points' analytic losses as horizontal lines; and the escape times against
+points' analytic losses as horizontal lines (and, with both layers trained,
+the origin's loss); and the escape times against
 log(1/alpha) with the fitted line and the line of slope 1/lambda through the
 same mean).  Needs python3-matplotlib (Debian); uses the Agg backend."""
 import csv
@@ -55,6 +56,10 @@ def main():
             e = [e for a, e in zip(run["tau"], run["loss"]) if a > 0 and e > 0]
             ax.loglog(t, e, lw=1, label="alpha = %g" % run["alpha"])
             seen.update(p["fixed_point"] for p in run["plateaus"] if p["fixed_point"] >= 0)
+        if r.get("rule") == "two_layer":  # the origin (w = v = 0) is a fixed point
+            e0 = r["runs"][0]["loss"][0]
+            ax.axhline(e0, color="gray", ls="--", lw=0.8)
+            ax.text(ax.get_xlim()[0] * 1.5, e0 * 0.6, "origin: eps = %.6g" % e0, fontsize=7)
         for fp in sorted(seen):
             f = r["fixed_points"][fp]
             ax.axhline(f["loss"], color="k", ls="--", lw=0.8)

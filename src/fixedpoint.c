@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ansatz_internal.h"
+#include "linalg.h"
 #include "scm/model.h"
 
 void scm_fp_opts_default(scm_fp_opts *o)
@@ -337,33 +338,6 @@ done:
 
 /* ---- linear stability ---- */
 
-static scm_status max_real_eig(gsl_matrix *J, double *re_max, double *re_min)
-{
-    size_t n = J->size1;
-    gsl_vector_complex *ev = gsl_vector_complex_alloc(n);
-    gsl_eigen_nonsymm_workspace *w = gsl_eigen_nonsymm_alloc(n);
-    scm_status st = SCM_OK;
-    if (!ev || !w)
-        st = SCM_ENOMEM;
-    else if (gsl_eigen_nonsymm(J, ev, w) != GSL_SUCCESS)
-        st = SCM_ESOLVER;
-    if (!st) {
-        double hi = -INFINITY, lo = INFINITY;
-        for (size_t i = 0; i < n; i++) {
-            double re = GSL_REAL(gsl_vector_complex_get(ev, i));
-            hi = fmax(hi, re);
-            lo = fmin(lo, re);
-        }
-        *re_max = hi;
-        if (re_min)
-            *re_min = lo;
-    }
-    if (ev)
-        gsl_vector_complex_free(ev);
-    if (w)
-        gsl_eigen_nonsymm_free(w);
-    return st;
-}
 
 scm_status scm_fp_block_stability(scm_blockflow *bf, const double *x, double *re_max,
                                   double *re_min)
@@ -389,7 +363,7 @@ scm_status scm_fp_block_stability(scm_blockflow *bf, const double *x, double *re
             gsl_matrix_set(J, (size_t)i, (size_t)j, (fp[i] - fm[i]) / (2.0 * h));
     }
     if (!st)
-        st = max_real_eig(J, re_max, re_min);
+        st = scm_linalg_re_range(J, re_max, re_min);
 done:
     if (J)
         gsl_matrix_free(J);
@@ -429,7 +403,7 @@ scm_status scm_fp_full_stability(scm_flow *fl, const double *Q, const double *R,
             gsl_matrix_set(J, (size_t)i, (size_t)j, (fp[i] - fm[i]) / (2.0 * h));
     }
     if (!st)
-        st = max_real_eig(J, re_max, re_min);
+        st = scm_linalg_re_range(J, re_max, re_min);
 done:
     free(u);
     free(W);

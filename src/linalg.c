@@ -1,6 +1,7 @@
 /* linalg.c: see linalg.h. */
 #include "linalg.h"
 
+#include <gsl/gsl_eigen.h>
 #include <math.h>
 
 int scm_linalg_cholesky(double *A, int n)
@@ -56,4 +57,32 @@ double scm_linalg_max_abs(const double *x, long n)
             m = fabs(x[i]);
     }
     return m;
+}
+
+scm_status scm_linalg_re_range(gsl_matrix *J, double *re_max, double *re_min)
+{
+    size_t n = J->size1;
+    gsl_vector_complex *ev = gsl_vector_complex_alloc(n);
+    gsl_eigen_nonsymm_workspace *w = gsl_eigen_nonsymm_alloc(n);
+    scm_status st = SCM_OK;
+    if (!ev || !w)
+        st = SCM_ENOMEM;
+    else if (gsl_eigen_nonsymm(J, ev, w) != GSL_SUCCESS)
+        st = SCM_ESOLVER;
+    if (!st) {
+        double hi = -INFINITY, lo = INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            double re = GSL_REAL(gsl_vector_complex_get(ev, i));
+            hi = fmax(hi, re);
+            lo = fmin(lo, re);
+        }
+        *re_max = hi;
+        if (re_min)
+            *re_min = lo;
+    }
+    if (ev)
+        gsl_vector_complex_free(ev);
+    if (w)
+        gsl_eigen_nonsymm_free(w);
+    return st;
 }

@@ -3,6 +3,10 @@
 #ifndef SCM_LINALG_H
 #define SCM_LINALG_H
 
+#include <gsl/gsl_matrix.h>
+
+#include "scm/status.h"
+
 /* In-place lower Cholesky factor of the n x n row-major matrix A (only the
  * lower triangle is read and written).  Returns -1 on success, otherwise the
  * index of the first pivot that is not positive. */
@@ -14,5 +18,10 @@ void scm_linalg_gemm(int m, int n, int k, const double *A, const double *B, int 
 
 /* Largest absolute entry of x[0..n-1]; NaN if any entry is NaN. */
 double scm_linalg_max_abs(const double *x, long n);
+
+/* The largest (and, if re_min is not NULL, smallest) real part of the
+ * eigenvalues of the square matrix J (overwritten).  SCM_ENOMEM, or
+ * SCM_ESOLVER when GSL's eigensolver fails. */
+scm_status scm_linalg_re_range(gsl_matrix *J, double *re_max, double *re_min);
 
 #endif

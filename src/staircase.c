@@ -2,7 +2,13 @@
  * docs/staircase.md. */
 #include "scm/staircase.h"
 
+#include "linalg.h"
+
+#include <gsl/gsl_eigen.h>
+#include <gsl/gsl_linalg.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 void scm_stair_opts_default(scm_stair_opts *o)
 {
@@ -109,4 +115,251 @@ scm_status scm_stair_fit(const double *x, const double *y, int n, double *slope,
     }
     *slope_se = sqrt(ss / (n - 2) / sxx);
     return SCM_OK;
+}
+
+/* |f|^2 of the rule's rhs at y (f filled; *fmax its max |f_i|); NaN on a
+ * failed evaluation.  The 2-norm decides the line search (the Newton
+ * direction descends it), the max norm the convergence. */
+static double residual(const scm_rule *rule, const scm_rule_params *p, scm_flow *fl,
+                       const double *y, double *f, double *eps, double *scratch, double *fmx,
+                       scm_status *st)
+{
+    long n = rule->dim(scm_flow_model(fl));
+    *st = rule->rhs(p, fl, y, f, eps, scratch);
+    *fmx = NAN;
+    if (*st)
+        return NAN;
+    double r = 0.0, mx = 0.0;
+    for (long i = 0; i < n; i++) {
+        r += f[i] * f[i];
+        mx = fmax(mx, fabs(f[i]));
+    }
+    if (isfinite(r))
+        *fmx = mx;
+    return isfinite(r) ? r : NAN;
+}
+
+/* Central-difference Jacobian J (n x n) of the rhs at y (y restored).  A
+ * fixed point with two equal students lies on the boundary of the PSD
+ * cone, where a step of one sign leaves it (the flow refuses the state):
+ * there the difference is one-sided, from the side that stays inside. */
+static scm_status jacobian(const scm_rule *rule, const scm_rule_params *p, scm_flow *fl,
+                           double *y, gsl_matrix *J, double *f0, double *fp, double *fm,
+                           double *scratch)
+{
+    long n = (long)J->size1;
+    for (long j = 0; j < n; j++) {
+        double y0 = y[j], h = 1e-6 * fmax(1.0, fabs(y0));
+        y[j] = y0 + h;
+        scm_status sp = rule->rhs(p, fl, y, fp, NULL, scratch);
+        y[j] = y0 - h;
+        scm_status sm = rule->rhs(p, fl, y, fm, NULL, scratch);
+        y[j] = y0;
+        if (sp && sm)
+            return sp;
+        double *a = sp ? f0 : fp, *b = sm ? f0 : fm, w = sp || sm ? h : 2.0 * h;
+        for (long i = 0; i < n; i++)
+            gsl_matrix_set(J, (size_t)i, (size_t)j, (a[i] - b[i]) / w);
+    }
+    return SCM_OK;
+}
+
+/* The polish works on a factor of the Gram matrix [[T, R^T], [R, Q]] =
+ * L L^T (teachers' rows C, students' rows Z, L = M + K columns) and on v:
+ * every such state is a valid (PSD) one, while a fixed point with equal
+ * students lies on the boundary of the PSD cone in (Q, R), where a Newton
+ * step in (Q, R) leaves the cone and the flow refuses it. */
+typedef struct {
+    const scm_rule *rule;
+    const scm_rule_params *p;
+    scm_flow *fl;
+    const scm_model *m;
+    long K, M, L, n, nx;
+    double *C, *Q, *R, *v, *y, *scr;
+} pol_t;
+
+static void x_to_y(pol_t *s, const double *x, double *y)
+{
+    long K = s->K, M = s->M, L = s->L;
+    for (long k = 0; k < K; k++) {
+        for (long l = 0; l < K; l++) {
+            double c = 0.0;
+            for (long j = 0; j < L; j++)
+                c += x[k * L + j] * x[l * L + j];
+            s->Q[k * K + l] = c;
+        }
+        for (long mm = 0; mm < M; mm++) {
+            double c = 0.0;
+            for (long j = 0; j < L; j++)
+                c += x[k * L + j] * s->C[mm * L + j];
+            s->R[k * M + mm] = c;
+        }
+    }
+    s->rule->pack(s->m, s->Q, s->R, s->rule->trains_v ? x + K * L : NULL, y);
+}
+
+static double xres(pol_t *s, const double *x, double *f, double *eps, double *fmx,
+                   scm_status *st)
+{
+    x_to_y(s, x, s->y);
+    return residual(s->rule, s->p, s->fl, s->y, f, eps, s->scr, fmx, st);
+}
+
+/* The factor of the state y: x (students' rows, then v) and s->C, from the
+ * eigendecomposition of the Gram matrix (negative round-off eigenvalues
+ * dropped). */
+static scm_status factor(pol_t *s, const double *y, double *x)
+{
+    long K = s->K, M = s->M, L = s->L;
+    s->rule->unpack(s->m, y, s->Q, s->R, s->v);
+    gsl_matrix *G = gsl_matrix_alloc((size_t)L, (size_t)L);
+    gsl_matrix *U = gsl_matrix_alloc((size_t)L, (size_t)L);
+    gsl_vector *e = gsl_vector_alloc((size_t)L);
+    gsl_eigen_symmv_workspace *w = gsl_eigen_symmv_alloc((size_t)L);
+    scm_status st = G && U && e && w ? SCM_OK : SCM_ENOMEM;
+    for (long i = 0; !st && i < L; i++)
+        for (long j = 0; j < L; j++) {
+            double g = i < M && j < M   ? s->m->T[i * M + j]
+                       : i < M          ? s->R[(j - M) * M + i]
+                       : j < M          ? s->R[(i - M) * M + j]
+                                        : s->Q[(i - M) * K + (j - M)];
+            gsl_matrix_set(G, (size_t)i, (size_t)j, g);
+        }
+    if (!st && gsl_eigen_symmv(G, e, U, w))
+        st = SCM_ENOCONV;
+    for (long i = 0; !st && i < L; i++)
+        for (long j = 0; j < L; j++) {
+            double f = gsl_matrix_get(U, (size_t)i, (size_t)j) *
+                       sqrt(fmax(gsl_vector_get(e, (size_t)j), 0.0));
+            if (i < M)
+                s->C[i * L + j] = f;
+            else
+                x[(i - M) * L + j] = f;
+        }
+    if (!st && s->rule->trains_v)
+        memcpy(x + K * L, s->v, sizeof(double) * (size_t)K);
+    gsl_matrix_free(G);
+    gsl_matrix_free(U);
+    gsl_vector_free(e);
+    gsl_eigen_symmv_free(w);
+    return st;
+}
+
+/* The Gauss-Newton direction dx = -J^+ f, J (n x nx, nx >= n) the central
+ * difference Jacobian in x, by the SVD of J^T = U S V^T (singular values
+ * below 1e-8 s_max dropped: the continuous symmetries, the rotations of
+ * the factor among them, make J rank deficient). */
+static scm_status newton_dir(pol_t *s, double *x, const double *f, double *fp, double *fm,
+                             gsl_matrix *Jt, gsl_matrix *V, gsl_vector *S, gsl_vector *work,
+                             double *dx)
+{
+    long n = s->n, nx = s->nx;
+    for (long j = 0; j < nx; j++) {
+        double x0 = x[j], h = 1e-7 * fmax(1.0, fabs(x0)), e, mx;
+        scm_status sp, sm;
+        x[j] = x0 + h;
+        xres(s, x, fp, &e, &mx, &sp);
+        x[j] = x0 - h;
+        xres(s, x, fm, &e, &mx, &sm);
+        x[j] = x0;
+        if (sp || sm)
+            return sp ? sp : sm;
+        for (long i = 0; i < n; i++)
+            gsl_matrix_set(Jt, (size_t)j, (size_t)i, (fp[i] - fm[i]) / (2.0 * h));
+    }
+    gsl_linalg_SV_decomp(Jt, V, S, work); /* Jt <- U */
+    double smax = gsl_vector_get(S, 0);
+    for (long k = 0; k < n; k++) {
+        double sk = gsl_vector_get(S, (size_t)k), c = 0.0;
+        for (long i = 0; i < n; i++)
+            c += gsl_matrix_get(V, (size_t)i, (size_t)k) * f[i];
+        gsl_vector_set(work, (size_t)k, sk > 1e-8 * smax ? c / sk : 0.0);
+    }
+    for (long j = 0; j < nx; j++) {
+        double c = 0.0;
+        for (long k = 0; k < n; k++)
+            c += gsl_matrix_get(Jt, (size_t)j, (size_t)k) * gsl_vector_get(work, (size_t)k);
+        dx[j] = -c;
+    }
+    return SCM_OK;
+}
+
+scm_status scm_stair_polish(const scm_rule *rule, const scm_rule_params *p, scm_flow *fl,
+                            double *y, double tol, int max_iter, double *eps, double *lam_max,
+                            double *resid, scm_error *err)
+{
+    const scm_model *m = scm_flow_model(fl);
+    pol_t s = {.rule = rule, .p = p, .fl = fl, .m = m, .K = m->K, .M = m->M};
+    s.L = s.K + s.M;
+    s.n = rule->dim(m);
+    s.nx = s.K * s.L + (rule->trains_v ? s.K : 0);
+    long n = s.n, nx = s.nx;
+    size_t len = (size_t)(4 * n + 3 * nx + s.M * s.L + s.K * s.K + s.K * s.M + s.K +
+                          rule->scratch(m) + 1);
+    double *buf = malloc(sizeof(double) * len);
+    gsl_matrix *Jt = gsl_matrix_alloc((size_t)nx, (size_t)n);
+    gsl_matrix *V = gsl_matrix_alloc((size_t)n, (size_t)n);
+    gsl_vector *S = gsl_vector_alloc((size_t)n), *work = gsl_vector_alloc((size_t)n);
+    scm_status st = SCM_OK;
+    *resid = NAN;
+    if (!buf || !Jt || !V || !S || !work) {
+        st = scm_error_set(err, SCM_ENOMEM, "polish: out of memory (n = %ld)", n);
+        goto done;
+    }
+    double *f = buf, *fp = f + n, *fm = fp + n, *x = fm + n, *dx = x + nx, *xt = dx + nx;
+    s.y = xt + nx;
+    s.C = s.y + n;
+    s.Q = s.C + s.M * s.L;
+    s.R = s.Q + s.K * s.K;
+    s.v = s.R + s.K * s.M;
+    s.scr = s.v + s.K;
+    if ((st = factor(&s, y, x))) {
+        scm_error_set(err, st, "polish: the Gram matrix of the start has no eigendecomposition");
+        goto done;
+    }
+    double fmx, fmt;
+    double r = xres(&s, x, f, eps, &fmx, &st);
+    for (int it = 0; it < max_iter && !st && fmx > tol; it++) {
+        if ((st = newton_dir(&s, x, f, fp, fm, Jt, V, S, work, dx)))
+            break;
+        double step = 1.0, rt = NAN;
+        for (int h = 0; h < 30; h++, step *= 0.5) {
+            for (long i = 0; i < nx; i++)
+                xt[i] = x[i] + step * dx[i];
+            scm_status s2;
+            rt = xres(&s, xt, fp, eps, &fmt, &s2);
+            if (!s2 && rt < r)
+                break;
+            rt = NAN;
+        }
+        if (!(rt < r))
+            break; /* no step lowers the residual */
+        memcpy(x, xt, sizeof(double) * (size_t)nx);
+        r = xres(&s, x, f, eps, &fmx, &st);
+    }
+    if (!st && !(fmx <= tol))
+        st = scm_error_set(err, SCM_ENOCONV,
+                           "polish: residual max |dy/dtau| = %g above tol %g (at most %d "
+                           "Newton steps)",
+                           fmx, tol, max_iter);
+    else if (st)
+        scm_error_set(err, st, "polish: the rule's right-hand side failed");
+    *resid = fmx;
+    x_to_y(&s, x, y);
+    if (!st) { /* the escape rate: the Jacobian in the rule's own coordinates */
+        gsl_matrix *J = gsl_matrix_alloc((size_t)n, (size_t)n);
+        st = J ? jacobian(rule, p, fl, y, J, f, fp, fm, s.scr) : SCM_ENOMEM;
+        if (!st)
+            st = scm_linalg_re_range(J, lam_max, NULL);
+        if (st)
+            scm_error_set(err, st, "polish: the Jacobian at the fixed point failed");
+        gsl_matrix_free(J);
+    }
+done:
+    free(buf);
+    gsl_matrix_free(Jt);
+    gsl_matrix_free(V);
+    gsl_vector_free(S);
+    gsl_vector_free(work);
+    return st;
 }

@@ -157,6 +157,68 @@ static void test_known_answer(void)
     scm_model_free(m);
 }
 
+/* scm_stair_polish against two other computations: (a) gd, K = M = 2 erf,
+ * from a state near the symmetric plateau with the students apart: the
+ * fixed point scm_fp_polish finds and its (F_Q, F_R) Jacobian rate;
+ * (b) two_layer, K = 2, M = 2 erf, both students and both v equal: the
+ * point is the K = 1 network with v = 2 v_1, so its loss is the K = 1
+ * two-layer minimum, reached here by integrating the K = 1 flow. */
+static void test_polish(void)
+{
+    scm_error err;
+    scm_rule_params rp;
+    scm_rule_params_default(&rp);
+    scm_model *m = scm_model_alloc(2, 2, &scm_act_erf, NULL, NULL, NULL, &err);
+    scm_flow *fl = scm_flow_alloc(m);
+    const double q = 1.0 / 3.0, r = 1.0 / sqrt(6.0);
+    double Q[4] = {q, q, q, q}, R[4] = {r, r, r, r}, res, eps_fp, re_max, re_min;
+    CHECK(scm_fp_polish(fl, Q, R, 100, 1e-14, &res, &err) == SCM_OK, "fp polish");
+    scm_flow_loss(fl, Q, R, &eps_fp);
+    CHECK(scm_fp_full_stability(fl, Q, R, &re_max, &re_min) == SCM_OK, "Jacobian");
+    /* students apart by ~1e-3 in weight space (a valid Gram: w_2 = w_1 + u) */
+    double Q1[4] = {Q[0], Q[0] + 1e-3 * R[0], Q[0] + 1e-3 * R[0], Q[0] + 2e-3 * R[0] + 1e-6};
+    double R1[4] = {R[0], R[1], R[2] + 1e-3, R[3]};
+    double y[7], eps, lam; /* 3 (upper triangle of Q) + 4 (R) */
+    CHECK(scm_rule_gd.dim(m) == 7 && scm_rule_two_layer.dim(m) == 9, "state sizes");
+    scm_rule_gd.pack(m, Q1, R1, NULL, y);
+    CHECK(scm_stair_polish(&scm_rule_gd, &rp, fl, y, 1e-9, 50, &eps, &lam, &res, &err) ==
+              SCM_OK,
+          "stair polish (gd): %s", err.msg);
+    CHECK_CLOSE(eps, eps_fp, 1e-9, 0.0, "gd: polished loss = enumerated fixed point's");
+    CHECK_CLOSE(lam, re_max, 1e-4, 0.0, "gd: escape rate = (F_Q, F_R) Jacobian's");
+
+    /* (b): the K = 1 minimum by the flow */
+    scm_model *m1 = scm_model_alloc(1, 2, &scm_act_erf, NULL, NULL, NULL, &err);
+    double q0 = 0.2, r0[2] = {0.3, 0.1}, v0 = 0.5;
+    scm_traj_opts o;
+    scm_traj_opts_default(&o);
+    o.t_max = 1e5;
+    o.grad_stop = 1e-12;
+    o.v0 = &v0;
+    scm_traj_result tr;
+    CHECK(scm_traj_run(m1, &scm_rule_two_layer, &q0, r0, &o, &tr, &err) == SCM_OK &&
+              tr.stop == SCM_STOP_FIXED_POINT,
+          "K = 1 two-layer run to its minimum");
+    double v2[2] = {0.5, 0.5}, Q2[4] = {0.2, 0.2, 0.2, 0.2}, R2[4] = {0.3, 0.1, 0.3, 0.1};
+    double y2[9]; /* 3 + 4 + 2 (v) */
+    scm_rule_two_layer.pack(m, Q2, R2, v2, y2);
+    CHECK(scm_stair_polish(&scm_rule_two_layer, &rp, fl, y2, 1e-9, 50, &eps, &lam, &res, &err) ==
+              SCM_OK,
+          "stair polish (two_layer): %s", err.msg);
+    double Qp[4], Rp[4], vp[2];
+    scm_rule_two_layer.unpack(m, y2, Qp, Rp, vp);
+    printf("two_layer K = 2 equal students: eps %.10g (K = 1 flow: %.10g), v %.6g %.6g "
+           "(K = 1: %.6g), lambda %.6g\n",
+           eps, tr.eps, vp[0], vp[1], tr.v[0], lam);
+    CHECK_CLOSE(eps, tr.eps, 1e-7, 0.0, "two_layer: polished loss = K = 1 minimum");
+    CHECK_CLOSE(vp[0] + vp[1], tr.v[0], 1e-5, 1e-7, "two_layer: v_1 + v_2 = K = 1 v");
+    CHECK(lam > 0.0, "two_layer: the equal-student point is unstable (lambda %g)", lam);
+    scm_traj_result_free(&tr);
+    scm_model_free(m1);
+    scm_flow_free(fl);
+    scm_model_free(m);
+}
+
 static void test_errors(void)
 {
     double t[3] = {0, 1, 1}, e[3] = {1, 1, 1};
@@ -185,6 +247,7 @@ int main(void)
     test_synthetic();
     test_fit();
     test_known_answer();
+    test_polish();
     test_errors();
     return TEST_SUMMARY();
 }

@@ -17,6 +17,7 @@
 #ifndef SCM_STAIRCASE_H
 #define SCM_STAIRCASE_H
 
+#include "scm/rule.h"
 #include "scm/status.h"
 
 typedef struct {
@@ -48,5 +49,26 @@ int scm_stair_match(double eps, const double *fp_eps, int n_fp, double rel_tol);
  * equal. */
 scm_status scm_stair_fit(const double *x, const double *y, int n, double *slope,
                          double *intercept, double *slope_se);
+
+/* Newton polish of a plateau state to a fixed point of a rule (for the
+ * rules and teachers the fixed-point enumerator does not cover: a trained
+ * second layer, T != I, v* != 1).  y (rule->dim entries, the rule's layout,
+ * as rule->pack gives) is replaced by a zero of rule->rhs.  The unknowns are
+ * a factor of the Gram matrix [[T, R^T], [R, Q]] (the students' rows; the
+ * teachers' rows fixed) and v if trained, so every iterate is a valid
+ * state, also next to the PSD boundary where equal-student fixed points
+ * lie.  Gauss-Newton steps on the central-difference Jacobian, solved by
+ * SVD with singular values below 1e-8 s_max dropped (rotations of the
+ * factor and continuous families make it rank deficient), halved until
+ * |dy/dtau|_2 falls; at most max_iter steps, until max |dy/dtau| <= tol.
+ * On success *eps gets the loss, *lam_max the largest real part of the
+ * eigenvalues of the rhs's Jacobian in y (one-sided differences where a
+ * step would leave the PSD cone): the escape rate.  *resid always gets the
+ * final max |dy/dtau| and y the last iterate.  SCM_ENOCONV (named) when
+ * the residual stays above tol, SCM_ENOMEM, or the rhs's status (named).
+ * fl is a flow of the model the state belongs to. */
+scm_status scm_stair_polish(const scm_rule *rule, const scm_rule_params *p, scm_flow *fl,
+                            double *y, double tol, int max_iter, double *eps, double *lam_max,
+                            double *resid, scm_error *err);
 
 #endif
