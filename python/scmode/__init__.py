@@ -43,7 +43,13 @@ class _Activation(ctypes.Structure):
                 ("i3", ctypes.c_void_p), ("g", ctypes.c_void_p), ("dg", ctypes.c_void_p)]
 
 
-# Mirrors of include/scm/traj.h and include/scm/config.h (keep in step).
+# Mirrors of include/scm/rule.h, traj.h and config.h (keep in step; the
+# python test checks the sizes against the library's).
+class _RuleParams(ctypes.Structure):
+    _fields_ = [("lr_v_ratio", ctypes.c_double), ("eta", ctypes.c_double),
+                ("noise", ctypes.c_double)]
+
+
 class _TrajOpts(ctypes.Structure):
     _fields_ = [("method", ctypes.c_int), ("linsol", ctypes.c_int),
                 ("rtol", ctypes.c_double), ("atol", ctypes.c_double),
@@ -53,7 +59,8 @@ class _TrajOpts(ctypes.Structure):
                 ("psd_tol", ctypes.c_double), ("dead_tol", ctypes.c_double),
                 ("dead_fail", ctypes.c_int), ("record", ctypes.c_int),
                 ("loose_rtol", ctypes.c_double), ("loose_atol", ctypes.c_double),
-                ("loose_until", ctypes.c_double)]
+                ("loose_until", ctypes.c_double), ("rule_params", _RuleParams),
+                ("v0", ctypes.c_void_p), ("analytic_jv", ctypes.c_int)]
 
 
 _P = ctypes.POINTER(ctypes.c_double)
@@ -70,8 +77,8 @@ class _Config(ctypes.Structure):
 class _TrajResult(ctypes.Structure):
     _fields_ = [("stop", ctypes.c_int), ("err", _Error), ("t", ctypes.c_double),
                 ("eps", ctypes.c_double), ("max_F", ctypes.c_double), ("Q", _P), ("R", _P),
-                ("n_out", ctypes.c_long), ("out_t", _P), ("out_eps", _P), ("out_Q", _P),
-                ("out_R", _P), ("dead", ctypes.POINTER(ctypes.c_int)),
+                ("v", _P), ("n_out", ctypes.c_long), ("out_t", _P), ("out_eps", _P),
+                ("out_Q", _P), ("out_R", _P), ("out_v", _P), ("dead", ctypes.POINTER(ctypes.c_int)),
                 ("n_dead", ctypes.c_int), ("n_steps", ctypes.c_long), ("n_rhs", ctypes.c_long),
                 ("n_jac_evals", ctypes.c_long), ("n_lin_iters", ctypes.c_long)]
 
@@ -142,6 +149,21 @@ def _declare(lib):
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
+    _check_layouts(lib, _more)
+
+
+def _check_layouts(lib, more):
+    """Refuse a libscm whose structs differ in size from the mirrors here: a
+    stale mirror would read and write the wrong bytes (memory corruption)."""
+    lib.scm_abi_sizeof.restype, lib.scm_abi_sizeof.argtypes = ctypes.c_size_t, [ctypes.c_char_p]
+    mirrors = {"scm_error": _Error, "scm_pair": _Pair, "scm_activation": _Activation,
+               "scm_rule_params": _RuleParams, "scm_traj_opts": _TrajOpts,
+               "scm_config": _Config, "scm_traj_result": _TrajResult}
+    mirrors.update(more.MIRRORS)
+    bad = ["%s (C %d bytes, Python %d)" % (n, lib.scm_abi_sizeof(n.encode()), ctypes.sizeof(t))
+           for n, t in mirrors.items() if lib.scm_abi_sizeof(n.encode()) != ctypes.sizeof(t)]
+    if bad:
+        raise ImportError("scmode: the ctypes mirrors do not match this libscm: " + ", ".join(bad))
 
 
 _lib = load_library()
@@ -259,7 +281,8 @@ class Model:
 
 
 class Trajectory:
-    """A run's result: t, eps (n,), Q (n, K, K), R (n, K, M) at the recorded times,
+    """A run's result: t, eps (n,), Q (n, K, K), R (n, K, M), v (n, K) at the
+    recorded times (v is the fixed second layer unless the rule trains it),
     and stop (the stop reason), error (None or the failure's reason), steps."""
 
     def __repr__(self):
@@ -309,6 +332,7 @@ def run(config, sets=()):
         tr.eps = np.ctypeslib.as_array(res.out_eps, (n,)).copy()
         tr.Q = np.ctypeslib.as_array(res.out_Q, (n * K * K,)).reshape(n, K, K).copy()
         tr.R = np.ctypeslib.as_array(res.out_R, (n * K * M,)).reshape(n, K, M).copy()
+        tr.v = np.ctypeslib.as_array(res.out_v, (n * K,)).reshape(n, K).copy()
         tr.stop = _lib.scm_stop_reason_str(res.stop).decode()
         tr.error = res.err.msg.decode(errors="replace") if tr.stop == "failed" else None
         tr.steps = res.n_steps

@@ -12,7 +12,8 @@ c_int, c_long, c_double = ctypes.c_int, ctypes.c_long, ctypes.c_double
 class _FpOpts(ctypes.Structure):
     _fields_ = [("n_random", c_int), ("seed", ctypes.c_ulong), ("max_iter", c_int),
                 ("tol", c_double), ("accept", c_double), ("dedup_tol", c_double),
-                ("psd_tol", c_double), ("polish_max_K", c_int), ("full_max_K", c_int)]
+                ("psd_tol", c_double), ("polish_max_K", c_int), ("full_max_K", c_int),
+                ("polish_defer", c_int), ("polish_tol", c_double)]
 
 
 class _FpPoint(ctypes.Structure):
@@ -87,6 +88,14 @@ class _SweepOpts(ctypes.Structure):
 
 class _Families(ctypes.Structure):
     _fields_ = [("n", c_int), ("f", ctypes.c_void_p)]
+
+
+# Checked against scm_abi_sizeof when the library loads (__init__.py).
+MIRRORS = {"scm_fp_opts": _FpOpts, "scm_fp_point": _FpPoint, "scm_fp_set": _FpSet,
+           "scm_stab_opts": _StabOpts, "scm_stab_smooth": _Smooth,
+           "scm_stab_zero_modes": _ZeroModes, "scm_stab_counts": _Counts,
+           "scm_stab_row": _StabRow, "scm_stab_result": _StabResult,
+           "scm_sweep_opts": _SweepOpts, "scm_sweep_families": _Families}
 
 
 _EMIT = ctypes.CFUNCTYPE(c_int, ctypes.c_void_p, ctypes.c_void_p)

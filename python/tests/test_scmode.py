@@ -7,6 +7,7 @@ recomputed in numpy, and the C CLI (`scm run`, `scm fixed-points`,
 With --sanitized (an ASan build) it exits 77, which meson reports as SKIP:
 an ASan-instrumented libscm.so cannot be loaded into a non-ASan python.
 Prints "N passed, N failed"."""
+import ctypes
 import json
 import os
 import subprocess
@@ -152,6 +153,20 @@ def test_trajectory_vs_cli(tmp):
     check(np.all(np.diff(tr.eps) <= 1e-12), "eps decreases along the flow")
     tr2 = scmode.run(cfg, sets=["model.activation=relu"])
     check(tr2.eps[0] != tr.eps[0], "--set override reaches the run")
+    check(np.all(tr.v == 1.0), "gd keeps the second layer")
+    # A rule with its own parameters and a trained second layer.
+    cfg2 = dict(cfg, rule="two_layer", rule_params={"lr_v_ratio": 0.5})
+    with open(path, "w") as f:
+        json.dump(cfg2, f)
+    r = run_cli(["run", path, "-o", "traj2.result.json", "-q"], tmp)
+    check(r.returncode == 0, "scm run two_layer: %s" % r.stderr)
+    ref = json.load(open(os.path.join(tmp, "traj2.result.json")))
+    tr3 = scmode.run(cfg2)
+    check(np.allclose(np.array(ref["final"]["v"]), tr3.v[-1], rtol=1e-12, atol=1e-15),
+          "two_layer: final v as the CLI's")
+    check(np.allclose([p["v"] for p in ref["trajectory"]], tr3.v, rtol=1e-12, atol=1e-15),
+          "two_layer: v(t) as the CLI's")
+    check(np.abs(tr3.v[-1] - 1.0).max() > 1e-3, "two_layer moves v")
 
 
 def test_fixed_points_vs_cli(tmp):
@@ -198,6 +213,21 @@ def test_sweep_vs_cli(tmp):
           "summary counts: %s" % summ)
 
 
+def test_layout_check():
+    """A mirror of the wrong size is refused at load (the check is not vacuous)."""
+    class Stale(ctypes.Structure):
+        _fields_ = [("n_random", ctypes.c_int)]
+
+    class More:
+        MIRRORS = {"scm_fp_opts": Stale}
+    try:
+        scmode._check_layouts(scmode._lib, More)
+        check(False, "a stale scm_fp_opts mirror was accepted")
+    except ImportError as e:
+        check("scm_fp_opts" in str(e), "the refusal names the struct: %s" % e)
+    check(scmode._lib.scm_abi_sizeof(b"no_such_type") == 0, "unknown type: size 0")
+
+
 def test_errors():
     raises(lambda: scmode.run({"model": {"K": 2}}), scmode.ScmError, "'model.K' and 'model.M' are required",
            "missing M")
@@ -228,6 +258,7 @@ with tempfile.TemporaryDirectory() as tmp:
     test_trajectory_vs_cli(tmp)
     test_stability(test_fixed_points_vs_cli(tmp))
     test_sweep_vs_cli(tmp)
+    test_layout_check()
     test_errors()
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
