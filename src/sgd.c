@@ -34,7 +34,9 @@
 
 struct scm_sgd_work {
     int K, M;
-    double *J; /* (K + M)^2 joint covariance, students first */
+    double *J;   /* (K + M)^2 joint covariance, students first */
+    double *u;   /* K + M output weights, teachers negated */
+    double *buf; /* 3 (K + M): the erf pair quantities of erf_four_point */
     gsl_integration_cquad_workspace *cq;
 };
 
@@ -48,8 +50,10 @@ scm_sgd_work *scm_sgd_work_alloc(int K, int M)
     w->K = K;
     w->M = M;
     w->J = malloc(sizeof *w->J * (size_t)(K + M) * (size_t)(K + M));
+    w->u = malloc(sizeof *w->u * (size_t)(K + M));
+    w->buf = malloc(sizeof *w->buf * 3 * (size_t)(K + M));
     w->cq = gsl_integration_cquad_workspace_alloc(CQUAD_NODES);
-    if (!w->J || !w->cq) {
+    if (!w->J || !w->u || !w->buf || !w->cq) {
         scm_sgd_work_free(w);
         return NULL;
     }
@@ -61,6 +65,8 @@ void scm_sgd_work_free(scm_sgd_work *w)
     if (!w)
         return;
     free(w->J);
+    free(w->u);
+    free(w->buf);
     if (w->cq)
         gsl_integration_cquad_workspace_free(w->cq);
     free(w);
@@ -379,7 +385,8 @@ static void joint_cov(const scm_model *m, const double *Q, const double *R, doub
         }
 }
 
-/* sum_{i,j} u_i u_j I4(k, l, i, j), over i <= j (I4 is symmetric in c, e). */
+/* sum_{i,j} u_i u_j I4(k, l, i, j), over i <= j (I4 is symmetric in c, e),
+ * each I4 through scm_sgd_i4: the general path (ReLU, linear). */
 static scm_status four_point_sum(const scm_model *m, const double *u, int k, int l,
                                  scm_sgd_work *w, double *out)
 {
@@ -408,6 +415,67 @@ static scm_status four_point_sum(const scm_model *m, const double *u, int k, int
     return SCM_OK;
 }
 
+/* The checks scm_sgd_i4 makes on every 4 x 4 covariance (check_cov4), made
+ * once on the joint covariance J (n x n) over the units the sums touch
+ * (u_i != 0): every pair of them meets in some (k, l, i, j).  Same statuses,
+ * in the same order of kinds. */
+static scm_status check_joint(const double *J, int n, const double *u)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n && u[i] != 0.0; j++)
+            if (u[j] != 0.0 && !isfinite(J[i * n + j]))
+                return SCM_EINVAL;
+    for (int i = 0; i < n; i++)
+        if (u[i] != 0.0 && J[i * n + i] < 0.0)
+            return SCM_EINVAL;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n && u[i] != 0.0; j++)
+            if (u[j] != 0.0 &&
+                fabs(J[i * n + j]) > sqrt(J[i * n + i] * J[j * n + j]) * (1.0 + RHO_SLACK))
+                return SCM_ENOTPSD;
+    return SCM_OK;
+}
+
+/* The erf four-point sum of the pair (k, l): erf_i4's formula with what
+ * depends on (k, l) alone computed once.  With P = I + C_{kl block} and,
+ * for every unit y, (g_y, h_y) = adj(P) (C_yk, C_yl), the tilted
+ * covariance of (x, y) is C_xy - (C_xk g_y + C_xl h_y) / det P (erf_i4's
+ * cp), so each term costs two multiply-adds and one arcsine, and the n
+ * tilted variances n square roots (erf_i4: a 16-entry copy, check_cov4's
+ * six square roots, the 2 x 2 solve and two square roots per term).
+ * buf holds 3 n doubles. */
+static double erf_four_point(const double *J, int n, const double *u, int k, int l,
+                             double *buf)
+{
+    const double p00 = 1.0 + J[k * n + k], p11 = 1.0 + J[l * n + l], p01 = J[k * n + l];
+    const double det = p00 * p11 - p01 * p01;
+    double *g = buf, *h = buf + n, *sd = buf + 2 * n;
+    for (int y = 0; y < n; y++) {
+        const double ya = J[y * n + k], yb = J[y * n + l];
+        g[y] = p11 * ya - p01 * yb;
+        h[y] = p00 * yb - p01 * ya;
+    }
+    for (int x = 0; x < n; x++) {
+        const double cxx = J[x * n + x] - (J[x * n + k] * g[x] + J[x * n + l] * h[x]) / det;
+        sd[x] = sqrt(fmax(1.0 + cxx, 0.0));
+    }
+    double sum = 0.0;
+    for (int x = 0; x < n; x++) {
+        if (u[x] == 0.0)
+            continue;
+        const double xa = J[x * n + k], xb = J[x * n + l], *Jx = J + x * n;
+        /* the diagonal term once, the others (y > x) twice */
+        double row = 0.5 * u[x] * asin(clamp1((Jx[x] - (xa * g[x] + xb * h[x]) / det) /
+                                              (sd[x] * sd[x])));
+        for (int y = x + 1; y < n; y++)
+            if (u[y] != 0.0)
+                row += u[y] * asin(clamp1((Jx[y] - (xa * g[y] + xb * h[y]) / det) /
+                                          (sd[x] * sd[y])));
+        sum += 2.0 * u[x] * row;
+    }
+    return (4.0 / (M_PI * M_PI)) / sqrt(det) * sum;
+}
+
 scm_status scm_sgd_term(const scm_model *m, const double *Q, const double *R, const double *v,
                         double sigma2, double *G, scm_sgd_work *w, scm_error *err)
 {
@@ -425,19 +493,28 @@ scm_status scm_sgd_term(const scm_model *m, const double *Q, const double *R, co
     scm_status st = scm_model_check_state(m, Q, R, 1e-6, err);
     if (st)
         return st;
-    double *u = malloc(sizeof *u * (size_t)n);
-    if (!u)
-        return scm_error_set(err, SCM_ENOMEM, "out of memory in the sgd term");
+    double *u = w->u;
     for (int i = 0; i < n; i++)
         u[i] = i < K ? v[i] : -m->vs[i - K];
     joint_cov(m, Q, R, w->J);
-    int relu = m->act == &scm_act_relu;
+    int relu = m->act == &scm_act_relu, erf = m->act == &scm_act_erf;
+    int any = 0;
     for (int k = 0; k < K; k++)
+        any |= v[k] != 0.0;
+    if (erf && any)
+        st = check_joint(w->J, n, u);
+    for (int k = 0; k < K && !st; k++)
         for (int l = k; l < K; l++) {
             double s = 0.0;
             int dead = relu && (w->J[k * n + k] <= 0.0 || w->J[l * n + l] <= 0.0);
             if (!dead && v[k] != 0.0 && v[l] != 0.0) {
-                if ((st = four_point_sum(m, u, k, l, w, &s)))
+                if (erf) {
+                    s = erf_four_point(w->J, n, u, k, l, w->buf);
+                    if (!isfinite(s)) {
+                        st = SCM_ENAN;
+                        break;
+                    }
+                } else if ((st = four_point_sum(m, u, k, l, w, &s)))
                     break;
                 if (sigma2 > 0.0) {
                     scm_pair p;
@@ -450,7 +527,6 @@ scm_status scm_sgd_term(const scm_model *m, const double *Q, const double *R, co
             }
             G[k * K + l] = G[l * K + k] = s;
         }
-    free(u);
     if (st)
         return scm_error_set(err, st, "sgd term: %s evaluating the four-point expectations",
                              scm_status_str(st));
