@@ -239,6 +239,19 @@ static void add_counters(void *cv, scm_traj_result *res)
 /* With a loose stage, a squared norm below this many loose_atol is dead. */
 #define LOOSE_DEAD_FACTOR 100.0
 
+/* The loss at an unpacked state (Q, R, v): the eps every rule's rhs
+ * returns is the flow's loss there (rule.h), so this is that eps to the
+ * bit, without the rest of the right-hand side (for the sgd rule the flow
+ * is a fifth of it). */
+static scm_status state_loss(const traj_ctx *c, const double *Q, const double *R,
+                             const double *v, double *eps)
+{
+    scm_flow_set_v(c->fl, c->rule->trains_v ? v : NULL);
+    scm_status st = scm_flow_loss(c->fl, Q, R, eps);
+    scm_flow_set_v(c->fl, NULL);
+    return st;
+}
+
 /* The first dead ReLU neuron of Q, or -1. */
 static int dead_neuron(const scm_model *m, const double *Q, double tol)
 {
@@ -446,10 +459,10 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             double to = OUT_TIME(next), eo;
             int ok = CVodeGetDky(cv, to, 0, yout) == CV_SUCCESS;
             clean_state(&c, yo);
-            if (!ok || rule->rhs(&o->rule_params, c.fl, yo, yd, &eo, c.scratch) != SCM_OK)
-                eo = NAN;
             memcpy(c.vs, res->v, sizeof(double) * (size_t)K);
             rule->unpack(m, yo, Q, R, c.vs);
+            if (!ok || state_loss(&c, Q, R, c.vs, &eo) != SCM_OK)
+                eo = NAN;
             record_point(res, cap, K, M, to, eo, Q, R, c.vs);
             next++;
         }
@@ -514,8 +527,17 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             }
         }
         fresh = 0;
-        have_eps = 1;
-        scm_status rs = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps, c.scratch);
+        scm_status rs;
+        if (!loose && o->grad_stop == 0.0) {
+            /* No stopping test needs F here: the loss when eps_stop needs
+             * it, F once at the end (CVODE's own evaluations meet any
+             * failure of the right-hand side). */
+            have_eps = 0;
+            rs = o->eps_stop > 0.0 ? state_loss(&c, Q, R, c.vs, &eps) : SCM_OK;
+        } else {
+            have_eps = 1;
+            rs = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps, c.scratch);
+        }
         if (rs) {
             scm_error_set(&res->err, rs, "the right-hand side fails at t = %.6g: %s", tret,
                           scm_status_str(rs));
@@ -523,14 +545,16 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             break;
         }
         t = tret;
-        maxF = scm_linalg_max_abs(yd, n);
+        if (have_eps)
+            maxF = scm_linalg_max_abs(yd, n);
         memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
         memcpy(res->R, R, sizeof(double) * (size_t)KM);
         memcpy(res->v, c.vs, sizeof(double) * (size_t)K);
     }
 #undef OUT_TIME
     if (!have_eps) {
-        /* the run ended in the loose stage on an estimated F: evaluate */
+        /* F was not evaluated at the final state (the loose stage estimates
+         * it; without a stopping test on F it is not needed until here) */
         rule->pack(m, res->Q, res->R, res->v, yv);
         scm_status rs = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps, c.scratch);
         if (rs == SCM_OK) {
