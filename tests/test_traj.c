@@ -9,11 +9,17 @@
  *    construction it replaces (E Q_kk = sigma^2, Var Q_kk = 2 sigma^4 / d,
  *    E R = 0, Var R_km = sigma^2 T_mm / d, Cov(Q_kl) = sigma^4 / d), with
  *    seeded Monte Carlo error bars, for both the Bartlett (d - M >= K) and
- *    the direct (d - M < K) branch. */
+ *    the direct (d - M < K) branch;
+ *  - the dense LU of the CVODE linear solver (linalg.h) against SUNDIALS'
+ *    own (SUNDlsMat_denseGETRF/GETRS): same pivots, factors and solutions
+ *    to round-off; a singular matrix reported by its pivot. */
 #include <gsl/gsl_errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sundials/sundials_dense.h>
+
+#include "linalg.h"
 #include "scm/init.h"
 #include "scm/traj.h"
 #include "testutil.h"
@@ -315,6 +321,49 @@ static void test_loose_dead(void)
     scm_model_free(m);
 }
 
+/* scm_linalg_lu against SUNDIALS' dense LU on awkward matrices of the sizes
+ * CVODE sees (I - gamma J of a state of 30 components, and others). */
+static void test_dense_lu(void)
+{
+    enum { NMAX = 45 };
+    static double A[NMAX * NMAX], B[NMAX * NMAX], x[NMAX], y[NMAX];
+    const long sizes[] = {1, 2, 7, 30, 45};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const long n = sizes[s];
+        unsigned long st = 2385 + (unsigned long)n;
+        for (long i = 0; i < n * n; i++) {
+            st = st * 6364136223846793005UL + 1442695040888963407UL;
+            A[i] = (double)(st >> 11) / 9007199254740992.0 - 0.5;
+        }
+        for (long i = 0; i < n; i++)
+            A[i * n + i] += i % 3 ? 0.0 : 1.385; /* some rows need pivoting */
+        memcpy(B, A, sizeof(double) * (size_t)(n * n));
+        long piv[NMAX];
+        sunindextype spiv[NMAX];
+        double *cols[NMAX];
+        for (long j = 0; j < n; j++)
+            cols[j] = B + j * n;
+        CHECK(scm_linalg_lu(A, n, piv) == 0 && SUNDlsMat_denseGETRF(cols, n, n, spiv) == 0,
+              "LU of a regular matrix (n = %ld)", n);
+        int same = 1;
+        for (long k = 0; k < n; k++)
+            same &= piv[k] == (long)spiv[k];
+        CHECK(same, "pivots differ from SUNDIALS' (n = %ld)", n);
+        CHECK(max_diff(A, B, n * n) <= 1e-13, "LU factors differ by %g (n = %ld)",
+              max_diff(A, B, n * n), n);
+        for (long i = 0; i < n; i++)
+            x[i] = y[i] = 0.385 * (double)i - 1.0;
+        scm_linalg_lu_solve(A, n, piv, x);
+        SUNDlsMat_denseGETRS(cols, n, spiv, y);
+        CHECK(max_diff(x, y, n) <= 1e-12 * (1.0 + scm_linalg_max_abs(y, n)),
+              "LU solutions differ by %g (n = %ld)", max_diff(x, y, n), n);
+    }
+    /* singular: the third column is a multiple of the first */
+    double S[9] = {1.0, 2.0, 3.0, 0.5, -1.0, 2.0, 2.0, 4.0, 6.0};
+    long piv[3];
+    CHECK(scm_linalg_lu(S, 3, piv) == 3, "singular matrix: the zero pivot is the third");
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -323,6 +372,7 @@ int main(void)
     test_reproducible();
     test_two_stage();
     test_loose_dead();
+    test_dense_lu();
     test_init_moments(4, 3, 50); /* Bartlett branch: d - M >= K */
     test_init_moments(6, 3, 6);  /* direct branch: d - M < K */
     return TEST_SUMMARY();
