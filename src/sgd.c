@@ -440,24 +440,25 @@ static scm_status check_joint(const double *J, int n, const double *u)
  * depends on (k, l) alone computed once.  With P = I + C_{kl block} and,
  * for every unit y, (g_y, h_y) = adj(P) (C_yk, C_yl), the tilted
  * covariance of (x, y) is C_xy - (C_xk g_y + C_xl h_y) / det P (erf_i4's
- * cp), so each term costs two multiply-adds and one arcsine, and the n
- * tilted variances n square roots (erf_i4: a 16-entry copy, check_cov4's
- * six square roots, the 2 x 2 solve and two square roots per term).
+ * cp), so each term costs two multiply-adds, two products and one
+ * arcsine, and the n tilted variances n square roots (erf_i4: a 16-entry
+ * copy, check_cov4's six square roots, the 2 x 2 solve, two square roots
+ * and two divisions per term).
  * buf holds 3 n doubles. */
 static double erf_four_point(const double *J, int n, const double *u, int k, int l,
                              double *buf)
 {
     const double p00 = 1.0 + J[k * n + k], p11 = 1.0 + J[l * n + l], p01 = J[k * n + l];
-    const double det = p00 * p11 - p01 * p01;
-    double *g = buf, *h = buf + n, *sd = buf + 2 * n;
+    const double det = p00 * p11 - p01 * p01, idet = 1.0 / det;
+    double *g = buf, *h = buf + n, *is = buf + 2 * n;
     for (int y = 0; y < n; y++) {
         const double ya = J[y * n + k], yb = J[y * n + l];
-        g[y] = p11 * ya - p01 * yb;
-        h[y] = p00 * yb - p01 * ya;
+        g[y] = (p11 * ya - p01 * yb) * idet;
+        h[y] = (p00 * yb - p01 * ya) * idet;
     }
     for (int x = 0; x < n; x++) {
-        const double cxx = J[x * n + x] - (J[x * n + k] * g[x] + J[x * n + l] * h[x]) / det;
-        sd[x] = sqrt(fmax(1.0 + cxx, 0.0));
+        const double cxx = J[x * n + x] - (J[x * n + k] * g[x] + J[x * n + l] * h[x]);
+        is[x] = 1.0 / sqrt(fmax(1.0 + cxx, 0.0)); /* inf for a zero: NaN below, as erf_i4 */
     }
     double sum = 0.0;
     for (int x = 0; x < n; x++) {
@@ -465,12 +466,10 @@ static double erf_four_point(const double *J, int n, const double *u, int k, int
             continue;
         const double xa = J[x * n + k], xb = J[x * n + l], *Jx = J + x * n;
         /* the diagonal term once, the others (y > x) twice */
-        double row = 0.5 * u[x] * asin(clamp1((Jx[x] - (xa * g[x] + xb * h[x]) / det) /
-                                              (sd[x] * sd[x])));
+        double row = 0.5 * u[x] * asin(clamp1((Jx[x] - (xa * g[x] + xb * h[x])) * (is[x] * is[x])));
         for (int y = x + 1; y < n; y++)
             if (u[y] != 0.0)
-                row += u[y] * asin(clamp1((Jx[y] - (xa * g[y] + xb * h[y]) / det) /
-                                          (sd[x] * sd[y])));
+                row += u[y] * asin(clamp1((Jx[y] - (xa * g[y] + xb * h[y])) * (is[x] * is[y])));
         sum += 2.0 * u[x] * row;
     }
     return (4.0 / (M_PI * M_PI)) / sqrt(det) * sum;
