@@ -38,7 +38,17 @@ struct scm_sgd_work {
     double *u;   /* K + M output weights, teachers negated */
     double *buf; /* 3 (K + M): the erf pair quantities of erf_four_point */
     gsl_integration_cquad_workspace *cq;
+    /* ReLU: the four-variate orthant probabilities of scm_sgd_term, one per
+     * set of four distinct units (P4 is symmetric in its arguments), NaN
+     * until computed; allocated on first use (p4_len entries, 0 when
+     * C(K + M, 4) is too large to cache).  p4_slot: the entry the next
+     * top-level P4 reads or fills, NULL outside scm_sgd_term. */
+    double *p4, *p4_slot;
+    long p4_len;
 };
+
+/* Most P4 values cached (C(K + M, 4) <= this: K + M <= 72, 8 MB). */
+#define P4_CACHE_MAX (1L << 20)
 
 scm_sgd_work *scm_sgd_work_alloc(int K, int M)
 {
@@ -67,6 +77,7 @@ void scm_sgd_work_free(scm_sgd_work *w)
     free(w->J);
     free(w->u);
     free(w->buf);
+    free(w->p4);
     if (w->cq)
         gsl_integration_cquad_workspace_free(w->cq);
     free(w);
@@ -280,11 +291,19 @@ static scm_status orth_moment(orth_prob p, double *out, scm_sgd_work *w)
             *out = p.scale * orthant_small(&p);
             return SCM_OK;
         }
+        double *slot = w->p4_slot;
+        w->p4_slot = NULL; /* only the top-level P4 is the units' */
+        if (slot && !isnan(*slot)) {
+            *out = p.scale * *slot;
+            return SCM_OK;
+        }
         corr4 R;
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++)
                 R.r[i][j] = i == j ? 1.0 : clamp1(p.C[i][j] / sqrt(p.C[i][i] * p.C[j][j]));
         scm_status st = orthant4_corr(&R, out, w);
+        if (slot && st == SCM_OK)
+            *slot = *out;
         *out *= p.scale;
         return st;
     }
@@ -385,8 +404,47 @@ static void joint_cov(const scm_model *m, const double *Q, const double *R, doub
         }
 }
 
+/* Binomial coefficient C(x, r) for r <= 4 (0 when x < r). */
+static long binom(long x, int r)
+{
+    long c = 1;
+    for (int i = 0; i < r; i++)
+        c = c * (x - i) / (i + 1);
+    return x < r ? 0 : c;
+}
+
+/* The P4 cache entry of the units idx[0..3] if they are four distinct
+ * units (the combinatorial number of the sorted set), else NULL. */
+static double *p4_entry(scm_sgd_work *w, const int idx[4])
+{
+    int a[4] = {idx[0], idx[1], idx[2], idx[3]};
+    for (int i = 1; i < 4; i++) /* insertion sort */
+        for (int j = i; j > 0 && a[j - 1] > a[j]; j--) {
+            int t = a[j];
+            a[j] = a[j - 1];
+            a[j - 1] = t;
+        }
+    if (a[0] == a[1] || a[1] == a[2] || a[2] == a[3])
+        return NULL;
+    return w->p4 + binom(a[0], 1) + binom(a[1], 2) + binom(a[2], 3) + binom(a[3], 4);
+}
+
+/* Empty the P4 cache (allocated on first use; left off when too large or
+ * out of memory: the values are then computed for every tuple). */
+static void p4_reset(scm_sgd_work *w)
+{
+    const long len = binom(w->K + w->M, 4);
+    if (!w->p4 && len > 0 && len <= P4_CACHE_MAX)
+        w->p4 = malloc(sizeof *w->p4 * (size_t)len);
+    w->p4_len = w->p4 ? len : 0;
+    for (long i = 0; i < w->p4_len; i++)
+        w->p4[i] = NAN;
+}
+
 /* sum_{i,j} u_i u_j I4(k, l, i, j), over i <= j (I4 is symmetric in c, e),
- * each I4 through scm_sgd_i4: the general path (ReLU, linear). */
+ * each I4 through scm_sgd_i4: the general path (ReLU, linear).  For ReLU
+ * the four-variate orthant probability of four distinct units is shared
+ * by the up to six tuples (k, l, i, j) over the same set (p4_entry). */
 static scm_status four_point_sum(const scm_model *m, const double *u, int k, int l,
                                  scm_sgd_work *w, double *out)
 {
@@ -405,7 +463,9 @@ static scm_status four_point_sum(const scm_model *m, const double *u, int k, int
             for (int a = 0; a < 4; a++)
                 for (int b = 0; b < 4; b++)
                     C[a * 4 + b] = J[idx[a] * n + idx[b]];
+            w->p4_slot = w->p4_len ? p4_entry(w, idx) : NULL;
             scm_status st = scm_sgd_i4(m->act, C, &val, w);
+            w->p4_slot = NULL;
             if (st)
                 return st;
             sum += (i == j ? 1.0 : 2.0) * u[i] * u[j] * val;
@@ -497,6 +557,10 @@ scm_status scm_sgd_term(const scm_model *m, const double *Q, const double *R, co
         u[i] = i < K ? v[i] : -m->vs[i - K];
     joint_cov(m, Q, R, w->J);
     int relu = m->act == &scm_act_relu, erf = m->act == &scm_act_erf;
+    if (relu)
+        p4_reset(w);
+    else
+        w->p4_len = 0;
     int any = 0;
     for (int k = 0; k < K; k++)
         any |= v[k] != 0.0;

@@ -12,8 +12,8 @@
  *  5. the eta-term scaling: one SGD step in large d moves Q by
  *     (eta/d)(F_Q + eta G) on average;
  *  6. dead ReLU students give zero rows; bad inputs give statuses;
- *  7. the erf G (shared pair quantities) against the term-by-term sum of
- *     scm_sgd_i4 at random states (1e-13 relative). */
+ *  7. G (erf: shared pair quantities; ReLU: shared P4) against the
+ *     term-by-term sum of scm_sgd_i4 at random states (1e-13, 1e-10). */
 #include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_integration.h>
@@ -604,16 +604,19 @@ static void test_bad(gsl_rng *rng)
     scm_model_free(m);
 }
 
-/* 7. The erf G of scm_sgd_term (the pair quantities of (k, l) shared by its
- * (K + M)^2 terms) against the term-by-term sum through scm_sgd_i4 on each
- * 4 x 4 covariance (the general path, which the erf path replaced), over
- * all (i, j) rather than i <= j, with the noise term from the pair kernel:
- * random states of several sizes, non-identity T, a zero and a negative
- * student weight, two parallel students; 1e-13 relative. */
-static void test_erf_reference(gsl_rng *rng)
+/* 7. G of scm_sgd_term against the term-by-term sum through scm_sgd_i4 on
+ * each 4 x 4 covariance, over all (i, j) rather than i <= j, with the noise
+ * term from the pair kernel: erf (whose G shares the pair quantities of
+ * (k, l) across its (K + M)^2 terms) to 1e-13 relative, ReLU (whose G shares
+ * the orthant probability P4 of four distinct units across the tuples over
+ * them; the reference computes it for every tuple, in that tuple's order)
+ * to 1e-10; random states of several sizes, non-identity T, a zero and a
+ * negative student weight, two parallel students. */
+static void test_g_reference(gsl_rng *rng, const scm_activation *act, double tol)
 {
     static const int sizes[][2] = {{1, 1}, {3, 2}, {4, 4}, {5, 3}, {2, 6}};
     double worst = 0.0;
+    scm_sgd_work *wi = scm_sgd_work_alloc(1, 1); /* for scm_sgd_i4 (ReLU) */
     for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
         const int K = sizes[c][0], M = sizes[c][1], n = K + M, P = n + 2;
         double *W = malloc(sizeof *W * (size_t)(n * P)), *Q = malloc(sizeof *Q * (size_t)(K * K));
@@ -644,12 +647,12 @@ static void test_erf_reference(gsl_rng *rng)
                 T[m * M + o] = J[(K + m) * n + K + o];
             vs[m] = 0.9 - 0.2 * m;
         }
-        scm_model *mod = scm_model_alloc(K, M, &scm_act_erf, T, v, vs, NULL);
+        scm_model *mod = scm_model_alloc(K, M, act, T, v, vs, NULL);
         scm_sgd_work *w = scm_sgd_work_alloc(K, M);
         scm_error err;
         const double sigma2 = 0.385;
         scm_status st = scm_sgd_term(mod, Q, R, v, sigma2, G, w, &err);
-        CHECK(st == SCM_OK, "erf G (K = %d, M = %d): %s", K, M, err.msg);
+        CHECK(st == SCM_OK, "%s G (K = %d, M = %d): %s", act->name, K, M, err.msg);
         double scale = 0.0, diff = 0.0;
         for (int k = 0; k < K; k++)
             for (int l = 0; l < K; l++) {
@@ -661,27 +664,27 @@ static void test_erf_reference(gsl_rng *rng)
                         for (int a = 0; a < 4; a++)
                             for (int b = 0; b < 4; b++)
                                 C[a * 4 + b] = J[idx[a] * n + idx[b]];
-                        CHECK(scm_sgd_i4(&scm_act_erf, C, &val, NULL) == SCM_OK, "i4");
+                        CHECK(scm_sgd_i4(act, C, &val, wi) == SCM_OK, "i4");
                         const double ui = i < K ? v[i] : -vs[i - K], uj = j < K ? v[j] : -vs[j - K];
                         ref += ui * uj * val;
                     }
                 scm_pair p;
-                CHECK(scm_act_erf.pair(J[k * n + k], J[l * n + l], J[k * n + l], &p) == SCM_OK,
-                      "pair");
+                CHECK(act->pair(J[k * n + k], J[l * n + l], J[k * n + l], &p) == SCM_OK, "pair");
                 ref = v[k] * v[l] * (ref + sigma2 * p.fc);
                 scale = fmax(scale, fabs(ref));
                 diff = fmax(diff, fabs(G[k * K + l] - ref));
                 if (v[k] == 0.0 || v[l] == 0.0)
-                    CHECK(G[k * K + l] == 0.0, "erf G with a zero weight");
+                    CHECK(G[k * K + l] == 0.0, "%s G with a zero weight", act->name);
             }
-        CHECK(diff <= 1e-13 * scale, "erf G (K = %d, M = %d) vs the scm_sgd_i4 sums: %.3g "
-              "(scale %.3g)", K, M, diff, scale);
+        CHECK(diff <= tol * scale, "%s G (K = %d, M = %d) vs the scm_sgd_i4 sums: %.3g "
+              "(scale %.3g)", act->name, K, M, diff, scale);
         worst = fmax(worst, diff / scale);
         scm_sgd_work_free(w);
         scm_model_free(mod);
         free(W), free(Q), free(R), free(T), free(J), free(G), free(v), free(vs);
     }
-    printf("erf G vs the term-by-term scm_sgd_i4 sums: worst %.3g relative\n", worst);
+    scm_sgd_work_free(wi);
+    printf("%s G vs the term-by-term scm_sgd_i4 sums: worst %.3g relative\n", act->name, worst);
 }
 
 int main(void)
@@ -698,7 +701,8 @@ int main(void)
     test_g_mc(rng);
     test_step(rng);
     test_bad(rng);
-    test_erf_reference(rng);
+    test_g_reference(rng, &scm_act_erf, 1e-13);
+    test_g_reference(rng, &scm_act_relu, 1e-10);
     scm_sgd_work_free(w);
     gsl_rng_free(rng);
     return TEST_SUMMARY();
