@@ -10,6 +10,8 @@
  *    E R = 0, Var R_km = sigma^2 T_mm / d, Cov(Q_kl) = sigma^4 / d), with
  *    seeded Monte Carlo error bars, for both the Bartlett (d - M >= K) and
  *    the direct (d - M < K) branch;
+ *  - without a stopping test on F the loss alone is evaluated per step:
+ *    the same run, bit for bit, as with F;
  *  - the dense LU of the CVODE linear solver (linalg.h) against SUNDIALS'
  *    own (SUNDlsMat_denseGETRF/GETRS): same pivots, factors and solutions
  *    to round-off; a singular matrix reported by its pivot. */
@@ -364,6 +366,50 @@ static void test_dense_lu(void)
     CHECK(scm_linalg_lu(S, 3, piv) == 3, "singular matrix: the zero pivot is the third");
 }
 
+/* Without a stopping test on F (grad_stop = 0) scm_traj_run evaluates the
+ * loss alone after each step (when eps_stop needs it) and at the output
+ * times: the same run as with the whole right-hand side (grad_stop tiny
+ * but on), bit for bit: stop, time, recorded eps and states, final eps and
+ * max |F|; gd (ReLU, eps threshold) and sgd (erf, v trained, to t_max). */
+static void test_loss_only_path(void)
+{
+    scm_error e;
+    for (int c = 0; c < 2; c++) {
+        scm_model *m = scm_model_alloc(3, 2, c ? &scm_act_erf : &scm_act_relu, NULL, NULL, NULL,
+                                       &e);
+        double Q0[9], R0[6];
+        scm_init_random(m, 1000, 0.8, 5, Q0, R0, &e);
+        const scm_rule *rule = c ? &scm_rule_sgd : &scm_rule_gd;
+        scm_traj_opts o;
+        scm_traj_result a, b;
+        scm_traj_opts_default(&o);
+        o.t_max = c ? 50.0 : 1e5;
+        o.eps_stop = c ? 0.0 : 1e-6;
+        o.n_out = 30;
+        if (c) {
+            o.rule_params.eta = 0.385;
+            o.rule_params.lr_v_ratio = 0.7;
+        }
+        o.grad_stop = 1e-300;
+        CHECK(scm_traj_run(m, rule, Q0, R0, &o, &a, &e) == SCM_OK, "run with F per step");
+        o.grad_stop = 0.0;
+        CHECK(scm_traj_run(m, rule, Q0, R0, &o, &b, &e) == SCM_OK, "run with the loss per step");
+        CHECK(a.stop == (c ? SCM_STOP_T_MAX : SCM_STOP_EPS) && b.stop == a.stop && a.t == b.t &&
+                  a.eps == b.eps && a.max_F == b.max_F && a.n_out == b.n_out,
+              "%s: the runs differ (%s at %g, %s at %g; eps %g %g, max_F %g %g)", rule->name,
+              scm_stop_reason_str(a.stop), a.t, scm_stop_reason_str(b.stop), b.t, a.eps, b.eps,
+              a.max_F, b.max_F);
+        if (a.n_out == b.n_out)
+            CHECK(memcmp(a.out_eps, b.out_eps, sizeof(double) * (size_t)a.n_out) == 0 &&
+                      memcmp(a.out_Q, b.out_Q, sizeof(double) * 9 * (size_t)a.n_out) == 0 &&
+                      memcmp(a.out_v, b.out_v, sizeof(double) * 3 * (size_t)a.n_out) == 0,
+                  "%s: recorded trajectories differ", rule->name);
+        scm_traj_result_free(&a);
+        scm_traj_result_free(&b);
+        scm_model_free(m);
+    }
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -373,6 +419,7 @@ int main(void)
     test_two_stage();
     test_loose_dead();
     test_dense_lu();
+    test_loss_only_path();
     test_init_moments(4, 3, 50); /* Bartlett branch: d - M >= K */
     test_init_moments(6, 3, 6);  /* direct branch: d - M < K */
     return TEST_SUMMARY();
