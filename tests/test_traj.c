@@ -370,7 +370,8 @@ static void test_dense_lu(void)
  * loss alone after each step (when eps_stop needs it) and at the output
  * times: the same run as with the whole right-hand side (grad_stop tiny
  * but on), bit for bit: stop, time, recorded eps and states, final eps and
- * max |F|; gd (ReLU, eps threshold) and sgd (erf, v trained, to t_max). */
+ * max |F|; gd (ReLU, eps threshold) and sgd (erf, v trained, to t_max).
+ * Each recorded eps is the rule's rhs eps at the recorded state. */
 static void test_loss_only_path(void)
 {
     scm_error e;
@@ -404,6 +405,16 @@ static void test_loss_only_path(void)
                       memcmp(a.out_Q, b.out_Q, sizeof(double) * 9 * (size_t)a.n_out) == 0 &&
                       memcmp(a.out_v, b.out_v, sizeof(double) * 3 * (size_t)a.n_out) == 0,
                   "%s: recorded trajectories differ", rule->name);
+        /* the recorded eps is the rule's eps at the recorded state, to the bit */
+        scm_flow *fl = scm_flow_alloc(m);
+        double y[32], yd[32], sc[128], ep;
+        int same = 1;
+        for (long i = 0; i < b.n_out; i++) {
+            rule->pack(m, b.out_Q + 9 * i, b.out_R + 6 * i, b.out_v + 3 * i, y);
+            same &= rule->rhs(&o.rule_params, fl, y, yd, &ep, sc) == SCM_OK && ep == b.out_eps[i];
+        }
+        CHECK(same, "%s: a recorded eps is not the rule's eps at the recorded state", rule->name);
+        scm_flow_free(fl);
         scm_traj_result_free(&a);
         scm_traj_result_free(&b);
         scm_model_free(m);
