@@ -201,8 +201,8 @@ static int cvode_jtimes(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Ve
 /* CVODE's dense direct solver with the factorisation of linalg.h: the same
  * algorithm as SUNLinSol_Dense (LU with partial pivoting, in place in the
  * matrix CVODE passes, I - gamma J), which at n ~ 30 spends 4x the time in
- * its unvectorised loops (40% of an erf sgd run at K = M = 4 went to
- * SUNDlsMat_denseGETRF/GETRS, docs/simulate.md section 5). */
+ * its unvectorised loops (28% of the instructions of an erf sgd run at
+ * K = M = 4 went to SUNDlsMat_denseGETRF/GETRS, docs/simulate.md section 5). */
 typedef struct {
     long n, last_flag;
     long *piv;
