@@ -47,7 +47,7 @@ struct scm_sgd_work {
     long p4_len;
 };
 
-/* Most P4 values cached (C(K + M, 4) <= this: K + M <= 72, 8 MB). */
+/* The P4 cache is used when C(K + M, 4) <= this (K + M <= 72, 8 MB). */
 #define P4_CACHE_MAX (1L << 20)
 
 scm_sgd_work *scm_sgd_work_alloc(int K, int M)
