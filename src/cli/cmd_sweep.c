@@ -22,6 +22,7 @@
 #include "scm/output.h"
 #include "scm/stability.h"
 #include "scm/sweep.h"
+#include "sweep_exec.h"
 
 #define MAX_SETS 256
 
@@ -193,7 +194,7 @@ out:
 }
 
 static void print_final_summary(const scm_sweep_summary *sum, long total, long new_runs,
-                                double secs, int threads)
+                                double secs, int width)
 {
     cJSON *js = scm_sweep_summary_json(sum);
     if (!js)
@@ -213,10 +214,10 @@ static void print_final_summary(const scm_sweep_summary *sum, long total, long n
                 cJSON_GetObjectItemCaseSensitive(c, "fraction")->valuedouble,
                 cJSON_GetArrayItem(w, 0)->valuedouble, cJSON_GetArrayItem(w, 1)->valuedouble);
     }
-    fprintf(stderr, "timing     %ld runs in %.3f s on %d thread%s: %.3f runs/s, %.4f s per run\n",
-            new_runs, secs, threads, threads == 1 ? "" : "s",
+    fprintf(stderr, "timing     %ld runs in %.3f s on %d %s%s: %.3f runs/s, %.4f s per run\n",
+            new_runs, secs, width, cli_sweep_exec_unit(), width == 1 ? "" : "s",
             secs > 0 ? (double)new_runs / secs : 0.0,
-            new_runs > 0 ? secs * threads / (double)new_runs : 0.0);
+            new_runs > 0 ? secs * width / (double)new_runs : 0.0);
     cJSON_Delete(js);
 }
 
@@ -320,6 +321,11 @@ int scm_cmd_sweep(int argc, char **argv)
         fprintf(stderr, "scm sweep: --runs N is required\n");
         return 2;
     }
+    char why[256];
+    if (cli_sweep_exec_check((int)threads, why, sizeof why) != 0) {
+        fprintf(stderr, "scm sweep: %s\n", why);
+        return 2;
+    }
 
     scm_error err;
     scm_error_clear(&err);
@@ -401,7 +407,7 @@ int scm_cmd_sweep(int argc, char **argv)
     e.t0 = e.last = cli_now();
     if (!quiet && ndone > 0)
         fprintf(stderr, "scm sweep: resuming '%s' after %ld of %ld runs\n", out, ndone, nidx);
-    scm_status st = scm_sweep_exec(c, base, idx + ndone, nidx - ndone, (int)threads, &fams, &so,
+    scm_status st = cli_sweep_exec(c, base, idx + ndone, nidx - ndone, (int)threads, &fams, &so,
                                    emit_record, &e, &err);
     double secs = cli_now() - e.t0;
     if (e.progress)
@@ -433,7 +439,7 @@ int scm_cmd_sweep(int argc, char **argv)
         cJSON_Delete(js);
     }
     if (!quiet)
-        print_final_summary(sum, nidx, nidx - ndone, secs, (int)threads);
+        print_final_summary(sum, nidx, nidx - ndone, secs, cli_sweep_exec_width((int)threads));
 done:
     if (f)
         fclose(f);
