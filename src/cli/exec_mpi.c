@@ -101,6 +101,23 @@ static void wait_probe(int src, int tag, MPI_Status *status)
     }
 }
 
+/* ---- fault injection (tests) -------------------------------------------- */
+
+/* SCM_MPI_TEST_FAIL=r:i makes rank r fail the runs of index >= i it gets
+ * (which ones it gets depends on timing) as a run error would (out of
+ * memory, say), so that tests/test_sweep_mpi.sh can drive the
+ * error path: the sweep stops, the message names the rank, the file keeps
+ * the records before the failed run.  i = -1: worker rank r refuses every
+ * job (its READY carries the error).  Unset: no effect. */
+static scm_status injected_failure(int rank, long index, scm_error *err)
+{
+    const char *v = getenv("SCM_MPI_TEST_FAIL");
+    long r, i;
+    if (v && sscanf(v, "%ld:%ld", &r, &i) == 2 && r == rank && index >= i)
+        return scm_error_set(err, SCM_EINVAL, "failure injected by SCM_MPI_TEST_FAIL=%s", v);
+    return SCM_OK;
+}
+
 /* ---- worker ranks ------------------------------------------------------- */
 
 /* Rebuild the job from its header text; 0, or an error in err. */
@@ -133,7 +150,7 @@ static scm_status worker_setup(const char *text, const job_head *h, scm_config *
     return *m ? SCM_OK : (err->code ? err->code : SCM_EINVAL);
 }
 
-static void worker_job(const char *text, const job_head *h)
+static void worker_job(const char *text, const job_head *h, int rank)
 {
     scm_error err;
     scm_error_clear(&err);
@@ -142,6 +159,8 @@ static void worker_job(const char *text, const job_head *h)
     scm_sweep_families fams = {0, NULL};
     scm_sweep_opts o = {h->match_rtol, h->match_atol, h->dead_q, h->loose_grad_stop};
     scm_status st = worker_setup(text, h, &c, &fams, &m, &err);
+    if (st == SCM_OK) /* SCM_MPI_TEST_FAIL=r:-1: rank r refuses the job */
+        st = injected_failure(rank, -1, &err);
     error_msg ready;
     memset(&ready, 0, sizeof ready);
     ready.code = st;
@@ -181,7 +200,9 @@ static void worker_job(const char *text, const job_head *h)
         scm_status rs = res ? SCM_OK : SCM_ENOMEM;
         if (rs == SCM_OK) {
             scm_error_clear(&err);
-            rs = scm_sweep_run_one(c, m, h->base, w.index, &fams, &o, &res->rec, &err);
+            rs = injected_failure(rank, w.index, &err);
+            if (rs == SCM_OK)
+                rs = scm_sweep_run_one(c, m, h->base, w.index, &fams, &o, &res->rec, &err);
         } else {
             scm_error_set(&err, SCM_ENOMEM, "out of memory");
         }
@@ -215,7 +236,7 @@ out:
 }
 
 /* A worker's life: jobs until QUIT. */
-static void worker_loop(void)
+static void worker_loop(int rank)
 {
     for (;;) {
         MPI_Status s;
@@ -235,7 +256,7 @@ static void worker_loop(void)
             free(buf);
             return;
         }
-        worker_job(buf + sizeof h, &h);
+        worker_job(buf + sizeof h, &h, rank);
         free(buf);
     }
 }
@@ -298,8 +319,9 @@ static void *master_local(void *arg)
         long pos = s->next_take++;
         pthread_mutex_unlock(&s->mu);
         scm_error_clear(&err);
-        scm_status st = scm_sweep_run_one(s->c, s->m, s->base, s->idx[pos], s->fams, s->o, &rec,
-                                          &err);
+        scm_status st = injected_failure(0, s->idx[pos], &err);
+        if (st == SCM_OK)
+            st = scm_sweep_run_one(s->c, s->m, s->base, s->idx[pos], s->fams, s->o, &rec, &err);
         pthread_mutex_lock(&s->mu);
         if (st) {
             scm_error e;
@@ -608,7 +630,7 @@ int main(int argc, char **argv)
     gsl_set_error_handler_off();
     int rc = 0;
     if (rank != 0) {
-        worker_loop();
+        worker_loop(rank);
     } else {
         const char *cmd = argc >= 2 ? argv[1] : "";
         if (provided < MPI_THREAD_FUNNELED) {
