@@ -5,7 +5,8 @@
 #    `scm sweep --threads 2` of the same seeds (and so to 1 thread);
 #  - an MPI sweep cut in the middle of a line and resumed over MPI, and a
 #    threaded sweep resumed over MPI and vice versa: the full file;
-#  - shards over MPI merged = the single sweep's summary;
+#  - shards over MPI merged = the single sweep's summary, and so is the
+#    cluster recipe scripts/slurm_sweep.sh run as two array tasks;
 #  - scm-mpi compare: every file (configs, families, runs, summaries,
 #    report JSON and Markdown) equal to scm compare --threads 2's;
 #  - failures: a run error on rank 0, 1 or 2 (SCM_MPI_TEST_FAIL) and a
@@ -19,6 +20,7 @@
 set -u
 SCM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 SCMM=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+SLURM=$(cd "$(dirname "$0")/.." && pwd)/scripts/slurm_sweep.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Containers often forbid the cross-memory attach Open MPI's shared-memory
 # transport uses for large messages (a job's header): plain copies instead.
@@ -74,6 +76,19 @@ mpi 3 sweep k3.json --runs 40 --shard 1/2 -o s1.jsonl -q
 check "cmp -s mt.json ms.json" "MPI shards merged differ from the single sweep"
 mpi 2 merge s1.jsonl s0.jsonl -o ms2.json -q
 check "cmp -s mt.json ms2.json" "scm-mpi merge differs from scm merge"
+
+# the cluster recipe (scripts/slurm_sweep.sh) as Slurm would run it: array
+# tasks 0 and 1 of 2 shards, task 1 interrupted and resubmitted, merged
+export MPIRUN="mpirun -np 2 --allow-run-as-root --oversubscribe" SCM_MPI="$SCMM"
+SLURM_ARRAY_TASK_ID=0 bash "$SLURM" k3.json 40 2 sl; check "[ $? -eq 0 ]" "slurm task 0"
+mkdir -p sl
+head -n 5 s1.jsonl > sl/runs.1.jsonl
+SLURM_ARRAY_TASK_ID=1 bash "$SLURM" k3.json 40 2 sl; check "[ $? -eq 0 ]" "slurm task 1"
+"$SCM" merge sl/runs.*.jsonl -o msl.json -q
+check "cmp -s mt.json msl.json && cmp -s s0.jsonl sl/runs.0.jsonl" "the slurm recipe's merge differs"
+SLURM_ARRAY_TASK_ID=2 bash "$SLURM" k3.json 40 2 sl 2> e
+check "[ $? -eq 2 ] && grep -q 'array task 2 is not below SHARDS = 2' e" "slurm task 2: $(cat e)"
+unset MPIRUN SCM_MPI
 
 # compare: every file equal
 echo '[{"family": "k1", "k1": 0, "loss": 0}]' > f2.json
