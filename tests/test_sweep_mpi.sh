@@ -111,8 +111,8 @@ check "cmp -s ct/c.K4.runs.jsonl cm/c.K4.runs.jsonl && cmp -s ct/c.json cm/c.jso
     "compare resumed over MPI"
 
 # failures: a run error on each rank in turn
-for r in 0 1 2; do
-    SCM_MPI_TEST_FAIL=$r:17 mpi 3 sweep k3.json --runs 40 -o e$r.jsonl -q > /dev/null 2> e
+for r in 0 1 2; do # rank 0's first run fails, or a worker's second
+    SCM_MPI_TEST_FAIL=$r:$((r == 0 ? 1 : 2)) mpi 3 sweep k3.json --runs 40 -o e$r.jsonl -q > /dev/null 2> e
     rc=$?
     check "[ $rc -ne 0 ] && grep -q \"scm sweep: rank $r: run [0-9]*: failure injected\" e" \
         "rank $r failing: exit $rc, stderr: $(head -3 e)"
@@ -122,7 +122,7 @@ for r in 0 1 2; do
     mpi 2 sweep k3.json --runs 40 -o e$r.jsonl -q --resume
     check "cmp -s t.jsonl e$r.jsonl" "rank $r failing: resume"
 done
-SCM_MPI_TEST_FAIL=2:-1 mpi 3 sweep k3.json --runs 40 -o ej.jsonl -q > /dev/null 2> e
+SCM_MPI_TEST_FAIL=2:0 mpi 3 sweep k3.json --runs 40 -o ej.jsonl -q > /dev/null 2> e
 rc=$?
 check "[ $rc -ne 0 ] && grep -q 'scm sweep: rank 2: failure injected' e" \
     "a rank refusing the job: exit $rc, stderr: $(head -3 e)"

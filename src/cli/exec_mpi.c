@@ -103,17 +103,19 @@ static void wait_probe(int src, int tag, MPI_Status *status)
 
 /* ---- fault injection (tests) -------------------------------------------- */
 
-/* SCM_MPI_TEST_FAIL=r:i makes rank r fail the runs of index >= i it gets
- * (which ones it gets depends on timing) as a run error would (out of
- * memory, say), so that tests/test_sweep_mpi.sh can drive the
- * error path: the sweep stops, the message names the rank, the file keeps
- * the records before the failed run.  i = -1: worker rank r refuses every
- * job (its READY carries the error).  Unset: no effect. */
-static scm_status injected_failure(int rank, long index, scm_error *err)
+/* SCM_MPI_TEST_FAIL=r:k makes rank r fail the k-th run (k >= 1) it
+ * computes in a job as a run error would (out of memory, say), so that
+ * tests/test_sweep_mpi.sh can drive the error path: the sweep stops, the
+ * message names the rank, the file keeps the records before the failed
+ * run.  (By the k-th run, not by index: which runs a rank gets depends on
+ * timing, but every worker is handed DEPTH runs at once.)  k = 0: worker
+ * rank r refuses every job (its READY carries the error).  Unset: no
+ * effect. */
+static scm_status injected_failure(int rank, long nth, scm_error *err)
 {
     const char *v = getenv("SCM_MPI_TEST_FAIL");
-    long r, i;
-    if (v && sscanf(v, "%ld:%ld", &r, &i) == 2 && r == rank && index >= i)
+    long r, k;
+    if (v && sscanf(v, "%ld:%ld", &r, &k) == 2 && r == rank && nth == k)
         return scm_error_set(err, SCM_EINVAL, "failure injected by SCM_MPI_TEST_FAIL=%s", v);
     return SCM_OK;
 }
@@ -159,8 +161,8 @@ static void worker_job(const char *text, const job_head *h, int rank)
     scm_sweep_families fams = {0, NULL};
     scm_sweep_opts o = {h->match_rtol, h->match_atol, h->dead_q, h->loose_grad_stop};
     scm_status st = worker_setup(text, h, &c, &fams, &m, &err);
-    if (st == SCM_OK) /* SCM_MPI_TEST_FAIL=r:-1: rank r refuses the job */
-        st = injected_failure(rank, -1, &err);
+    if (st == SCM_OK) /* SCM_MPI_TEST_FAIL=r:0: rank r refuses the job */
+        st = injected_failure(rank, 0, &err);
     error_msg ready;
     memset(&ready, 0, sizeof ready);
     ready.code = st;
@@ -172,6 +174,7 @@ static void worker_job(const char *text, const job_head *h, int rank)
 
     work_msg q[DEPTH + 1];
     int qn = 0, ended = 0, aborted = 0;
+    long nth = 0; /* runs computed in this job */
     result_msg *res = malloc(sizeof *res);
     for (;;) {
         /* Take the work that has arrived; wait for some when idle. */
@@ -200,7 +203,7 @@ static void worker_job(const char *text, const job_head *h, int rank)
         scm_status rs = res ? SCM_OK : SCM_ENOMEM;
         if (rs == SCM_OK) {
             scm_error_clear(&err);
-            rs = injected_failure(rank, w.index, &err);
+            rs = injected_failure(rank, ++nth, &err);
             if (rs == SCM_OK)
                 rs = scm_sweep_run_one(c, m, h->base, w.index, &fams, &o, &res->rec, &err);
         } else {
@@ -243,9 +246,11 @@ static void worker_loop(int rank)
         wait_probe(0, TAG_JOB, &s);
         int len = 0;
         MPI_Get_count(&s, MPI_BYTE, &len);
-        char *buf = malloc((size_t)len + 1);
-        if (!buf) {
-            fprintf(stderr, "scm-mpi: rank worker: out of memory for a job of %d bytes\n", len);
+        char *buf = len >= (int)sizeof(job_head) ? malloc((size_t)len + 1) : NULL;
+        if (!buf) { /* no way to report it to rank 0 within the protocol */
+            fprintf(stderr, "scm-mpi: rank %d: %s (a job of %d bytes)\n", rank,
+                    len < (int)sizeof(job_head) ? "malformed job message" : "out of memory",
+                    len);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
         MPI_Recv(buf, len, MPI_BYTE, 0, TAG_JOB, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -278,6 +283,7 @@ typedef struct {
     scm_sweep_record *ring;
     char *done;
     long next_take, next_emit; /* positions in idx */
+    long local_runs;           /* runs taken by rank 0's thread */
     int stop, local_done;
     scm_status st;
     scm_error err;
@@ -319,7 +325,7 @@ static void *master_local(void *arg)
         long pos = s->next_take++;
         pthread_mutex_unlock(&s->mu);
         scm_error_clear(&err);
-        scm_status st = injected_failure(0, s->idx[pos], &err);
+        scm_status st = injected_failure(0, ++s->local_runs, &err);
         if (st == SCM_OK)
             st = scm_sweep_run_one(s->c, s->m, s->base, s->idx[pos], s->fams, s->o, &rec, &err);
         pthread_mutex_lock(&s->mu);
