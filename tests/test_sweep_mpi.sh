@@ -127,6 +127,8 @@ rc=$?
 check "[ $rc -ne 0 ] && grep -q 'scm sweep: rank 2: failure injected' e" \
     "a rank refusing the job: exit $rc, stderr: $(head -3 e)"
 check "[ \$(wc -l < ej.jsonl) -eq 1 ]" "a rank refusing the job: records written"
+mpi 3 sweep k3.json --runs 40 -o ej.jsonl -q --resume
+check "cmp -s t.jsonl ej.jsonl" "a rank refusing the job: resume"
 
 # a worker killed: the job ends, the file is a prefix, resume completes it
 printf '{"model": {"K": 3, "M": 2}, "init": {"d": 100, "seed": 11}}' > c.json
