@@ -108,7 +108,8 @@ static void wait_probe(int src, int tag, MPI_Status *status)
  * tests/test_sweep_mpi.sh can drive the error path: the sweep stops, the
  * message names the rank, the file keeps the records before the failed
  * run.  (By the k-th run, not by index: which runs a rank gets depends on
- * timing, but every worker is handed DEPTH runs at once.)  k = 0: worker
+ * timing, but every worker is handed DEPTH runs before anything else
+ * starts.)  k = 0: worker
  * rank r refuses every job (its READY carries the error).  Unset: no
  * effect. */
 static scm_status injected_failure(int rank, long nth, scm_error *err)
@@ -536,6 +537,10 @@ scm_status cli_sweep_exec(const scm_config *c, uint64_t base, const long *indice
     s.o = o;
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.cv, NULL);
+    /* Every worker's first runs before rank 0's thread starts: on a busy
+     * machine that thread could otherwise take every run of a short sweep
+     * before the main thread hands any out. */
+    master_hand_out(&s, nranks, outstanding, ended);
     pthread_t th;
     int local = pthread_create(&th, NULL, master_local, &s) == 0;
     if (!local) {
