@@ -19,6 +19,7 @@
 #include "scm/stability.h"
 #include "scm/sweep.h"
 #include "scm_paths.h"
+#include "sweep_exec.h"
 
 #define MAX_SETS 256
 
@@ -450,6 +451,17 @@ int scm_cmd_compare(int argc, char **argv)
     if (M < 0 || nK == 0 || runs < 0) {
         fprintf(stderr, "scm compare: --M, --K and --runs are required\n");
         compare_usage(stderr);
+        return 2;
+    }
+    long nthreads;
+    char why[256];
+    if (!cli_parse_long(threads, 1, 1024, &nthreads)) {
+        fprintf(stderr, "scm compare: --threads must be an integer in [1, 1024], got '%s'\n",
+                threads);
+        return 2;
+    }
+    if (cli_sweep_exec_check((int)nthreads, why, sizeof why) != 0) { /* scm-mpi: before any file */
+        fprintf(stderr, "scm compare: %s\n", why);
         return 2;
     }
     char pbuf[64];
