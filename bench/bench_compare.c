@@ -172,7 +172,7 @@ int main(int argc, char **argv)
             rc = 1;
             break;
         }
-        scm_sweep_families none = {0, NULL};
+        scm_sweep_families none = {0, NULL, NULL};
         scm_sweep_opts o;
         scm_sweep_opts_default(&o);
         double base = 0.0;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scm/basin.h"
 #include "scm/init.h"
 #include "scm/output.h"
 
@@ -46,13 +47,56 @@ unsigned long scm_sweep_seed(uint64_t base, long index)
 
 /* ---- families ---------------------------------------------------------- */
 
+static void cache_free(scm_sweep_cache *c);
+
 void scm_sweep_families_free(scm_sweep_families *f)
 {
     if (!f)
         return;
+    for (int i = 0; f->f && i < f->n; i++) {
+        free(f->f[i].Q);
+        free(f->f[i].R);
+    }
     free(f->f);
+    cache_free(f->cache);
     f->f = NULL;
+    f->cache = NULL;
     f->n = 0;
+}
+
+/* A rows x cols matrix from a JSON array of arrays: the shape in *rows,
+ * *cols (0 if a is not one), the entries malloc'ed in *out. */
+static int json_matrix_any(const cJSON *a, int *rows, int *cols, double **out)
+{
+    *rows = *cols = 0;
+    *out = NULL;
+    if (!cJSON_IsArray(a))
+        return 0;
+    int r = cJSON_GetArraySize(a), c = r > 0 ? cJSON_GetArraySize(cJSON_GetArrayItem(a, 0)) : 0;
+    if (r < 1 || c < 1 || r > 100000 || c > 100000)
+        return -1;
+    double *x = malloc(sizeof(double) * (size_t)r * (size_t)c);
+    if (!x)
+        return -2;
+    int i = 0;
+    for (const cJSON *row = a->child; row; row = row->next, i++) {
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != c) {
+            free(x);
+            return -1;
+        }
+        int j = 0;
+        for (const cJSON *v = row->child; v; v = v->next, j++) {
+            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+                free(x);
+                return -1;
+            }
+            x[(long)i * c + j] = v->valuedouble;
+        }
+    }
+    *rows = r;
+    *cols = c;
+    *out = x;
+    return 0;
 }
 
 scm_status scm_sweep_families_parse(const char *text, const char *source,
@@ -60,6 +104,7 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
 {
     out->n = 0;
     out->f = NULL;
+    out->cache = NULL;
     cJSON *root = cJSON_Parse(text);
     if (!root)
         return scm_error_set(err, SCM_EINVAL, "%s: invalid JSON", source);
@@ -72,6 +117,7 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
             arr = cJSON_GetObjectItemCaseSensitive(root, "points");
     }
     scm_status st = SCM_OK;
+    int n = 0;
     if (!cJSON_IsArray(arr)) {
         st = scm_error_set(err, SCM_EINVAL,
                            "%s: expected an array of families (or an object with one under "
@@ -79,7 +125,7 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
                            source);
         goto out;
     }
-    int n = cJSON_GetArraySize(arr);
+    n = cJSON_GetArraySize(arr);
     out->f = calloc((size_t)(n > 0 ? n : 1), sizeof *out->f);
     if (!out->f) {
         st = scm_error_set(err, SCM_ENOMEM, "%s: out of memory", source);
@@ -124,11 +170,39 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
         snprintf(f->name, sizeof f->name, "%s", name ? name->valuestring : "family");
         f->k1 = (int)k1->valuedouble;
         f->eps = loss->valuedouble;
+        snprintf(f->stability, sizeof f->stability, "unknown");
+        const cJSON *stab = cJSON_GetObjectItemCaseSensitive(it, "stability");
+        const cJSON *sv = cJSON_GetObjectItemCaseSensitive(stab, "verdict"),
+                    *sh = cJSON_GetObjectItemCaseSensitive(stab, "hessian_verdict");
+        if (cJSON_IsString(stab))
+            snprintf(f->stability, sizeof f->stability, "%.63s", stab->valuestring);
+        else if (cJSON_IsString(sv))
+            snprintf(f->stability, sizeof f->stability, "%.30s/%.30s", sv->valuestring,
+                     cJSON_IsString(sh) ? sh->valuestring : "-");
+        /* the point, when given: Q (K x K) and R (K x M) */
+        int qr, qc, rr, rc;
+        int e1 = json_matrix_any(cJSON_GetObjectItemCaseSensitive(it, "Q"), &qr, &qc, &f->Q);
+        int e2 = json_matrix_any(cJSON_GetObjectItemCaseSensitive(it, "R"), &rr, &rc, &f->R);
+        if (e1 == -2 || e2 == -2) {
+            st = scm_error_set(err, SCM_ENOMEM, "%s: out of memory", source);
+            goto out;
+        }
+        if (e1 || e2 || (f->Q && !f->R) || (f->R && !f->Q) ||
+            (f->Q && (qr != qc || rr != qr))) {
+            st = scm_error_set(err, SCM_EINVAL,
+                               "%s: family %d: 'Q' and 'R' must be K x K and K x M matrices",
+                               source, i);
+            goto out;
+        }
+        f->K = f->Q ? qr : 0;
+        f->M = f->Q ? rc : 0;
     }
     out->n = i;
 out:
-    if (st)
+    if (st) {
+        out->n = out->f ? n : 0; /* every entry (calloc'ed: the rest is NULL) */
         scm_sweep_families_free(out);
+    }
     cJSON_Delete(root);
     return st;
 }
@@ -141,6 +215,9 @@ void scm_sweep_opts_default(scm_sweep_opts *o)
     o->match_atol = 1e-10;
     o->dead_q = 1e-3;
     o->loose_grad_stop = 0.0;
+    o->certify = 0;
+    o->certify_grad = 1e-3;
+    o->certify_global = 1e-3;
 }
 
 scm_status scm_sweep_opts_check(const scm_sweep_opts *o, scm_error *err)
@@ -155,6 +232,11 @@ scm_status scm_sweep_opts_check(const scm_sweep_opts *o, scm_error *err)
     if (!(o->loose_grad_stop >= 0.0 && isfinite(o->loose_grad_stop)))
         return scm_error_set(err, SCM_EINVAL, "loose_grad_stop must be >= 0, got %g",
                              o->loose_grad_stop);
+    if (!(o->certify_grad > 0.0 && isfinite(o->certify_grad)))
+        return scm_error_set(err, SCM_EINVAL, "certify_grad must be > 0, got %g", o->certify_grad);
+    if (!(o->certify_global >= 0.0 && o->certify_global < 1.0))
+        return scm_error_set(err, SCM_EINVAL, "certify_global must be in [0, 1), got %g",
+                             o->certify_global);
     return SCM_OK;
 }
 
@@ -263,6 +345,240 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
         snprintf(rec->cls, sizeof rec->cls, "unmatched");
 }
 
+
+/* ---- the early stop and the tagging (basin.h) --------------------------- */
+
+/* The points' canonical forms (for the model the cache was made for) and
+ * their certificates, computed on first need under the mutex. */
+struct scm_sweep_cache {
+    pthread_mutex_t mu;
+    int K, M, n;
+    char *has;           /* the point is given and has the model's shape */
+    double *Qc, *Rc;     /* n canonical points */
+    char *cert_done;
+    scm_basin_cert *cert;
+    double low;          /* the lowest positive family loss (INFINITY: none) */
+};
+
+static void cache_free(scm_sweep_cache *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_destroy(&c->mu);
+    free(c->has);
+    free(c->Qc);
+    free(c->Rc);
+    free(c->cert_done);
+    free(c->cert);
+    free(c);
+}
+
+static scm_sweep_cache *cache_make(const scm_sweep_families *f, const scm_model *m)
+{
+    const int K = m->K, M = m->M, n = f->n;
+    scm_sweep_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->K = K;
+    c->M = M;
+    c->n = n;
+    c->has = calloc((size_t)(n + 1), 1);
+    c->Qc = malloc(sizeof(double) * (size_t)(n + 1) * (size_t)K * (size_t)K);
+    c->Rc = malloc(sizeof(double) * (size_t)(n + 1) * (size_t)K * (size_t)M);
+    c->cert_done = calloc((size_t)(n + 1), 1);
+    c->cert = calloc((size_t)(n + 1), sizeof *c->cert);
+    pthread_mutex_init(&c->mu, NULL);
+    if (!c->has || !c->Qc || !c->Rc || !c->cert_done || !c->cert) {
+        cache_free(c);
+        return NULL;
+    }
+    c->low = INFINITY;
+    scm_sweep_opts d;
+    scm_sweep_opts_default(&d);
+    for (int i = 0; i < n; i++) {
+        if (f->f[i].eps > d.match_atol)
+            c->low = fmin(c->low, f->f[i].eps);
+        if (!f->f[i].Q || f->f[i].K != K || f->f[i].M != M)
+            continue;
+        if (scm_basin_canonical(m, f->f[i].Q, f->f[i].R, c->Qc + (long)i * K * K,
+                                c->Rc + (long)i * K * M, NULL, NULL)) {
+            cache_free(c);
+            return NULL;
+        }
+        c->has[i] = 1;
+    }
+    return c;
+}
+
+scm_status scm_sweep_families_prepare(scm_sweep_families *f, const scm_model *m, scm_error *err)
+{
+    if (!f || (f->cache && f->cache->K == m->K && f->cache->M == m->M))
+        return SCM_OK;
+    cache_free(f->cache);
+    f->cache = cache_make(f, m);
+    return f->cache ? SCM_OK
+                    : scm_error_set(err, SCM_ENOMEM, "out of memory preparing the families");
+}
+
+/* The certificate of point i, computed once (under the mutex: a second
+ * thread waits rather than repeat it).  The radius is capped at half the
+ * aligned distance to the nearest other listed point, since the ball may
+ * hold no other critical point. */
+static scm_status cache_cert(scm_sweep_cache *c, const scm_sweep_families *f,
+                             const scm_model *m, int i, scm_basin_cert *out, scm_error *err)
+{
+    pthread_mutex_lock(&c->mu);
+    scm_status st = SCM_OK;
+    if (!c->cert_done[i]) {
+        scm_basin_opts bo;
+        scm_basin_opts_default(&bo);
+        st = scm_basin_certify_point(m, f->f[i].Q, f->f[i].R, &bo, &c->cert[i], err);
+        if (st == SCM_OK && c->cert[i].ok) {
+            const long KK = (long)c->K * c->K, KM = (long)c->K * c->M;
+            for (int j = 0; j < c->n; j++) {
+                if (j == i || !c->has[j])
+                    continue;
+                double d = sqrt(scm_basin_dist2(m, c->Qc + j * KK, c->Rc + j * KM,
+                                                c->Qc + i * KK, c->Rc + i * KM));
+                if (d > 1e-9) /* the same point listed twice is no other point */
+                    c->cert[i].radius = fmin(c->cert[i].radius, 0.5 * d);
+            }
+        }
+        if (st == SCM_OK)
+            c->cert_done[i] = 1;
+    }
+    *out = c->cert[i];
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+/* What the traj callback of one run needs and finds. */
+typedef struct {
+    const scm_model *m;
+    const scm_sweep_families *f;
+    scm_sweep_cache *c;
+    const scm_sweep_opts *o;
+    double *Qc, *Rc;   /* the state, canonical */
+    int point;         /* certified: the point, -1 the global rule */
+    double dist, radius;
+    scm_status st;     /* an error inside the callback (no memory) */
+    scm_error err;
+} certify_ctx;
+
+static int certify_cb(void *user, const double *Q, const double *R, double eps, double max_F)
+{
+    certify_ctx *x = user;
+    scm_sweep_cache *c = x->c;
+    if (x->st)
+        return 0;
+    if (isfinite(c->low) && eps < x->o->certify_global * c->low) {
+        x->point = -1; /* no listed family but a zero-loss one lies below */
+        x->dist = x->radius = NAN;
+        return 1;
+    }
+    if (!(max_F < x->o->certify_grad))
+        return 0;
+    const int K = c->K, M = c->M;
+    const long KK = (long)K * K, KM = (long)K * M;
+    int canon = 0;
+    scm_basin_opts bo;
+    scm_basin_opts_default(&bo);
+    for (int i = 0; i < c->n; i++) {
+        const double L = x->f->f[i].eps;
+        /* inside a certified ball the point is the minimum of the loss */
+        if (!c->has[i] || eps < L - 1e-9 * fmax(1.0, L) || eps - L > 1e-3 * fmax(L, 1e-3))
+            continue;
+        if (!canon) {
+            if ((x->st = scm_basin_canonical(x->m, Q, R, x->Qc, x->Rc, NULL, NULL))) {
+                scm_error_set(&x->err, x->st, "out of memory in the early stop");
+                return 0;
+            }
+            canon = 1;
+        }
+        double d2 = scm_basin_dist2(x->m, x->Qc, x->Rc, c->Qc + i * KK, c->Rc + i * KM);
+        if (!(d2 < bo.r_max * bo.r_max))
+            continue;
+        scm_basin_cert cert;
+        if ((x->st = cache_cert(c, x->f, x->m, i, &cert, &x->err)))
+            return 0;
+        if (!cert.ok || !(d2 < cert.radius * cert.radius))
+            continue;
+        int ok = 0;
+        double dist;
+        if ((x->st = scm_basin_check_state(x->m, c->Qc + i * KK, c->Rc + i * KM, &cert, x->Qc,
+                                           x->Rc, bo.curv_frac, &ok, &dist, &x->err)))
+            return 0;
+        if (ok) {
+            x->point = i;
+            x->dist = dist;
+            x->radius = cert.radius;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Tag a run that did not converge with the listed point it sits nearest. */
+static void tag_near(const scm_model *m, const scm_sweep_families *f, scm_sweep_cache *c,
+                     const double *Q, const double *R, double eps, scm_sweep_record *rec)
+{
+    rec->near = -1;
+    rec->near_dist = rec->near_loss = NAN;
+    if (!f || f->n == 0)
+        return;
+    const int K = m->K, M = m->M;
+    const long KK = (long)K * K, KM = (long)K * M;
+    int best = -1;
+    double bd = INFINITY;
+    double *Qc = c ? malloc(sizeof(double) * (size_t)KK) : NULL;
+    double *Rc = c ? malloc(sizeof(double) * (size_t)KM) : NULL;
+    int canon = Qc && Rc && isfinite(eps) && scm_basin_canonical(m, Q, R, Qc, Rc, NULL, NULL) == SCM_OK;
+    for (int i = 0; canon && i < c->n; i++) {
+        if (!c->has[i])
+            continue;
+        double d2 = scm_basin_dist2(m, Qc, Rc, c->Qc + i * KK, c->Rc + i * KM);
+        if (d2 < bd) {
+            bd = d2;
+            best = i;
+        }
+    }
+    free(Qc);
+    free(Rc);
+    if (best >= 0) {
+        rec->near_dist = sqrt(bd);
+    } else { /* losses only: the nearest loss */
+        for (int i = 0; i < f->n && isfinite(eps); i++)
+            if (fabs(f->f[i].eps - eps) < bd) {
+                bd = fabs(f->f[i].eps - eps);
+                best = i;
+            }
+        if (best < 0)
+            return;
+    }
+    rec->near = best;
+    rec->near_loss = f->f[best].eps;
+    snprintf(rec->near_family, sizeof rec->near_family, "%s", f->f[best].name);
+    rec->near_k1 = f->f[best].k1;
+    snprintf(rec->near_stability, sizeof rec->near_stability, "%s", f->f[best].stability);
+}
+
+/* The class of a certified run: the one a run converged onto its point
+ * (or, by the global rule, below eps_stop) gets. */
+static void classify_certified(const scm_model *m, const double *Q, const double *R,
+                               const certify_ctx *x, const scm_sweep_families *fams,
+                               const scm_sweep_opts *o, scm_sweep_record *rec)
+{
+    rec->converged = 1;
+    rec->why[0] = '\0';
+    rec->stop = x->point >= 0 ? SCM_STOP_FIXED_POINT : SCM_STOP_EPS;
+    scm_sweep_classify(m, Q, R, x->point >= 0 ? fams->f[x->point].eps : 0.0, fams, o, rec);
+    rec->stop = SCM_STOP_CERTIFIED;
+    rec->cert_point = x->point;
+    rec->cert_dist = x->dist;
+    rec->cert_radius = x->radius;
+    rec->cert_loss = x->point >= 0 ? fams->f[x->point].eps : 0.0;
+}
+
 static int accept_loose(const scm_sweep_record *r)
 {
     return r->matched && r->k1 == r->n_anti && r->n_dead == 0 && r->n_shared == 0;
@@ -271,7 +587,8 @@ static int accept_loose(const scm_sweep_record *r)
 static void fill_from_traj(scm_sweep_record *rec, const scm_traj_result *tr)
 {
     rec->stop = tr->stop;
-    rec->converged = tr->stop == SCM_STOP_FIXED_POINT || tr->stop == SCM_STOP_EPS;
+    rec->converged = tr->stop == SCM_STOP_FIXED_POINT || tr->stop == SCM_STOP_EPS ||
+                     tr->stop == SCM_STOP_CERTIFIED;
     if (rec->converged)
         rec->why[0] = '\0';
     else if (tr->stop == SCM_STOP_FAILED)
@@ -295,6 +612,9 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
     if (st)
         return st;
     const int K = m->K, M = m->M;
+    scm_sweep_cache *cache = NULL, *own = NULL;
+    certify_ctx cx;
+    memset(&cx, 0, sizeof cx);
     double *Q0 = malloc(sizeof(double) * (size_t)K * (size_t)K);
     double *R0 = malloc(sizeof(double) * (size_t)K * (size_t)M);
     scm_traj_result tr, tr2;
@@ -313,6 +633,32 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
 
     scm_traj_opts to = c->traj;
     to.record = 0;
+    /* the families' shared cache, or one for this run alone */
+    if (fams && fams->n > 0) {
+        cache = fams->cache;
+        if (!cache || cache->K != K || cache->M != M)
+            cache = own = cache_make(fams, m);
+        if (!cache) {
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory in sweep run %ld", index);
+            goto out;
+        }
+    }
+    if (o->certify && cache) {
+        cx.m = m;
+        cx.f = fams;
+        cx.c = cache;
+        cx.o = o;
+        cx.Qc = malloc(sizeof(double) * (size_t)K * (size_t)K);
+        cx.Rc = malloc(sizeof(double) * (size_t)K * (size_t)M);
+        if (!cx.Qc || !cx.Rc) {
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory in sweep run %ld", index);
+            goto out;
+        }
+        to.certify = certify_cb;
+        to.certify_user = &cx;
+        to.certify_from = o->certify_grad; /* evaluate the loose stage's flow below it */
+    }
+    const scm_traj_result *fin = &tr;
     int two_stage = o->loose_grad_stop > to.grad_stop && to.grad_stop > 0.0;
     scm_traj_opts t1 = to;
     if (two_stage)
@@ -336,6 +682,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
             rec->converged = 0;
             rec->stop = t2.t_max <= 0.0 ? SCM_STOP_T_MAX : SCM_STOP_MAX_STEPS;
             snprintf(rec->why, sizeof rec->why, "%s", scm_stop_reason_str(rec->stop));
+            scm_sweep_classify(m, tr.Q, tr.R, tr.eps, fams, o, rec);
         } else {
             if ((st = scm_traj_run(m, c->rule, tr.Q, tr.R, &t2, &tr2, err)))
                 goto out;
@@ -344,15 +691,31 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
             rec->steps = tr.n_steps + tr2.n_steps;
             rec->rhs = tr.n_rhs + tr2.n_rhs;
             scm_sweep_classify(m, tr2.Q, tr2.R, tr2.eps, fams, o, rec);
-            goto out;
+            fin = &tr2;
         }
-        scm_sweep_classify(m, tr.Q, tr.R, tr.eps, fams, o, rec);
     }
+    if (cx.st) { /* out of memory inside the early stop */
+        st = cx.st;
+        if (err)
+            *err = cx.err;
+        goto out;
+    }
+    rec->cert_point = -1;
+    rec->cert_dist = rec->cert_radius = rec->cert_loss = NAN;
+    if (fin->stop == SCM_STOP_CERTIFIED)
+        classify_certified(m, fin->Q, fin->R, &cx, fams, o, rec);
+    if (!rec->converged)
+        tag_near(m, fams, cache, fin->Q, fin->R, fin->eps, rec);
+    else
+        rec->near = -1;
 out:
     scm_traj_result_free(&tr);
     scm_traj_result_free(&tr2);
     free(Q0);
     free(R0);
+    free(cx.Qc);
+    free(cx.Rc);
+    cache_free(own);
     return st;
 }
 
@@ -387,6 +750,30 @@ char *scm_sweep_record_json(const scm_sweep_record *r)
     cJSON_AddNumberToObject(o, "anti", r->n_anti);
     cJSON_AddNumberToObject(o, "dead", r->n_dead);
     cJSON_AddNumberToObject(o, "shared", r->n_shared);
+    if (r->stop == SCM_STOP_CERTIFIED) {
+        cJSON *c = cJSON_AddObjectToObject(o, "cert");
+        cJSON_AddNumberToObject(c, "loss", r->cert_loss);
+        if (r->cert_point >= 0) {
+            cJSON_AddNumberToObject(c, "point", r->cert_point);
+            cJSON_AddNumberToObject(c, "dist", r->cert_dist);
+            cJSON_AddNumberToObject(c, "radius", r->cert_radius);
+        } else {
+            cJSON_AddNullToObject(c, "point");
+            cJSON_AddStringToObject(c, "rule", "global");
+        }
+    }
+    if (!r->converged && r->near >= 0) {
+        cJSON *c = cJSON_AddObjectToObject(o, "near");
+        cJSON_AddNumberToObject(c, "point", r->near);
+        cJSON_AddStringToObject(c, "family", r->near_family);
+        cJSON_AddNumberToObject(c, "k1", r->near_k1);
+        cJSON_AddNumberToObject(c, "loss", r->near_loss);
+        if (isfinite(r->near_dist))
+            cJSON_AddNumberToObject(c, "dist", r->near_dist);
+        else
+            cJSON_AddNullToObject(c, "dist");
+        cJSON_AddStringToObject(c, "stability", r->near_stability);
+    }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;
@@ -439,7 +826,7 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
     r->seed = (unsigned long)x;
     const cJSON *stop = cJSON_GetObjectItemCaseSensitive(o, "stop");
     int found = 0;
-    for (int s = SCM_STOP_T_MAX; cJSON_IsString(stop) && s <= SCM_STOP_FAILED; s++)
+    for (int s = SCM_STOP_T_MAX; cJSON_IsString(stop) && s <= SCM_STOP_CERTIFIED; s++)
         if (strcmp(stop->valuestring, scm_stop_reason_str((scm_stop_reason)s)) == 0) {
             r->stop = (scm_stop_reason)s;
             found = 1;
@@ -450,7 +837,8 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
     }
     const cJSON *conv = cJSON_GetObjectItemCaseSensitive(o, "converged");
     if (!cJSON_IsBool(conv) ||
-        (cJSON_IsTrue(conv) != (r->stop == SCM_STOP_FIXED_POINT || r->stop == SCM_STOP_EPS))) {
+        (cJSON_IsTrue(conv) != (r->stop == SCM_STOP_FIXED_POINT || r->stop == SCM_STOP_EPS ||
+                                r->stop == SCM_STOP_CERTIFIED))) {
         bad = "converged";
         goto out;
     }
@@ -522,6 +910,45 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
         goto out;
     }
     r->n_shared = (int)x;
+    r->cert_point = -1;
+    r->cert_dist = r->cert_radius = r->cert_loss = NAN;
+    const cJSON *cert = cJSON_GetObjectItemCaseSensitive(o, "cert");
+    if ((r->stop == SCM_STOP_CERTIFIED) != cJSON_IsObject(cert) ||
+        (cert && !get_num(cert, "loss", 0, &r->cert_loss))) {
+        bad = "cert";
+        goto out;
+    }
+    if (cert && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cert, "point"))) {
+        if (!get_int(cert, "point", 0, 1e9, &x) || !get_num(cert, "dist", 0, &r->cert_dist) ||
+            !get_num(cert, "radius", 0, &r->cert_radius)) {
+            bad = "cert";
+            goto out;
+        }
+        r->cert_point = (int)x;
+    }
+    r->near = -1;
+    r->near_dist = r->near_loss = NAN;
+    const cJSON *near = cJSON_GetObjectItemCaseSensitive(o, "near");
+    if (near) {
+        const cJSON *nf = cJSON_GetObjectItemCaseSensitive(near, "family"),
+                    *ns = cJSON_GetObjectItemCaseSensitive(near, "stability");
+        if (r->converged || !cJSON_IsObject(near) || !get_int(near, "point", 0, 1e9, &x) ||
+            !get_num(near, "loss", 0, &r->near_loss) || !get_num(near, "dist", 1, &r->near_dist) ||
+            !cJSON_IsString(nf) || strlen(nf->valuestring) >= sizeof r->near_family ||
+            !cJSON_IsString(ns) || strlen(ns->valuestring) >= sizeof r->near_stability) {
+            bad = "near";
+            goto out;
+        }
+        r->near = (int)x;
+        long k1n;
+        if (!get_int(near, "k1", 0, 1e6, &k1n)) {
+            bad = "near";
+            goto out;
+        }
+        r->near_k1 = (int)k1n;
+        snprintf(r->near_family, sizeof r->near_family, "%s", nf->valuestring);
+        snprintf(r->near_stability, sizeof r->near_stability, "%s", ns->valuestring);
+    }
     (void)d;
 out:
     if (bad)
@@ -532,6 +959,13 @@ out:
 
 char *scm_sweep_header_json(const scm_config *c, uint64_t base, long runs, int shard_i,
                             int shard_n, const scm_sweep_families *fams)
+{
+    return scm_sweep_header_json_opts(c, base, runs, shard_i, shard_n, fams, NULL);
+}
+
+char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, int shard_i,
+                                 int shard_n, const scm_sweep_families *fams,
+                                 const scm_sweep_opts *so)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -550,6 +984,11 @@ char *scm_sweep_header_json(const scm_config *c, uint64_t base, long runs, int s
         cJSON_AddNumberToObject(f, "k1", fams->f[i].k1);
         cJSON_AddNumberToObject(f, "loss", fams->f[i].eps);
         cJSON_AddItemToArray(fa, f);
+    }
+    if (so && so->certify) {
+        cJSON *ce = cJSON_AddObjectToObject(o, "certify");
+        cJSON_AddNumberToObject(ce, "grad", so->certify_grad);
+        cJSON_AddNumberToObject(ce, "global", so->certify_global);
     }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -644,6 +1083,18 @@ scm_status scm_sweep_exec(const scm_config *c, uint64_t base, const long *indice
     scm_model *m = scm_config_model(c, err);
     if (!m)
         return err ? err->code : SCM_EINVAL;
+    /* the threads share one cache of the points (canonical forms,
+     * certificates): a shallow copy of the list carries it */
+    scm_sweep_families shared = {0, NULL, NULL};
+    if (fams && fams->n > 0) {
+        shared = *fams;
+        if (!shared.cache || shared.cache->K != m->K || shared.cache->M != m->M)
+            shared.cache = cache_make(fams, m);
+        if (!shared.cache) {
+            scm_model_free(m);
+            return scm_error_set(err, SCM_ENOMEM, "out of memory preparing the families");
+        }
+    }
     sweep_shared s;
     memset(&s, 0, sizeof s);
     s.c = c;
@@ -651,7 +1102,7 @@ scm_status scm_sweep_exec(const scm_config *c, uint64_t base, const long *indice
     s.base = base;
     s.idx = indices;
     s.n = n;
-    s.fams = fams;
+    s.fams = fams ? &shared : NULL;
     s.o = o;
     s.emit = emit;
     s.user = user;
@@ -687,6 +1138,8 @@ out:
     free(th);
     free(s.ring);
     free(s.done);
+    if (fams && shared.cache != fams->cache)
+        cache_free(shared.cache);
     scm_model_free(m);
     return st;
 }
@@ -719,6 +1172,14 @@ typedef struct {
     double eps_min, eps_max;
 } sum_class;
 
+typedef struct {
+    int point;
+    char family[64], stability[64];
+    int k1;
+    double loss, dist_min, dist_max, eps_min, eps_max;
+    long count;
+} sum_near;
+
 struct scm_sweep_summary {
     long runs, done, converged;
     long n_tmax, n_maxsteps, n_failed;
@@ -732,6 +1193,9 @@ struct scm_sweep_summary {
     double steps_sum, rhs_sum, t_sum;
     long steps_max, rhs_max;
     double t_max;
+    long n_cert, n_cert_global;
+    int nnear, capnear;
+    sum_near *near; /* unconverged runs by the point they sit near */
 };
 
 scm_sweep_summary *scm_sweep_summary_alloc(long runs)
@@ -749,11 +1213,14 @@ void scm_sweep_summary_free(scm_sweep_summary *s)
     free(s->cls);
     free(s->anti);
     free(s->unm);
+    free(s->near);
     free(s);
 }
 
 scm_status scm_sweep_summary_add(scm_sweep_summary *s, const scm_sweep_record *r)
 {
+    /* a certified run counts with the loss of the point it converges to */
+    const double eps = r->stop == SCM_STOP_CERTIFIED ? r->cert_loss : r->eps;
     int c = 0;
     while (c < s->ncls && strcmp(s->cls[c].cls, r->cls) != 0)
         c++;
@@ -772,12 +1239,12 @@ scm_status scm_sweep_summary_add(scm_sweep_summary *s, const scm_sweep_record *r
         snprintf(k->family, sizeof k->family, "%s", r->family);
         k->matched = r->matched;
         k->k1 = r->k1;
-        k->eps_min = k->eps_max = r->eps;
+        k->eps_min = k->eps_max = eps;
     }
     sum_class *k = &s->cls[c];
     k->count++;
-    k->eps_min = fmin(k->eps_min, r->eps);
-    k->eps_max = fmax(k->eps_max, r->eps);
+    k->eps_min = fmin(k->eps_min, eps);
+    k->eps_max = fmax(k->eps_max, eps);
     s->done++;
     if (r->converged) {
         s->converged++;
@@ -793,12 +1260,12 @@ scm_status scm_sweep_summary_add(scm_sweep_summary *s, const scm_sweep_record *r
             s->nanti = r->n_anti + 1;
         }
         s->anti[r->n_anti]++;
-        if (!isfinite(r->eps))
+        if (!isfinite(eps))
             s->hist_nan++;
-        else if (r->eps < pow(10.0, SCM_SWEEP_HIST_LO))
+        else if (eps < pow(10.0, SCM_SWEEP_HIST_LO))
             s->hist_under++;
         else {
-            int b = (int)floor((log10(r->eps) - SCM_SWEEP_HIST_LO) * SCM_SWEEP_HIST_PER_DECADE);
+            int b = (int)floor((log10(eps) - SCM_SWEEP_HIST_LO) * SCM_SWEEP_HIST_PER_DECADE);
             if (b >= SCM_SWEEP_HIST_NBINS)
                 s->hist_over++;
             else
@@ -813,7 +1280,7 @@ scm_status scm_sweep_summary_add(scm_sweep_summary *s, const scm_sweep_record *r
                 s->unm = nu;
                 s->cap_unm = cap;
             }
-            s->unm[s->n_unm++] = r->eps;
+            s->unm[s->n_unm++] = eps;
         }
     } else if (r->stop == SCM_STOP_T_MAX) {
         s->n_tmax++;
@@ -821,6 +1288,40 @@ scm_status scm_sweep_summary_add(scm_sweep_summary *s, const scm_sweep_record *r
         s->n_maxsteps++;
     } else {
         s->n_failed++;
+    }
+    if (r->stop == SCM_STOP_CERTIFIED) {
+        s->n_cert++;
+        s->n_cert_global += r->cert_point < 0;
+    }
+    if (!r->converged && r->near >= 0) {
+        int q = 0;
+        while (q < s->nnear && s->near[q].point != r->near)
+            q++;
+        if (q == s->nnear) {
+            if (s->nnear == s->capnear) {
+                int cap = s->capnear ? 2 * s->capnear : 8;
+                sum_near *nn = realloc(s->near, sizeof *nn * (size_t)cap);
+                if (!nn)
+                    return SCM_ENOMEM;
+                s->near = nn;
+                s->capnear = cap;
+            }
+            sum_near *g = &s->near[s->nnear++];
+            memset(g, 0, sizeof *g);
+            g->point = r->near;
+            snprintf(g->family, sizeof g->family, "%s", r->near_family);
+            snprintf(g->stability, sizeof g->stability, "%s", r->near_stability);
+            g->k1 = r->near_k1;
+            g->loss = r->near_loss;
+            g->dist_min = g->dist_max = r->near_dist;
+            g->eps_min = g->eps_max = r->eps;
+        }
+        sum_near *g = &s->near[q];
+        g->count++;
+        g->dist_min = fmin(g->dist_min, r->near_dist);
+        g->dist_max = fmax(g->dist_max, r->near_dist);
+        g->eps_min = fmin(g->eps_min, r->eps);
+        g->eps_max = fmax(g->eps_max, r->eps);
     }
     s->steps_sum += (double)r->steps;
     s->rhs_sum += (double)r->rhs;
@@ -852,6 +1353,12 @@ static int class_cmp(const void *a, const void *b)
     if (rx == 0 && x->k1 != y->k1)
         return x->k1 < y->k1 ? -1 : 1;
     return strcmp(x->cls, y->cls);
+}
+
+static int near_cmp(const void *a, const void *b)
+{
+    const sum_near *x = a, *y = b;
+    return (x->point > y->point) - (x->point < y->point);
 }
 
 static int dbl_cmp(const void *a, const void *b)
@@ -906,6 +1413,39 @@ cJSON *scm_sweep_summary_json(const scm_sweep_summary *s)
     cJSON_AddNumberToObject(nc, "t_max", (double)s->n_tmax);
     cJSON_AddNumberToObject(nc, "max_steps", (double)s->n_maxsteps);
     cJSON_AddNumberToObject(nc, "failed", (double)s->n_failed);
+    cJSON *ce = cJSON_AddObjectToObject(o, "certified");
+    cJSON_AddNumberToObject(ce, "total", (double)s->n_cert);
+    cJSON_AddNumberToObject(ce, "global_rule", (double)s->n_cert_global);
+    cJSON_AddNumberToObject(ce, "basin", (double)(s->n_cert - s->n_cert_global));
+    /* Unconverged runs by the listed point they sit nearest, by point. */
+    cJSON *na = cJSON_AddArrayToObject(o, "not_converged_near");
+    sum_near *ns = s->nnear ? malloc(sizeof *ns * (size_t)s->nnear) : NULL;
+    if (ns) {
+        memcpy(ns, s->near, sizeof *ns * (size_t)s->nnear);
+        qsort(ns, (size_t)s->nnear, sizeof *ns, near_cmp);
+        for (int i = 0; i < s->nnear; i++) {
+            cJSON *g = cJSON_CreateObject();
+            cJSON_AddNumberToObject(g, "point", ns[i].point);
+            cJSON_AddStringToObject(g, "family", ns[i].family);
+            cJSON_AddNumberToObject(g, "k1", ns[i].k1);
+            cJSON_AddNumberToObject(g, "loss", ns[i].loss);
+            cJSON_AddStringToObject(g, "stability", ns[i].stability);
+            cJSON_AddNumberToObject(g, "count", (double)ns[i].count);
+            cJSON_AddNumberToObject(g, "fraction", s->done ? (double)ns[i].count / (double)s->done : 0.0);
+            cJSON_AddItemToObject(g, "wilson95", wilson_json(ns[i].count, s->done));
+            if (isfinite(ns[i].dist_min)) {
+                cJSON_AddNumberToObject(g, "dist_min", ns[i].dist_min);
+                cJSON_AddNumberToObject(g, "dist_max", ns[i].dist_max);
+            } else {
+                cJSON_AddNullToObject(g, "dist_min");
+                cJSON_AddNullToObject(g, "dist_max");
+            }
+            cJSON_AddNumberToObject(g, "eps_min", ns[i].eps_min);
+            cJSON_AddNumberToObject(g, "eps_max", ns[i].eps_max);
+            cJSON_AddItemToArray(na, g);
+        }
+        free(ns);
+    }
 
     sum_class *tmp = s->ncls ? malloc(sizeof *tmp * (size_t)s->ncls) : NULL;
     if (tmp) {

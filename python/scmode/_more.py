@@ -83,11 +83,12 @@ class _StabResult(ctypes.Structure):
 
 class _SweepOpts(ctypes.Structure):
     _fields_ = [(n, c_double) for n in ("match_rtol", "match_atol", "dead_q",
-                                        "loose_grad_stop")]
+                                        "loose_grad_stop")] + \
+        [("certify", c_int), ("certify_grad", c_double), ("certify_global", c_double)]
 
 
 class _Families(ctypes.Structure):
-    _fields_ = [("n", c_int), ("f", ctypes.c_void_p)]
+    _fields_ = [("n", c_int), ("f", ctypes.c_void_p), ("cache", ctypes.c_void_p)]
 
 
 # Checked against scm_abi_sizeof when the library loads (__init__.py).
