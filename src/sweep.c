@@ -458,6 +458,7 @@ typedef struct {
     const scm_sweep_families *f;
     scm_sweep_cache *c;
     const scm_sweep_opts *o;
+    double t_max, grad_stop; /* the run's: a certified run must be one that converges in time */
     double *Qc, *Rc;   /* the state, canonical */
     int point;         /* certified: the point, -1 the global rule */
     double dist, radius;
@@ -465,7 +466,8 @@ typedef struct {
     scm_error err;
 } certify_ctx;
 
-static int certify_cb(void *user, const double *Q, const double *R, double eps, double max_F)
+static int certify_cb(void *user, double t, const double *Q, const double *R, double eps,
+                      double max_F)
 {
     certify_ctx *x = user;
     scm_sweep_cache *c = x->c;
@@ -508,6 +510,18 @@ static int certify_cb(void *user, const double *Q, const double *R, double eps, 
         if ((x->st = scm_basin_check_state(x->m, c->Qc + i * KK, c->Rc + i * KM, &cert, x->Qc,
                                            x->Rc, bo.curv_frac, &ok, &dist, &x->err)))
             return 0;
+        /* In the ball the distance decays at least like exp(-mu t / 2)
+         * (phi'' >= mu / 2 along every ray).  The full run stops when
+         * max |F| < grad_stop, or at t_max unconverged: certify only a run
+         * that reaches grad_stop before t_max, taking max |F| to shrink in
+         * proportion to the distance with a factor 10 to spare (at a very
+         * flat minimum the certificate holds but the full run ends at t_max,
+         * and its class is not_converged). */
+        if (ok && x->grad_stop > 0.0) {
+            double t_need = 1.0 / (bo.curv_frac * cert.mu) *
+                            log(fmax(1.0, 10.0 * max_F / x->grad_stop));
+            ok = t + t_need < x->t_max;
+        }
         if (ok) {
             x->point = i;
             x->dist = dist;
@@ -648,6 +662,8 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
         cx.f = fams;
         cx.c = cache;
         cx.o = o;
+        cx.t_max = to.t_max;
+        cx.grad_stop = to.grad_stop;
         cx.Qc = malloc(sizeof(double) * (size_t)K * (size_t)K);
         cx.Rc = malloc(sizeof(double) * (size_t)K * (size_t)M);
         if (!cx.Qc || !cx.Rc) {

@@ -534,7 +534,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
         memcpy(res->R, R, sizeof(double) * (size_t)KM);
         memcpy(res->v, c.vs, sizeof(double) * (size_t)K);
-        if (o->certify && o->certify(o->certify_user, Q, R, eps, maxF)) {
+        if (o->certify && o->certify(o->certify_user, t, Q, R, eps, maxF)) {
             res->stop = SCM_STOP_CERTIFIED;
             break;
         }

@@ -62,8 +62,10 @@ static void displaced(const double *Rs, double dist, unsigned seed, double *Q, d
 }
 
 /* The traj hook: stop once eps < the threshold given as user data. */
-static int below(void *user, const double *Q, const double *R, double eps, double max_F)
+static int below(void *user, double t, const double *Q, const double *R, double eps,
+                 double max_F)
 {
+    (void)t;
     (void)Q;
     (void)R;
     (void)max_F;

@@ -59,11 +59,12 @@ typedef struct {
     /* Early stop (NULL: off).  Called after each step at which the loss and
      * max |dy/dtau| are the flow's at the state (every step of the second
      * stage, and of the loose stage once the estimate of max |dy/dtau| is
-     * below max(2 loose_until, certify_from)), with that state; a return of
+     * below max(2 loose_until, certify_from)), with that time and state; a return of
      * 1 ends the run with SCM_STOP_CERTIFIED (the caller has proved where the
      * run converges, e.g. scm_basin_certify, basin.h), 0 goes on.  It runs
      * on the calling thread. */
-    int (*certify)(void *user, const double *Q, const double *R, double eps, double max_F);
+    int (*certify)(void *user, double t, const double *Q, const double *R, double eps,
+                   double max_F);
     void *certify_user;
     double certify_from; /* >= 0; 0: only where the flow is evaluated anyway */
 } scm_traj_opts;
