@@ -218,6 +218,7 @@ void scm_sweep_opts_default(scm_sweep_opts *o)
     o->certify = 0;
     o->certify_grad = 1e-3;
     o->certify_global = 1e-3;
+    o->certify_rmax = 0.05;
 }
 
 scm_status scm_sweep_opts_check(const scm_sweep_opts *o, scm_error *err)
@@ -237,6 +238,9 @@ scm_status scm_sweep_opts_check(const scm_sweep_opts *o, scm_error *err)
     if (!(o->certify_global >= 0.0 && o->certify_global < 1.0))
         return scm_error_set(err, SCM_EINVAL, "certify_global must be in [0, 1), got %g",
                              o->certify_global);
+    if (!(o->certify_rmax > 0.0 && o->certify_rmax <= 10.0))
+        return scm_error_set(err, SCM_EINVAL, "certify_rmax must be in (0, 10], got %g",
+                             o->certify_rmax);
     return SCM_OK;
 }
 
@@ -425,13 +429,15 @@ scm_status scm_sweep_families_prepare(scm_sweep_families *f, const scm_model *m,
  * aligned distance to the nearest other listed point, since the ball may
  * hold no other critical point. */
 static scm_status cache_cert(scm_sweep_cache *c, const scm_sweep_families *f,
-                             const scm_model *m, int i, scm_basin_cert *out, scm_error *err)
+                             const scm_model *m, int i, double r_max, scm_basin_cert *out,
+                             scm_error *err)
 {
     pthread_mutex_lock(&c->mu);
     scm_status st = SCM_OK;
     if (!c->cert_done[i]) {
         scm_basin_opts bo;
         scm_basin_opts_default(&bo);
+        bo.r_max = r_max;
         st = scm_basin_certify_point(m, f->f[i].Q, f->f[i].R, &bo, &c->cert[i], err);
         if (st == SCM_OK && c->cert[i].ok) {
             const long KK = (long)c->K * c->K, KM = (long)c->K * c->M;
@@ -485,6 +491,7 @@ static int certify_cb(void *user, double t, const double *Q, const double *R, do
     int canon = 0;
     scm_basin_opts bo;
     scm_basin_opts_default(&bo);
+    bo.r_max = x->o->certify_rmax;
     for (int i = 0; i < c->n; i++) {
         const double L = x->f->f[i].eps;
         /* inside a certified ball the point is the minimum of the loss */
@@ -501,7 +508,7 @@ static int certify_cb(void *user, double t, const double *Q, const double *R, do
         if (!(d2 < bo.r_max * bo.r_max))
             continue;
         scm_basin_cert cert;
-        if ((x->st = cache_cert(c, x->f, x->m, i, &cert, &x->err)))
+        if ((x->st = cache_cert(c, x->f, x->m, i, x->o->certify_rmax, &cert, &x->err)))
             return 0;
         if (!cert.ok || !(d2 < cert.radius * cert.radius))
             continue;
@@ -1005,6 +1012,7 @@ char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, 
         cJSON *ce = cJSON_AddObjectToObject(o, "certify");
         cJSON_AddNumberToObject(ce, "grad", so->certify_grad);
         cJSON_AddNumberToObject(ce, "global", so->certify_global);
+        cJSON_AddNumberToObject(ce, "rmax", so->certify_rmax);
     }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);

@@ -96,10 +96,11 @@ typedef struct {
     int certify;
     double certify_grad;   /* 1e-3 */
     double certify_global; /* 1e-3 */
+    double certify_rmax;   /* the largest basin radius tried, times 2 (0.05; basin.h r_max) */
 } scm_sweep_opts;
 
 /* match_rtol 1e-8, match_atol 1e-10, dead_q 1e-3, loose_grad_stop 0,
- * certify 0, certify_grad 1e-3, certify_global 1e-3. */
+ * certify 0, certify_grad 1e-3, certify_global 1e-3, certify_rmax 0.05. */
 void scm_sweep_opts_default(scm_sweep_opts *o);
 scm_status scm_sweep_opts_check(const scm_sweep_opts *o, scm_error *err);
 
@@ -172,7 +173,8 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
 char *scm_sweep_header_json(const scm_config *c, uint64_t base, long runs, int shard_i,
                             int shard_n, const scm_sweep_families *fams);
 /* The same with the sweep options that change what a run records: with
- * o->certify, "certify": {"grad": certify_grad, "global": certify_global}
+ * o->certify, "certify": {"grad": certify_grad, "global": certify_global,
+ * "rmax": certify_rmax}
  * (so that a resume or a merge cannot mix early-stopped runs with others). */
 char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, int shard_i,
                                  int shard_n, const scm_sweep_families *fams,

@@ -84,7 +84,8 @@ class _StabResult(ctypes.Structure):
 class _SweepOpts(ctypes.Structure):
     _fields_ = [(n, c_double) for n in ("match_rtol", "match_atol", "dead_q",
                                         "loose_grad_stop")] + \
-        [("certify", c_int), ("certify_grad", c_double), ("certify_global", c_double)]
+        [("certify", c_int), ("certify_grad", c_double), ("certify_global", c_double),
+         ("certify_rmax", c_double)]
 
 
 class _Families(ctypes.Structure):
