@@ -4,7 +4,8 @@
  * order: workers take indices from a shared counter and park finished
  * records in a ring buffer (a window of slots ahead of the next record to
  * emit), and whichever worker completes the next record in order emits it
- * and any that follow. */
+ * and any that follow.  The early stop and the tagging of unconverged runs
+ * are in sweep_certify.c, the summary in sweep_summary.c. */
 #include "scm/sweep.h"
 
 #include <math.h>
@@ -13,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scm/basin.h"
 #include "scm/init.h"
 #include "scm/output.h"
+#include "sweep_certify.h"
 
 /* ---- seeds ------------------------------------------------------------- */
 
@@ -47,8 +48,6 @@ unsigned long scm_sweep_seed(uint64_t base, long index)
 
 /* ---- families ---------------------------------------------------------- */
 
-static void cache_free(scm_sweep_cache *c);
-
 void scm_sweep_families_free(scm_sweep_families *f)
 {
     if (!f)
@@ -58,7 +57,7 @@ void scm_sweep_families_free(scm_sweep_families *f)
         free(f->f[i].R);
     }
     free(f->f);
-    cache_free(f->cache);
+    sweep_cache_free(f->cache);
     f->f = NULL;
     f->cache = NULL;
     f->n = 0;
@@ -350,256 +349,6 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
 }
 
 
-/* ---- the early stop and the tagging (basin.h) --------------------------- */
-
-/* The points' canonical forms (for the model the cache was made for) and
- * their certificates, computed on first need under the mutex. */
-struct scm_sweep_cache {
-    pthread_mutex_t mu;
-    int K, M, n;
-    char *has;           /* the point is given and has the model's shape */
-    double *Qc, *Rc;     /* n canonical points */
-    char *cert_done;
-    scm_basin_cert *cert;
-    double low;          /* the lowest positive family loss (INFINITY: none) */
-};
-
-static void cache_free(scm_sweep_cache *c)
-{
-    if (!c)
-        return;
-    pthread_mutex_destroy(&c->mu);
-    free(c->has);
-    free(c->Qc);
-    free(c->Rc);
-    free(c->cert_done);
-    free(c->cert);
-    free(c);
-}
-
-static scm_sweep_cache *cache_make(const scm_sweep_families *f, const scm_model *m)
-{
-    const int K = m->K, M = m->M, n = f->n;
-    scm_sweep_cache *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
-    c->K = K;
-    c->M = M;
-    c->n = n;
-    c->has = calloc((size_t)(n + 1), 1);
-    c->Qc = malloc(sizeof(double) * (size_t)(n + 1) * (size_t)K * (size_t)K);
-    c->Rc = malloc(sizeof(double) * (size_t)(n + 1) * (size_t)K * (size_t)M);
-    c->cert_done = calloc((size_t)(n + 1), 1);
-    c->cert = calloc((size_t)(n + 1), sizeof *c->cert);
-    pthread_mutex_init(&c->mu, NULL);
-    if (!c->has || !c->Qc || !c->Rc || !c->cert_done || !c->cert) {
-        cache_free(c);
-        return NULL;
-    }
-    c->low = INFINITY;
-    scm_sweep_opts d;
-    scm_sweep_opts_default(&d);
-    for (int i = 0; i < n; i++) {
-        if (f->f[i].eps > d.match_atol)
-            c->low = fmin(c->low, f->f[i].eps);
-        if (!f->f[i].Q || f->f[i].K != K || f->f[i].M != M)
-            continue;
-        if (scm_basin_canonical(m, f->f[i].Q, f->f[i].R, c->Qc + (long)i * K * K,
-                                c->Rc + (long)i * K * M, NULL, NULL)) {
-            cache_free(c);
-            return NULL;
-        }
-        c->has[i] = 1;
-    }
-    return c;
-}
-
-scm_status scm_sweep_families_prepare(scm_sweep_families *f, const scm_model *m, scm_error *err)
-{
-    if (!f || (f->cache && f->cache->K == m->K && f->cache->M == m->M))
-        return SCM_OK;
-    cache_free(f->cache);
-    f->cache = cache_make(f, m);
-    return f->cache ? SCM_OK
-                    : scm_error_set(err, SCM_ENOMEM, "out of memory preparing the families");
-}
-
-/* The certificate of point i, computed once (under the mutex: a second
- * thread waits rather than repeat it).  The radius is capped at half the
- * aligned distance to the nearest other listed point, since the ball may
- * hold no other critical point. */
-static scm_status cache_cert(scm_sweep_cache *c, const scm_sweep_families *f,
-                             const scm_model *m, int i, double r_max, scm_basin_cert *out,
-                             scm_error *err)
-{
-    pthread_mutex_lock(&c->mu);
-    scm_status st = SCM_OK;
-    if (!c->cert_done[i]) {
-        scm_basin_opts bo;
-        scm_basin_opts_default(&bo);
-        bo.r_max = r_max;
-        st = scm_basin_certify_point(m, f->f[i].Q, f->f[i].R, &bo, &c->cert[i], err);
-        if (st == SCM_OK && c->cert[i].ok) {
-            const long KK = (long)c->K * c->K, KM = (long)c->K * c->M;
-            for (int j = 0; j < c->n; j++) {
-                if (j == i || !c->has[j])
-                    continue;
-                double d = sqrt(scm_basin_dist2(m, c->Qc + j * KK, c->Rc + j * KM,
-                                                c->Qc + i * KK, c->Rc + i * KM));
-                if (d > 1e-9) /* the same point listed twice is no other point */
-                    c->cert[i].radius = fmin(c->cert[i].radius, 0.5 * d);
-            }
-        }
-        if (st == SCM_OK)
-            c->cert_done[i] = 1;
-    }
-    *out = c->cert[i];
-    pthread_mutex_unlock(&c->mu);
-    return st;
-}
-
-/* What the traj callback of one run needs and finds. */
-typedef struct {
-    const scm_model *m;
-    const scm_sweep_families *f;
-    scm_sweep_cache *c;
-    const scm_sweep_opts *o;
-    double t_max, grad_stop; /* the run's: a certified run must be one that converges in time */
-    double *Qc, *Rc;   /* the state, canonical */
-    int point;         /* certified: the point, -1 the global rule */
-    double dist, radius;
-    scm_status st;     /* an error inside the callback (no memory) */
-    scm_error err;
-} certify_ctx;
-
-static int certify_cb(void *user, double t, const double *Q, const double *R, double eps,
-                      double max_F)
-{
-    certify_ctx *x = user;
-    scm_sweep_cache *c = x->c;
-    if (x->st)
-        return 0;
-    if (isfinite(c->low) && eps < x->o->certify_global * c->low) {
-        x->point = -1; /* no listed family but a zero-loss one lies below */
-        x->dist = x->radius = NAN;
-        return 1;
-    }
-    if (!(max_F < x->o->certify_grad))
-        return 0;
-    const int K = c->K, M = c->M;
-    const long KK = (long)K * K, KM = (long)K * M;
-    int canon = 0;
-    scm_basin_opts bo;
-    scm_basin_opts_default(&bo);
-    bo.r_max = x->o->certify_rmax;
-    for (int i = 0; i < c->n; i++) {
-        const double L = x->f->f[i].eps;
-        /* inside a certified ball the point is the minimum of the loss */
-        if (!c->has[i] || eps < L - 1e-9 * fmax(1.0, L) || eps - L > 1e-3 * fmax(L, 1e-3))
-            continue;
-        if (!canon) {
-            if ((x->st = scm_basin_canonical(x->m, Q, R, x->Qc, x->Rc, NULL, NULL))) {
-                scm_error_set(&x->err, x->st, "out of memory in the early stop");
-                return 0;
-            }
-            canon = 1;
-        }
-        double d2 = scm_basin_dist2(x->m, x->Qc, x->Rc, c->Qc + i * KK, c->Rc + i * KM);
-        if (!(d2 < bo.r_max * bo.r_max))
-            continue;
-        scm_basin_cert cert;
-        if ((x->st = cache_cert(c, x->f, x->m, i, x->o->certify_rmax, &cert, &x->err)))
-            return 0;
-        if (!cert.ok || !(d2 < cert.radius * cert.radius))
-            continue;
-        int ok = 0;
-        double dist;
-        if ((x->st = scm_basin_check_state(x->m, c->Qc + i * KK, c->Rc + i * KM, &cert, x->Qc,
-                                           x->Rc, bo.curv_frac, &ok, &dist, &x->err)))
-            return 0;
-        /* In the ball the distance decays at least like exp(-mu t / 2)
-         * (phi'' >= mu / 2 along every ray).  The full run stops when
-         * max |F| < grad_stop, or at t_max unconverged: certify only a run
-         * that reaches grad_stop before t_max, taking max |F| to shrink in
-         * proportion to the distance with a factor 10 to spare (at a very
-         * flat minimum the certificate holds but the full run ends at t_max,
-         * and its class is not_converged). */
-        if (ok && x->grad_stop > 0.0) {
-            double t_need = 1.0 / (bo.curv_frac * cert.mu) *
-                            log(fmax(1.0, 10.0 * max_F / x->grad_stop));
-            ok = t + t_need < x->t_max;
-        }
-        if (ok) {
-            x->point = i;
-            x->dist = dist;
-            x->radius = cert.radius;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Tag a run that did not converge with the listed point it sits nearest. */
-static void tag_near(const scm_model *m, const scm_sweep_families *f, scm_sweep_cache *c,
-                     const double *Q, const double *R, double eps, scm_sweep_record *rec)
-{
-    rec->near = -1;
-    rec->near_dist = rec->near_loss = NAN;
-    if (!f || f->n == 0)
-        return;
-    const int K = m->K, M = m->M;
-    const long KK = (long)K * K, KM = (long)K * M;
-    int best = -1;
-    double bd = INFINITY;
-    double *Qc = c ? malloc(sizeof(double) * (size_t)KK) : NULL;
-    double *Rc = c ? malloc(sizeof(double) * (size_t)KM) : NULL;
-    int canon = Qc && Rc && isfinite(eps) && scm_basin_canonical(m, Q, R, Qc, Rc, NULL, NULL) == SCM_OK;
-    for (int i = 0; canon && i < c->n; i++) {
-        if (!c->has[i])
-            continue;
-        double d2 = scm_basin_dist2(m, Qc, Rc, c->Qc + i * KK, c->Rc + i * KM);
-        if (d2 < bd) {
-            bd = d2;
-            best = i;
-        }
-    }
-    free(Qc);
-    free(Rc);
-    if (best >= 0) {
-        rec->near_dist = sqrt(bd);
-    } else { /* losses only: the nearest loss */
-        for (int i = 0; i < f->n && isfinite(eps); i++)
-            if (fabs(f->f[i].eps - eps) < bd) {
-                bd = fabs(f->f[i].eps - eps);
-                best = i;
-            }
-        if (best < 0)
-            return;
-    }
-    rec->near = best;
-    rec->near_loss = f->f[best].eps;
-    snprintf(rec->near_family, sizeof rec->near_family, "%s", f->f[best].name);
-    rec->near_k1 = f->f[best].k1;
-    snprintf(rec->near_stability, sizeof rec->near_stability, "%s", f->f[best].stability);
-}
-
-/* The class of a certified run: the one a run converged onto its point
- * (or, by the global rule, below eps_stop) gets. */
-static void classify_certified(const scm_model *m, const double *Q, const double *R,
-                               const certify_ctx *x, const scm_sweep_families *fams,
-                               const scm_sweep_opts *o, scm_sweep_record *rec)
-{
-    rec->converged = 1;
-    rec->why[0] = '\0';
-    rec->stop = x->point >= 0 ? SCM_STOP_FIXED_POINT : SCM_STOP_EPS;
-    scm_sweep_classify(m, Q, R, x->point >= 0 ? fams->f[x->point].eps : 0.0, fams, o, rec);
-    rec->stop = SCM_STOP_CERTIFIED;
-    rec->cert_point = x->point;
-    rec->cert_dist = x->dist;
-    rec->cert_radius = x->radius;
-    rec->cert_loss = x->point >= 0 ? fams->f[x->point].eps : 0.0;
-}
-
 static int accept_loose(const scm_sweep_record *r)
 {
     return r->matched && r->k1 == r->n_anti && r->n_dead == 0 && r->n_shared == 0;
@@ -634,7 +383,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
         return st;
     const int K = m->K, M = m->M;
     scm_sweep_cache *cache = NULL, *own = NULL;
-    certify_ctx cx;
+    sweep_certify_ctx cx;
     memset(&cx, 0, sizeof cx);
     double *Q0 = malloc(sizeof(double) * (size_t)K * (size_t)K);
     double *R0 = malloc(sizeof(double) * (size_t)K * (size_t)M);
@@ -658,7 +407,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
     if (fams && fams->n > 0) {
         cache = fams->cache;
         if (!cache || cache->K != K || cache->M != M)
-            cache = own = cache_make(fams, m);
+            cache = own = sweep_cache_make(fams, m);
         if (!cache) {
             st = scm_error_set(err, SCM_ENOMEM, "out of memory in sweep run %ld", index);
             goto out;
@@ -677,7 +426,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
             st = scm_error_set(err, SCM_ENOMEM, "out of memory in sweep run %ld", index);
             goto out;
         }
-        to.certify = certify_cb;
+        to.certify = sweep_certify_cb;
         to.certify_user = &cx;
         to.certify_from = o->certify_grad; /* evaluate the loose stage's flow below it */
     }
@@ -726,9 +475,9 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
     rec->cert_point = -1;
     rec->cert_dist = rec->cert_radius = rec->cert_loss = NAN;
     if (fin->stop == SCM_STOP_CERTIFIED)
-        classify_certified(m, fin->Q, fin->R, &cx, fams, o, rec);
+        sweep_classify_certified(m, fin->Q, fin->R, &cx, fams, o, rec);
     if (!rec->converged)
-        tag_near(m, fams, cache, fin->Q, fin->R, fin->eps, rec);
+        sweep_tag_near(m, fams, cache, fin->Q, fin->R, fin->eps, rec);
     else
         rec->near = -1;
 out:
@@ -738,7 +487,7 @@ out:
     free(R0);
     free(cx.Qc);
     free(cx.Rc);
-    cache_free(own);
+    sweep_cache_free(own);
     return st;
 }
 
@@ -1113,7 +862,7 @@ scm_status scm_sweep_exec(const scm_config *c, uint64_t base, const long *indice
     if (fams && fams->n > 0) {
         shared = *fams;
         if (!shared.cache || shared.cache->K != m->K || shared.cache->M != m->M)
-            shared.cache = cache_make(fams, m);
+            shared.cache = sweep_cache_make(fams, m);
         if (!shared.cache) {
             scm_model_free(m);
             return scm_error_set(err, SCM_ENOMEM, "out of memory preparing the families");
@@ -1163,391 +912,7 @@ out:
     free(s.ring);
     free(s.done);
     if (fams && shared.cache != fams->cache)
-        cache_free(shared.cache);
+        sweep_cache_free(shared.cache);
     scm_model_free(m);
     return st;
-}
-
-/* ---- summary ----------------------------------------------------------- */
-
-#define WILSON_Z 1.959963984540054
-
-void scm_sweep_wilson(long k, long n, double *lo, double *hi)
-{
-    /* Wilson (1927): the roots in p of (k/n - p)^2 = z^2 p (1 - p) / n. */
-    if (n <= 0) {
-        *lo = 0.0;
-        *hi = 1.0;
-        return;
-    }
-    const double z2 = WILSON_Z * WILSON_Z, nn = (double)n, p = (double)k / nn;
-    const double den = 1.0 + z2 / nn;
-    const double ctr = (p + z2 / (2.0 * nn)) / den;
-    const double half = WILSON_Z / den * sqrt(p * (1.0 - p) / nn + z2 / (4.0 * nn * nn));
-    *lo = k == 0 ? 0.0 : fmax(0.0, ctr - half);
-    *hi = k == n ? 1.0 : fmin(1.0, ctr + half);
-}
-
-typedef struct {
-    char cls[80];
-    char family[64];
-    int matched, k1;
-    long count;
-    double eps_min, eps_max;
-} sum_class;
-
-typedef struct {
-    int point;
-    char family[64], stability[64];
-    int k1;
-    double loss, dist_min, dist_max, eps_min, eps_max;
-    long count;
-} sum_near;
-
-struct scm_sweep_summary {
-    long runs, done, converged;
-    long n_tmax, n_maxsteps, n_failed;
-    int ncls, capcls;
-    sum_class *cls;
-    int nanti;
-    long *anti; /* converged runs by anti-aligned count */
-    long hist[SCM_SWEEP_HIST_NBINS], hist_under, hist_over, hist_nan;
-    long n_unm, cap_unm;
-    double *unm; /* losses of converged unmatched runs */
-    double steps_sum, rhs_sum, t_sum;
-    long steps_max, rhs_max;
-    double t_max;
-    long n_cert, n_cert_global;
-    int nnear, capnear;
-    sum_near *near; /* unconverged runs by the point they sit near */
-};
-
-scm_sweep_summary *scm_sweep_summary_alloc(long runs)
-{
-    scm_sweep_summary *s = calloc(1, sizeof *s);
-    if (s)
-        s->runs = runs;
-    return s;
-}
-
-void scm_sweep_summary_free(scm_sweep_summary *s)
-{
-    if (!s)
-        return;
-    free(s->cls);
-    free(s->anti);
-    free(s->unm);
-    free(s->near);
-    free(s);
-}
-
-scm_status scm_sweep_summary_add(scm_sweep_summary *s, const scm_sweep_record *r)
-{
-    /* a certified run counts with the loss of the point it converges to */
-    const double eps = r->stop == SCM_STOP_CERTIFIED ? r->cert_loss : r->eps;
-    int c = 0;
-    while (c < s->ncls && strcmp(s->cls[c].cls, r->cls) != 0)
-        c++;
-    if (c == s->ncls) {
-        if (s->ncls == s->capcls) {
-            int cap = s->capcls ? 2 * s->capcls : 8;
-            sum_class *nc = realloc(s->cls, sizeof *nc * (size_t)cap);
-            if (!nc)
-                return SCM_ENOMEM;
-            s->cls = nc;
-            s->capcls = cap;
-        }
-        sum_class *k = &s->cls[s->ncls++];
-        memset(k, 0, sizeof *k);
-        snprintf(k->cls, sizeof k->cls, "%s", r->cls);
-        snprintf(k->family, sizeof k->family, "%s", r->family);
-        k->matched = r->matched;
-        k->k1 = r->k1;
-        k->eps_min = k->eps_max = eps;
-    }
-    sum_class *k = &s->cls[c];
-    k->count++;
-    k->eps_min = fmin(k->eps_min, eps);
-    k->eps_max = fmax(k->eps_max, eps);
-    s->done++;
-    if (r->converged) {
-        s->converged++;
-        if (r->n_anti < 0)
-            return SCM_ENOMEM; /* the classification ran out of memory */
-        if (r->n_anti >= s->nanti) {
-            long *na = realloc(s->anti, sizeof *na * (size_t)(r->n_anti + 1));
-            if (!na)
-                return SCM_ENOMEM;
-            for (int i = s->nanti; i <= r->n_anti; i++)
-                na[i] = 0;
-            s->anti = na;
-            s->nanti = r->n_anti + 1;
-        }
-        s->anti[r->n_anti]++;
-        if (!isfinite(eps))
-            s->hist_nan++;
-        else if (eps < pow(10.0, SCM_SWEEP_HIST_LO))
-            s->hist_under++;
-        else {
-            int b = (int)floor((log10(eps) - SCM_SWEEP_HIST_LO) * SCM_SWEEP_HIST_PER_DECADE);
-            if (b >= SCM_SWEEP_HIST_NBINS)
-                s->hist_over++;
-            else
-                s->hist[b < 0 ? 0 : b]++;
-        }
-        if (!r->matched) {
-            if (s->n_unm == s->cap_unm) {
-                long cap = s->cap_unm ? 2 * s->cap_unm : 16;
-                double *nu = realloc(s->unm, sizeof *nu * (size_t)cap);
-                if (!nu)
-                    return SCM_ENOMEM;
-                s->unm = nu;
-                s->cap_unm = cap;
-            }
-            s->unm[s->n_unm++] = eps;
-        }
-    } else if (r->stop == SCM_STOP_T_MAX) {
-        s->n_tmax++;
-    } else if (r->stop == SCM_STOP_MAX_STEPS) {
-        s->n_maxsteps++;
-    } else {
-        s->n_failed++;
-    }
-    if (r->stop == SCM_STOP_CERTIFIED) {
-        s->n_cert++;
-        s->n_cert_global += r->cert_point < 0;
-    }
-    if (!r->converged && r->near >= 0) {
-        int q = 0;
-        while (q < s->nnear && s->near[q].point != r->near)
-            q++;
-        if (q == s->nnear) {
-            if (s->nnear == s->capnear) {
-                int cap = s->capnear ? 2 * s->capnear : 8;
-                sum_near *nn = realloc(s->near, sizeof *nn * (size_t)cap);
-                if (!nn)
-                    return SCM_ENOMEM;
-                s->near = nn;
-                s->capnear = cap;
-            }
-            sum_near *g = &s->near[s->nnear++];
-            memset(g, 0, sizeof *g);
-            g->point = r->near;
-            snprintf(g->family, sizeof g->family, "%s", r->near_family);
-            snprintf(g->stability, sizeof g->stability, "%s", r->near_stability);
-            g->k1 = r->near_k1;
-            g->loss = r->near_loss;
-            g->dist_min = g->dist_max = r->near_dist;
-            g->eps_min = g->eps_max = r->eps;
-        }
-        sum_near *g = &s->near[q];
-        g->count++;
-        g->dist_min = fmin(g->dist_min, r->near_dist);
-        g->dist_max = fmax(g->dist_max, r->near_dist);
-        g->eps_min = fmin(g->eps_min, r->eps);
-        g->eps_max = fmax(g->eps_max, r->eps);
-    }
-    s->steps_sum += (double)r->steps;
-    s->rhs_sum += (double)r->rhs;
-    s->t_sum += r->t;
-    if (r->steps > s->steps_max)
-        s->steps_max = r->steps;
-    if (r->rhs > s->rhs_max)
-        s->rhs_max = r->rhs;
-    if (r->t > s->t_max)
-        s->t_max = r->t;
-    return SCM_OK;
-}
-
-/* Matched families first (by k1, then name), then unmatched, then not
- * converged: an order that does not depend on the order of the records. */
-static int class_rank(const sum_class *c)
-{
-    if (c->matched)
-        return 0;
-    return strcmp(c->cls, "unmatched") == 0 ? 1 : 2;
-}
-
-static int class_cmp(const void *a, const void *b)
-{
-    const sum_class *x = a, *y = b;
-    int rx = class_rank(x), ry = class_rank(y);
-    if (rx != ry)
-        return rx < ry ? -1 : 1;
-    if (rx == 0 && x->k1 != y->k1)
-        return x->k1 < y->k1 ? -1 : 1;
-    return strcmp(x->cls, y->cls);
-}
-
-static int near_cmp(const void *a, const void *b)
-{
-    const sum_near *x = a, *y = b;
-    return (x->point > y->point) - (x->point < y->point);
-}
-
-static int dbl_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-void scm_sweep_summary_brief(const scm_sweep_summary *s, char *buf, size_t len)
-{
-    if (len == 0)
-        return;
-    buf[0] = '\0';
-    sum_class *tmp = s->ncls ? malloc(sizeof *tmp * (size_t)s->ncls) : NULL;
-    if (s->ncls && !tmp)
-        return;
-    if (tmp) {
-        memcpy(tmp, s->cls, sizeof *tmp * (size_t)s->ncls);
-        qsort(tmp, (size_t)s->ncls, sizeof *tmp, class_cmp);
-    }
-    size_t used = 0;
-    for (int i = 0; i < s->ncls && used + 1 < len; i++) {
-        int n = snprintf(buf + used, len - used, "%s%s %ld", i ? ", " : "", tmp[i].cls,
-                         tmp[i].count);
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
-    free(tmp);
-}
-
-static cJSON *wilson_json(long k, long n)
-{
-    double lo, hi;
-    scm_sweep_wilson(k, n, &lo, &hi);
-    cJSON *a = cJSON_CreateArray();
-    cJSON_AddItemToArray(a, cJSON_CreateNumber(lo));
-    cJSON_AddItemToArray(a, cJSON_CreateNumber(hi));
-    return a;
-}
-
-cJSON *scm_sweep_summary_json(const scm_sweep_summary *s)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    cJSON_AddNumberToObject(o, "runs", (double)s->runs);
-    cJSON_AddNumberToObject(o, "done", (double)s->done);
-    cJSON_AddNumberToObject(o, "converged", (double)s->converged);
-    cJSON *nc = cJSON_AddObjectToObject(o, "not_converged");
-    cJSON_AddNumberToObject(nc, "total", (double)(s->done - s->converged));
-    cJSON_AddNumberToObject(nc, "t_max", (double)s->n_tmax);
-    cJSON_AddNumberToObject(nc, "max_steps", (double)s->n_maxsteps);
-    cJSON_AddNumberToObject(nc, "failed", (double)s->n_failed);
-    cJSON *ce = cJSON_AddObjectToObject(o, "certified");
-    cJSON_AddNumberToObject(ce, "total", (double)s->n_cert);
-    cJSON_AddNumberToObject(ce, "global_rule", (double)s->n_cert_global);
-    cJSON_AddNumberToObject(ce, "basin", (double)(s->n_cert - s->n_cert_global));
-    /* Unconverged runs by the listed point they sit nearest, by point. */
-    cJSON *na = cJSON_AddArrayToObject(o, "not_converged_near");
-    sum_near *ns = s->nnear ? malloc(sizeof *ns * (size_t)s->nnear) : NULL;
-    if (ns) {
-        memcpy(ns, s->near, sizeof *ns * (size_t)s->nnear);
-        qsort(ns, (size_t)s->nnear, sizeof *ns, near_cmp);
-        for (int i = 0; i < s->nnear; i++) {
-            cJSON *g = cJSON_CreateObject();
-            cJSON_AddNumberToObject(g, "point", ns[i].point);
-            cJSON_AddStringToObject(g, "family", ns[i].family);
-            cJSON_AddNumberToObject(g, "k1", ns[i].k1);
-            cJSON_AddNumberToObject(g, "loss", ns[i].loss);
-            cJSON_AddStringToObject(g, "stability", ns[i].stability);
-            cJSON_AddNumberToObject(g, "count", (double)ns[i].count);
-            cJSON_AddNumberToObject(g, "fraction", s->done ? (double)ns[i].count / (double)s->done : 0.0);
-            cJSON_AddItemToObject(g, "wilson95", wilson_json(ns[i].count, s->done));
-            if (isfinite(ns[i].dist_min)) {
-                cJSON_AddNumberToObject(g, "dist_min", ns[i].dist_min);
-                cJSON_AddNumberToObject(g, "dist_max", ns[i].dist_max);
-            } else {
-                cJSON_AddNullToObject(g, "dist_min");
-                cJSON_AddNullToObject(g, "dist_max");
-            }
-            cJSON_AddNumberToObject(g, "eps_min", ns[i].eps_min);
-            cJSON_AddNumberToObject(g, "eps_max", ns[i].eps_max);
-            cJSON_AddItemToArray(na, g);
-        }
-        free(ns);
-    }
-
-    sum_class *tmp = s->ncls ? malloc(sizeof *tmp * (size_t)s->ncls) : NULL;
-    if (tmp) {
-        memcpy(tmp, s->cls, sizeof *tmp * (size_t)s->ncls);
-        qsort(tmp, (size_t)s->ncls, sizeof *tmp, class_cmp);
-    }
-    cJSON *cl = cJSON_AddArrayToObject(o, "classes");
-    for (int i = 0; tmp && i < s->ncls; i++) {
-        cJSON *c = cJSON_CreateObject();
-        cJSON_AddStringToObject(c, "class", tmp[i].cls);
-        if (tmp[i].matched) {
-            cJSON_AddStringToObject(c, "family", tmp[i].family);
-            cJSON_AddNumberToObject(c, "k1", tmp[i].k1);
-        } else {
-            cJSON_AddNullToObject(c, "family");
-            cJSON_AddNullToObject(c, "k1");
-        }
-        cJSON_AddNumberToObject(c, "count", (double)tmp[i].count);
-        cJSON_AddNumberToObject(c, "fraction",
-                                s->done ? (double)tmp[i].count / (double)s->done : 0.0);
-        cJSON_AddItemToObject(c, "wilson95", wilson_json(tmp[i].count, s->done));
-        cJSON_AddNumberToObject(c, "eps_min", tmp[i].eps_min);
-        cJSON_AddNumberToObject(c, "eps_max", tmp[i].eps_max);
-        cJSON_AddItemToArray(cl, c);
-    }
-    free(tmp);
-
-    cJSON *ba = cJSON_AddArrayToObject(o, "by_anti");
-    for (int a = 0; a < s->nanti; a++) {
-        if (!s->anti[a])
-            continue;
-        cJSON *c = cJSON_CreateObject();
-        cJSON_AddNumberToObject(c, "anti", a);
-        cJSON_AddNumberToObject(c, "count", (double)s->anti[a]);
-        cJSON_AddNumberToObject(c, "fraction", (double)s->anti[a] / (double)s->done);
-        cJSON_AddItemToObject(c, "wilson95", wilson_json(s->anti[a], s->done));
-        cJSON_AddItemToArray(ba, c);
-    }
-
-    /* Distinct unmatched losses: sorted, grouped within 1e-6 relative. */
-    cJSON *um = cJSON_AddArrayToObject(o, "unmatched_losses");
-    double *u = s->n_unm ? malloc(sizeof *u * (size_t)s->n_unm) : NULL;
-    if (u) {
-        memcpy(u, s->unm, sizeof *u * (size_t)s->n_unm);
-        qsort(u, (size_t)s->n_unm, sizeof *u, dbl_cmp);
-        for (long i = 0; i < s->n_unm;) {
-            long j = i + 1;
-            while (j < s->n_unm && fabs(u[j] - u[i]) <= 1e-6 * fabs(u[i]) + 1e-12)
-                j++;
-            cJSON *c = cJSON_CreateObject();
-            cJSON_AddNumberToObject(c, "eps", u[i]);
-            cJSON_AddNumberToObject(c, "eps_max", u[j - 1]);
-            cJSON_AddNumberToObject(c, "count", (double)(j - i));
-            cJSON_AddItemToArray(um, c);
-            i = j;
-        }
-        free(u);
-    }
-
-    cJSON *h = cJSON_AddObjectToObject(o, "loss_histogram");
-    cJSON_AddStringToObject(h, "of", "final eps of converged runs");
-    cJSON_AddNumberToObject(h, "log10_lo", SCM_SWEEP_HIST_LO);
-    cJSON_AddNumberToObject(h, "log10_hi", SCM_SWEEP_HIST_HI);
-    cJSON_AddNumberToObject(h, "bins_per_decade", SCM_SWEEP_HIST_PER_DECADE);
-    cJSON *hc = cJSON_AddArrayToObject(h, "counts");
-    for (int b = 0; b < SCM_SWEEP_HIST_NBINS; b++)
-        cJSON_AddItemToArray(hc, cJSON_CreateNumber((double)s->hist[b]));
-    cJSON_AddNumberToObject(h, "below", (double)s->hist_under);
-    cJSON_AddNumberToObject(h, "above", (double)s->hist_over);
-    cJSON_AddNumberToObject(h, "nan", (double)s->hist_nan);
-
-    cJSON *w = cJSON_AddObjectToObject(o, "solver");
-    double nd = s->done ? (double)s->done : 1.0;
-    cJSON_AddNumberToObject(w, "steps_mean", s->steps_sum / nd);
-    cJSON_AddNumberToObject(w, "steps_max", (double)s->steps_max);
-    cJSON_AddNumberToObject(w, "rhs_mean", s->rhs_sum / nd);
-    cJSON_AddNumberToObject(w, "rhs_max", (double)s->rhs_max);
-    cJSON_AddNumberToObject(w, "tau_mean", s->t_sum / nd);
-    cJSON_AddNumberToObject(w, "tau_max", s->t_max);
-    return o;
 }
