@@ -413,7 +413,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
             goto out;
         }
     }
-    if (o->certify && cache) {
+    if (o->certify && cache && sweep_certify_applies(c, m)) {
         cx.m = m;
         cx.f = fams;
         cx.c = cache;

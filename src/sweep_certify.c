@@ -9,6 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+int sweep_certify_applies(const scm_config *c, const scm_model *m)
+{
+    if (c->rule != &scm_rule_gd)
+        return 0;
+    for (int a = 0; a < m->M; a++)
+        for (int b = 0; b < m->M; b++)
+            if (m->T && m->T[a * m->M + b] != (a == b ? 1.0 : 0.0))
+                return 0;
+    return 1;
+}
+
 void sweep_cache_free(scm_sweep_cache *c)
 {
     if (!c)

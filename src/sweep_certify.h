@@ -40,6 +40,11 @@ typedef struct {
     scm_error err;
 } sweep_certify_ctx;
 
+/* The early stop's arguments hold for the gradient flow of the first layer
+ * (rule gd: the loss decreases, the flow is the image of a weight-space
+ * gradient flow) with T = I; elsewhere --certify does nothing. */
+int sweep_certify_applies(const scm_config *c, const scm_model *m);
+
 /* scm_traj_opts.certify: 1 when the run is certified (x->point, dist,
  * radius filled), 0 otherwise (x->st set on no memory). */
 int sweep_certify_cb(void *user, double t, const double *Q, const double *R, double eps,

@@ -244,6 +244,15 @@ static void test_sweep_runs(const scm_family *fam)
     }
     printf("K = M = 7: %d of %d runs certified, %d of %d in the same class\n", ncert, n, nsame, n);
     CHECK(ncert >= n / 2, "most runs are certified (%d of %d)", ncert, n);
+    /* another rule: the arguments do not hold, the early stop does nothing */
+    c->rule = &scm_rule_normalised;
+    {
+        scm_sweep_record b;
+        CHECK(scm_sweep_run_one(c, m, 3, 0, &f, &oc, &b, &err) == SCM_OK, "%s", err.msg);
+        CHECK(b.stop != SCM_STOP_CERTIFIED, "rule normalised: not certified (%s)",
+              scm_stop_reason_str(b.stop));
+    }
+    c->rule = &scm_rule_gd;
 
     /* tagging: t_max 2 leaves every run unconverged, next to a listed point */
     c->traj.t_max = 2.0;
