@@ -456,6 +456,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
             snprintf(rec->why, sizeof rec->why, "%s", scm_stop_reason_str(rec->stop));
             scm_sweep_classify(m, tr.Q, tr.R, tr.eps, fams, o, rec);
         } else {
+            cx.t_max = t2.t_max; /* the second stage's clock starts at 0 */
             if ((st = scm_traj_run(m, c->rule, tr.Q, tr.R, &t2, &tr2, err)))
                 goto out;
             fill_from_traj(rec, &tr2);
