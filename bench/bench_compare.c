@@ -29,7 +29,7 @@
  * those products.
  *
  * Usage: bench_compare [--runs N] [--M M] [--K K1,K2,...] [--threads T] [--profile P]
- *                      [--families K=FILE]... [--certify-rmax R]
+ *                      [--families K=FILE]... [--certify-rmax R] [--certify-global F]
  * Exit status 0, or 1 on an error (printed). */
 #include <gsl/gsl_errno.h>
 #include <math.h>
@@ -179,7 +179,7 @@ int main(int argc, char **argv)
     long n = 8, P = 4;
     int M = 17, threads = 2;
     const char *Ks = "17,18,19";
-    double rmax = 0.05;
+    double rmax = 0.05, cglobal = 1e-3;
     const char *fam_path[64] = {0};
     long fam_K[64];
     int nfam = 0;
@@ -196,6 +196,8 @@ int main(int argc, char **argv)
             P = atol(argv[i + 1]);
         else if (strcmp(argv[i], "--certify-rmax") == 0)
             rmax = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--certify-global") == 0)
+            cglobal = atof(argv[i + 1]);
         else if (strcmp(argv[i], "--families") == 0 && nfam < 64 && strchr(argv[i + 1], '=')) {
             fam_K[nfam] = atol(argv[i + 1]);
             fam_path[nfam++] = strchr(argv[i + 1], '=') + 1;
@@ -243,6 +245,7 @@ int main(int argc, char **argv)
         scm_sweep_opts o;
         scm_sweep_opts_default(&o);
         o.certify_rmax = rmax;
+        o.certify_global = cglobal;
         double base = 0.0, base_cpu = 0.0;
         /* 0: baseline (DQ Jv), 1: analytic Jv; with families 2: the early
          * stop with DQ Jv, paying for the certificates, 3, 4: the early stop
