@@ -11,6 +11,16 @@
  * product); the ratio of runs/s is the speed-up (ratios, not absolute
  * times, compare across a shared machine).
  *
+ * With --families K=FILE (the families file of `scm compare`, e.g.
+ * PREFIX.K17.families.json) the runs are classified against it and two
+ * more configurations run: the early stop (scm_sweep_opts.certify, issue
+ * 12: docs/sweeps.md "Early stop") with the baseline's products, paying
+ * for the certificates of the points on first need (as the first runs of
+ * a sweep do: "cold"), then again with the certificates made, with the
+ * baseline's and with the analytic products; the runs whose class differs
+ * from the baseline's are counted.  Rates are given per wall-clock second
+ * and per CPU second of the process (steadier on a shared machine).
+ *
  * The profile columns come from CVODE's counters of the first P runs, rerun
  * one by one through scm_traj_run: steps, rhs evaluations of the integrator
  * proper, Krylov (GMRES) iterations and the rhs evaluations spent in the
@@ -19,6 +29,7 @@
  * those products.
  *
  * Usage: bench_compare [--runs N] [--M M] [--K K1,K2,...] [--threads T] [--profile P]
+ *                      [--families K=FILE]... [--certify-rmax R] [--certify-global F]
  * Exit status 0, or 1 on an error (printed). */
 #include <gsl/gsl_errno.h>
 #include <math.h>
@@ -35,6 +46,15 @@ static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU time of the process (all threads): on a machine shared with other
+ * jobs the ratios of runs per CPU second are steadier than wall-clock ones. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -71,6 +91,35 @@ static scm_config *config_for(int K, int M)
         return NULL;
     }
     return c;
+}
+
+static scm_status load_families(const char *path, scm_sweep_families *f, scm_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return scm_error_set(err, SCM_EIO, "cannot read '%s'", path);
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 65536 > cap) {
+            char *nt = realloc(text, cap = 2 * cap + 65536);
+            if (!nt) {
+                free(text);
+                fclose(fp);
+                return scm_error_set(err, SCM_ENOMEM, "out of memory reading '%s'", path);
+            }
+            text = nt;
+        }
+        size_t got = fread(text + len, 1, cap - len - 1, fp);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    fclose(fp);
+    text[len] = '\0';
+    scm_status st = scm_sweep_families_parse(text, path, f, err);
+    free(text);
+    return st;
 }
 
 /* CVODE's counters of runs 0..P-1, integrated one by one. */
@@ -130,6 +179,10 @@ int main(int argc, char **argv)
     long n = 8, P = 4;
     int M = 17, threads = 2;
     const char *Ks = "17,18,19";
+    double rmax = 0.05, cglobal = 1e-3;
+    const char *fam_path[64] = {0};
+    long fam_K[64];
+    int nfam = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--runs") == 0)
             n = atol(argv[i + 1]);
@@ -141,6 +194,14 @@ int main(int argc, char **argv)
             threads = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--profile") == 0)
             P = atol(argv[i + 1]);
+        else if (strcmp(argv[i], "--certify-rmax") == 0)
+            rmax = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--certify-global") == 0)
+            cglobal = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--families") == 0 && nfam < 64 && strchr(argv[i + 1], '=')) {
+            fam_K[nfam] = atol(argv[i + 1]);
+            fam_path[nfam++] = strchr(argv[i + 1], '=') + 1;
+        }
         else {
             fprintf(stderr, "bench_compare: unknown option %s\n", argv[i]);
             return 1;
@@ -172,34 +233,71 @@ int main(int argc, char **argv)
             rc = 1;
             break;
         }
-        scm_sweep_families none = {0, NULL};
+        scm_sweep_families fams = {0, NULL, NULL};
+        for (int q = 0; q < nfam; q++)
+            if (fam_K[q] == K) {
+                scm_error err;
+                if (load_families(fam_path[q], &fams, &err)) {
+                    fprintf(stderr, "bench_compare: %s\n", err.msg);
+                    rc = 1;
+                }
+            }
         scm_sweep_opts o;
         scm_sweep_opts_default(&o);
-        double base = 0.0;
-        scm_sweep_record *rec[2] = {malloc(sizeof(scm_sweep_record) * (size_t)n),
-                                    malloc(sizeof(scm_sweep_record) * (size_t)n)};
-        for (int analytic = 0; analytic <= 1 && !rc; analytic++) {
-            c->traj.analytic_jv = analytic;
-            tally t = {0, 0, 0, rec[analytic], 0};
-            if (!rec[analytic]) {
+        o.certify_rmax = rmax;
+        o.certify_global = cglobal;
+        double base = 0.0, base_cpu = 0.0;
+        /* 0: baseline (DQ Jv), 1: analytic Jv; with families 2: the early
+         * stop with DQ Jv, paying for the certificates, 3, 4: the early stop
+         * with DQ and analytic Jv, certificates already made */
+        const int ncfg = fams.n > 0 ? 5 : 2;
+        static const char *names[5] = {"DQ Jv", "analytic Jv", "DQ + cert cold", "DQ + certify",
+                                       "an. + certify"};
+        static const int an[5] = {0, 1, 0, 0, 1};
+        scm_sweep_record *rec[5] = {NULL, NULL, NULL, NULL, NULL};
+        for (int q = 0; q < ncfg; q++)
+            rec[q] = malloc(sizeof(scm_sweep_record) * (size_t)n);
+        if (!rc && fams.n > 0) {
+            scm_model *m = scm_config_model(c, NULL);
+            scm_error err;
+            if (!m || scm_sweep_families_prepare(&fams, m, &err)) /* shared by the configs */
+                rc = 1;
+            scm_model_free(m);
+        }
+        for (int cfg = 0; cfg < ncfg && !rc; cfg++) {
+            c->traj.analytic_jv = an[cfg];
+            o.certify = cfg >= 2;
+            tally t = {0, 0, 0, rec[cfg], 0};
+            if (!rec[cfg]) {
                 rc = 1;
                 break;
             }
             scm_error err;
-            double t0 = now();
-            if (scm_sweep_exec(c, c->seed, idx, n, threads, &none, &o, count, &t, &err)) {
+            double t0 = now(), c0 = cpu_now();
+            if (scm_sweep_exec(c, c->seed, idx, n, threads, &fams, &o, count, &t, &err)) {
                 fprintf(stderr, "bench_compare: %s\n", err.msg);
                 rc = 1;
                 break;
             }
-            double s = now() - t0, rate = (double)n / s;
-            if (!analytic)
+            double s = now() - t0, rate = (double)n / s, cpu = cpu_now() - c0;
+            if (cfg == 0) {
                 base = rate;
-            printf("  K = %2ld %-11s: %7.2f runs/s (x%.2f)  (%.1f s, mean %.0f steps, %.0f rhs, "
-                   "%ld of %ld converged)\n",
-                   K, analytic ? "analytic Jv" : "DQ Jv", rate, rate / base, s,
+                base_cpu = (double)n / cpu;
+            }
+            long cert = 0, cls = 0;
+            for (long i = 0; i < n; i++) {
+                cert += rec[cfg][i].stop == SCM_STOP_CERTIFIED;
+                cls += strcmp(rec[cfg][i].cls, rec[0][i].cls) != 0;
+            }
+            printf("  K = %2ld %-13s: %7.2f runs/s (x%.2f), %6.2f runs per CPU s (x%.2f)  (%.1f s, "
+                   "mean %.0f steps, %.0f rhs, %ld of %ld converged",
+                   K, names[cfg], rate, rate / base, (double)n / cpu, (double)n / cpu / base_cpu, s,
                    t.steps / (double)n, t.rhs / (double)n, t.conv, n);
-            rc = profile(c, P < n ? P : n);
+            if (cfg >= 2)
+                printf(", %ld certified, %ld in another class than the baseline", cert, cls);
+            printf(")\n");
+            if (cfg < 2)
+                rc = profile(c, P < n ? P : n);
         }
         if (!rc) { /* the same runs must end the same way */
             long diff = 0;
@@ -211,12 +309,14 @@ int main(int argc, char **argv)
                         x->n_dead != y->n_dead ||
                         !(both_min || fabs(x->eps - y->eps) <= 1e-8 * fabs(x->eps) + 1e-10);
             }
-            printf("    %ld of %ld runs end differently (convergence, anti-aligned or dead "
-                   "count, loss beyond 1e-8 relative unless both below eps_stop)\n",
+            printf("    analytic vs DQ Jv: %ld of %ld runs end differently (convergence, "
+                   "anti-aligned or dead count, loss beyond 1e-8 relative unless both below "
+                   "eps_stop)\n",
                    diff, n);
         }
-        free(rec[0]);
-        free(rec[1]);
+        for (int q = 0; q < 5; q++)
+            free(rec[q]);
+        scm_sweep_families_free(&fams);
         scm_config_free(c);
     }
     free(idx);

@@ -97,7 +97,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_sweep: %s\n", err.msg);
         return 1;
     }
-    scm_sweep_families fams = {0, NULL};
+    scm_sweep_families fams = {0, NULL, NULL};
     if (fam_path) {
         char *t = slurp(fam_path);
         if (!t || scm_sweep_families_parse(t, fam_path, &fams, &err)) {

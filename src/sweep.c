@@ -4,7 +4,8 @@
  * order: workers take indices from a shared counter and park finished
  * records in a ring buffer (a window of slots ahead of the next record to
  * emit), and whichever worker completes the next record in order emits it
- * and any that follow. */
+ * and any that follow.  The early stop and the tagging of unconverged runs
+ * are in sweep_certify.c, the summary in sweep_summary.c. */
 #include "scm/sweep.h"
 
 #include <math.h>
@@ -15,6 +16,7 @@
 
 #include "scm/init.h"
 #include "scm/output.h"
+#include "sweep_certify.h"
 
 /* ---- seeds ------------------------------------------------------------- */
 
@@ -50,9 +52,50 @@ void scm_sweep_families_free(scm_sweep_families *f)
 {
     if (!f)
         return;
+    for (int i = 0; f->f && i < f->n; i++) {
+        free(f->f[i].Q);
+        free(f->f[i].R);
+    }
     free(f->f);
+    sweep_cache_free(f->cache);
     f->f = NULL;
+    f->cache = NULL;
     f->n = 0;
+}
+
+/* A rows x cols matrix from a JSON array of arrays: the shape in *rows,
+ * *cols (0 if a is not one), the entries malloc'ed in *out. */
+static int json_matrix_any(const cJSON *a, int *rows, int *cols, double **out)
+{
+    *rows = *cols = 0;
+    *out = NULL;
+    if (!cJSON_IsArray(a))
+        return 0;
+    int r = cJSON_GetArraySize(a), c = r > 0 ? cJSON_GetArraySize(cJSON_GetArrayItem(a, 0)) : 0;
+    if (r < 1 || c < 1 || r > 100000 || c > 100000)
+        return -1;
+    double *x = malloc(sizeof(double) * (size_t)r * (size_t)c);
+    if (!x)
+        return -2;
+    int i = 0;
+    for (const cJSON *row = a->child; row; row = row->next, i++) {
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != c) {
+            free(x);
+            return -1;
+        }
+        int j = 0;
+        for (const cJSON *v = row->child; v; v = v->next, j++) {
+            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+                free(x);
+                return -1;
+            }
+            x[(long)i * c + j] = v->valuedouble;
+        }
+    }
+    *rows = r;
+    *cols = c;
+    *out = x;
+    return 0;
 }
 
 scm_status scm_sweep_families_parse(const char *text, const char *source,
@@ -60,6 +103,7 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
 {
     out->n = 0;
     out->f = NULL;
+    out->cache = NULL;
     cJSON *root = cJSON_Parse(text);
     if (!root)
         return scm_error_set(err, SCM_EINVAL, "%s: invalid JSON", source);
@@ -72,6 +116,7 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
             arr = cJSON_GetObjectItemCaseSensitive(root, "points");
     }
     scm_status st = SCM_OK;
+    int n = 0;
     if (!cJSON_IsArray(arr)) {
         st = scm_error_set(err, SCM_EINVAL,
                            "%s: expected an array of families (or an object with one under "
@@ -79,7 +124,7 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
                            source);
         goto out;
     }
-    int n = cJSON_GetArraySize(arr);
+    n = cJSON_GetArraySize(arr);
     out->f = calloc((size_t)(n > 0 ? n : 1), sizeof *out->f);
     if (!out->f) {
         st = scm_error_set(err, SCM_ENOMEM, "%s: out of memory", source);
@@ -124,13 +169,87 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
         snprintf(f->name, sizeof f->name, "%s", name ? name->valuestring : "family");
         f->k1 = (int)k1->valuedouble;
         f->eps = loss->valuedouble;
+        snprintf(f->stability, sizeof f->stability, "unknown");
+        const cJSON *stab = cJSON_GetObjectItemCaseSensitive(it, "stability");
+        const cJSON *sv = cJSON_GetObjectItemCaseSensitive(stab, "verdict"),
+                    *sh = cJSON_GetObjectItemCaseSensitive(stab, "hessian_verdict");
+        if (cJSON_IsString(stab))
+            snprintf(f->stability, sizeof f->stability, "%.63s", stab->valuestring);
+        else if (cJSON_IsString(sv))
+            snprintf(f->stability, sizeof f->stability, "%.30s/%.30s", sv->valuestring,
+                     cJSON_IsString(sh) ? sh->valuestring : "-");
+        /* the point, when given: Q (K x K) and R (K x M) */
+        int qr, qc, rr, rc;
+        int e1 = json_matrix_any(cJSON_GetObjectItemCaseSensitive(it, "Q"), &qr, &qc, &f->Q);
+        int e2 = json_matrix_any(cJSON_GetObjectItemCaseSensitive(it, "R"), &rr, &rc, &f->R);
+        if (e1 == -2 || e2 == -2) {
+            st = scm_error_set(err, SCM_ENOMEM, "%s: out of memory", source);
+            goto out;
+        }
+        if (e1 || e2 || (f->Q && !f->R) || (f->R && !f->Q) ||
+            (f->Q && (qr != qc || rr != qr))) {
+            st = scm_error_set(err, SCM_EINVAL,
+                               "%s: family %d: 'Q' and 'R' must be K x K and K x M matrices",
+                               source, i);
+            goto out;
+        }
+        f->K = f->Q ? qr : 0;
+        f->M = f->Q ? rc : 0;
     }
     out->n = i;
 out:
-    if (st)
+    if (st) {
+        out->n = out->f ? n : 0; /* every entry (calloc'ed: the rest is NULL) */
         scm_sweep_families_free(out);
+    }
     cJSON_Delete(root);
     return st;
+}
+
+static cJSON *json_rows(const double *A, int rows, int cols)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < rows; i++) {
+        cJSON *r = cJSON_CreateDoubleArray(A + (long)i * cols, cols);
+        if (!r) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+        cJSON_AddItemToArray(a, r);
+    }
+    return a;
+}
+
+char *scm_sweep_families_json(const scm_sweep_families *f)
+{
+    cJSON *a = cJSON_CreateArray();
+    int ok = a != NULL;
+    for (int i = 0; ok && f && i < f->n; i++) {
+        const scm_sweep_family *e = &f->f[i];
+        cJSON *o = cJSON_CreateObject();
+        ok = o && cJSON_AddStringToObject(o, "family", e->name) &&
+             cJSON_AddNumberToObject(o, "k1", e->k1) &&
+             cJSON_AddNumberToObject(o, "loss", e->eps) &&
+             cJSON_AddStringToObject(o, "stability", e->stability);
+        if (ok && e->Q) {
+            cJSON *Q = json_rows(e->Q, e->K, e->K), *R = json_rows(e->R, e->K, e->M);
+            ok = Q && R;
+            if (ok) {
+                cJSON_AddItemToObject(o, "Q", Q);
+                cJSON_AddItemToObject(o, "R", R);
+            } else {
+                cJSON_Delete(Q);
+                cJSON_Delete(R);
+            }
+        }
+        if (o)
+            cJSON_AddItemToArray(a, o);
+    }
+    /* cJSON prints a double with 17 significant digits when 15 do not give
+     * it back, so the text round-trips exactly */
+    char *s = ok ? cJSON_PrintUnformatted(a) : NULL;
+    cJSON_Delete(a);
+    return s;
 }
 
 /* ---- classification ---------------------------------------------------- */
@@ -141,6 +260,10 @@ void scm_sweep_opts_default(scm_sweep_opts *o)
     o->match_atol = 1e-10;
     o->dead_q = 1e-3;
     o->loose_grad_stop = 0.0;
+    o->certify = 0;
+    o->certify_grad = 1e-3;
+    o->certify_global = 1e-3;
+    o->certify_rmax = 0.05;
 }
 
 scm_status scm_sweep_opts_check(const scm_sweep_opts *o, scm_error *err)
@@ -155,6 +278,14 @@ scm_status scm_sweep_opts_check(const scm_sweep_opts *o, scm_error *err)
     if (!(o->loose_grad_stop >= 0.0 && isfinite(o->loose_grad_stop)))
         return scm_error_set(err, SCM_EINVAL, "loose_grad_stop must be >= 0, got %g",
                              o->loose_grad_stop);
+    if (!(o->certify_grad > 0.0 && isfinite(o->certify_grad)))
+        return scm_error_set(err, SCM_EINVAL, "certify_grad must be > 0, got %g", o->certify_grad);
+    if (!(o->certify_global >= 0.0 && o->certify_global < 1.0))
+        return scm_error_set(err, SCM_EINVAL, "certify_global must be in [0, 1), got %g",
+                             o->certify_global);
+    if (!(o->certify_rmax > 0.0 && o->certify_rmax <= 10.0))
+        return scm_error_set(err, SCM_EINVAL, "certify_rmax must be in (0, 10], got %g",
+                             o->certify_rmax);
     return SCM_OK;
 }
 
@@ -263,6 +394,7 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
         snprintf(rec->cls, sizeof rec->cls, "unmatched");
 }
 
+
 static int accept_loose(const scm_sweep_record *r)
 {
     return r->matched && r->k1 == r->n_anti && r->n_dead == 0 && r->n_shared == 0;
@@ -271,7 +403,8 @@ static int accept_loose(const scm_sweep_record *r)
 static void fill_from_traj(scm_sweep_record *rec, const scm_traj_result *tr)
 {
     rec->stop = tr->stop;
-    rec->converged = tr->stop == SCM_STOP_FIXED_POINT || tr->stop == SCM_STOP_EPS;
+    rec->converged = tr->stop == SCM_STOP_FIXED_POINT || tr->stop == SCM_STOP_EPS ||
+                     tr->stop == SCM_STOP_CERTIFIED;
     if (rec->converged)
         rec->why[0] = '\0';
     else if (tr->stop == SCM_STOP_FAILED)
@@ -295,6 +428,9 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
     if (st)
         return st;
     const int K = m->K, M = m->M;
+    scm_sweep_cache *cache = NULL, *own = NULL;
+    sweep_certify_ctx cx;
+    memset(&cx, 0, sizeof cx);
     double *Q0 = malloc(sizeof(double) * (size_t)K * (size_t)K);
     double *R0 = malloc(sizeof(double) * (size_t)K * (size_t)M);
     scm_traj_result tr, tr2;
@@ -313,6 +449,34 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
 
     scm_traj_opts to = c->traj;
     to.record = 0;
+    /* the families' shared cache, or one for this run alone */
+    if (fams && fams->n > 0) {
+        cache = fams->cache;
+        if (!cache || cache->K != K || cache->M != M)
+            cache = own = sweep_cache_make(fams, m);
+        if (!cache) {
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory in sweep run %ld", index);
+            goto out;
+        }
+    }
+    if (o->certify && cache && sweep_certify_applies(c, m)) {
+        cx.m = m;
+        cx.f = fams;
+        cx.c = cache;
+        cx.o = o;
+        cx.t_max = to.t_max;
+        cx.grad_stop = to.grad_stop;
+        cx.Qc = malloc(sizeof(double) * (size_t)K * (size_t)K);
+        cx.Rc = malloc(sizeof(double) * (size_t)K * (size_t)M);
+        if (!cx.Qc || !cx.Rc) {
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory in sweep run %ld", index);
+            goto out;
+        }
+        to.certify = sweep_certify_cb;
+        to.certify_user = &cx;
+        to.certify_from = o->certify_grad; /* evaluate the loose stage's flow below it */
+    }
+    const scm_traj_result *fin = &tr;
     int two_stage = o->loose_grad_stop > to.grad_stop && to.grad_stop > 0.0;
     scm_traj_opts t1 = to;
     if (two_stage)
@@ -336,7 +500,9 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
             rec->converged = 0;
             rec->stop = t2.t_max <= 0.0 ? SCM_STOP_T_MAX : SCM_STOP_MAX_STEPS;
             snprintf(rec->why, sizeof rec->why, "%s", scm_stop_reason_str(rec->stop));
+            scm_sweep_classify(m, tr.Q, tr.R, tr.eps, fams, o, rec);
         } else {
+            cx.t_max = t2.t_max; /* the second stage's clock starts at 0 */
             if ((st = scm_traj_run(m, c->rule, tr.Q, tr.R, &t2, &tr2, err)))
                 goto out;
             fill_from_traj(rec, &tr2);
@@ -344,15 +510,31 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
             rec->steps = tr.n_steps + tr2.n_steps;
             rec->rhs = tr.n_rhs + tr2.n_rhs;
             scm_sweep_classify(m, tr2.Q, tr2.R, tr2.eps, fams, o, rec);
-            goto out;
+            fin = &tr2;
         }
-        scm_sweep_classify(m, tr.Q, tr.R, tr.eps, fams, o, rec);
     }
+    if (cx.st) { /* out of memory inside the early stop */
+        st = cx.st;
+        if (err)
+            *err = cx.err;
+        goto out;
+    }
+    rec->cert_point = -1;
+    rec->cert_dist = rec->cert_radius = rec->cert_loss = NAN;
+    if (fin->stop == SCM_STOP_CERTIFIED)
+        sweep_classify_certified(m, fin->Q, fin->R, &cx, fams, o, rec);
+    if (!rec->converged)
+        sweep_tag_near(m, fams, cache, fin->Q, fin->R, fin->eps, rec);
+    else
+        rec->near = -1;
 out:
     scm_traj_result_free(&tr);
     scm_traj_result_free(&tr2);
     free(Q0);
     free(R0);
+    free(cx.Qc);
+    free(cx.Rc);
+    sweep_cache_free(own);
     return st;
 }
 
@@ -387,6 +569,30 @@ char *scm_sweep_record_json(const scm_sweep_record *r)
     cJSON_AddNumberToObject(o, "anti", r->n_anti);
     cJSON_AddNumberToObject(o, "dead", r->n_dead);
     cJSON_AddNumberToObject(o, "shared", r->n_shared);
+    if (r->stop == SCM_STOP_CERTIFIED) {
+        cJSON *c = cJSON_AddObjectToObject(o, "cert");
+        cJSON_AddNumberToObject(c, "loss", r->cert_loss);
+        if (r->cert_point >= 0) {
+            cJSON_AddNumberToObject(c, "point", r->cert_point);
+            cJSON_AddNumberToObject(c, "dist", r->cert_dist);
+            cJSON_AddNumberToObject(c, "radius", r->cert_radius);
+        } else {
+            cJSON_AddNullToObject(c, "point");
+            cJSON_AddStringToObject(c, "rule", "global");
+        }
+    }
+    if (!r->converged && r->near >= 0) {
+        cJSON *c = cJSON_AddObjectToObject(o, "near");
+        cJSON_AddNumberToObject(c, "point", r->near);
+        cJSON_AddStringToObject(c, "family", r->near_family);
+        cJSON_AddNumberToObject(c, "k1", r->near_k1);
+        cJSON_AddNumberToObject(c, "loss", r->near_loss);
+        if (isfinite(r->near_dist))
+            cJSON_AddNumberToObject(c, "dist", r->near_dist);
+        else
+            cJSON_AddNullToObject(c, "dist");
+        cJSON_AddStringToObject(c, "stability", r->near_stability);
+    }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;
@@ -439,7 +645,7 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
     r->seed = (unsigned long)x;
     const cJSON *stop = cJSON_GetObjectItemCaseSensitive(o, "stop");
     int found = 0;
-    for (int s = SCM_STOP_T_MAX; cJSON_IsString(stop) && s <= SCM_STOP_FAILED; s++)
+    for (int s = SCM_STOP_T_MAX; cJSON_IsString(stop) && s <= SCM_STOP_CERTIFIED; s++)
         if (strcmp(stop->valuestring, scm_stop_reason_str((scm_stop_reason)s)) == 0) {
             r->stop = (scm_stop_reason)s;
             found = 1;
@@ -450,7 +656,8 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
     }
     const cJSON *conv = cJSON_GetObjectItemCaseSensitive(o, "converged");
     if (!cJSON_IsBool(conv) ||
-        (cJSON_IsTrue(conv) != (r->stop == SCM_STOP_FIXED_POINT || r->stop == SCM_STOP_EPS))) {
+        (cJSON_IsTrue(conv) != (r->stop == SCM_STOP_FIXED_POINT || r->stop == SCM_STOP_EPS ||
+                                r->stop == SCM_STOP_CERTIFIED))) {
         bad = "converged";
         goto out;
     }
@@ -522,6 +729,45 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
         goto out;
     }
     r->n_shared = (int)x;
+    r->cert_point = -1;
+    r->cert_dist = r->cert_radius = r->cert_loss = NAN;
+    const cJSON *cert = cJSON_GetObjectItemCaseSensitive(o, "cert");
+    if ((r->stop == SCM_STOP_CERTIFIED) != cJSON_IsObject(cert) ||
+        (cert && !get_num(cert, "loss", 0, &r->cert_loss))) {
+        bad = "cert";
+        goto out;
+    }
+    if (cert && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cert, "point"))) {
+        if (!get_int(cert, "point", 0, 1e9, &x) || !get_num(cert, "dist", 0, &r->cert_dist) ||
+            !get_num(cert, "radius", 0, &r->cert_radius)) {
+            bad = "cert";
+            goto out;
+        }
+        r->cert_point = (int)x;
+    }
+    r->near = -1;
+    r->near_dist = r->near_loss = NAN;
+    const cJSON *near = cJSON_GetObjectItemCaseSensitive(o, "near");
+    if (near) {
+        const cJSON *nf = cJSON_GetObjectItemCaseSensitive(near, "family"),
+                    *ns = cJSON_GetObjectItemCaseSensitive(near, "stability");
+        if (r->converged || !cJSON_IsObject(near) || !get_int(near, "point", 0, 1e9, &x) ||
+            !get_num(near, "loss", 0, &r->near_loss) || !get_num(near, "dist", 1, &r->near_dist) ||
+            !cJSON_IsString(nf) || strlen(nf->valuestring) >= sizeof r->near_family ||
+            !cJSON_IsString(ns) || strlen(ns->valuestring) >= sizeof r->near_stability) {
+            bad = "near";
+            goto out;
+        }
+        r->near = (int)x;
+        long k1n;
+        if (!get_int(near, "k1", 0, 1e6, &k1n)) {
+            bad = "near";
+            goto out;
+        }
+        r->near_k1 = (int)k1n;
+        snprintf(r->near_family, sizeof r->near_family, "%s", nf->valuestring);
+        snprintf(r->near_stability, sizeof r->near_stability, "%s", ns->valuestring);
+    }
     (void)d;
 out:
     if (bad)
@@ -532,6 +778,13 @@ out:
 
 char *scm_sweep_header_json(const scm_config *c, uint64_t base, long runs, int shard_i,
                             int shard_n, const scm_sweep_families *fams)
+{
+    return scm_sweep_header_json_opts(c, base, runs, shard_i, shard_n, fams, NULL);
+}
+
+char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, int shard_i,
+                                 int shard_n, const scm_sweep_families *fams,
+                                 const scm_sweep_opts *so)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -550,6 +803,12 @@ char *scm_sweep_header_json(const scm_config *c, uint64_t base, long runs, int s
         cJSON_AddNumberToObject(f, "k1", fams->f[i].k1);
         cJSON_AddNumberToObject(f, "loss", fams->f[i].eps);
         cJSON_AddItemToArray(fa, f);
+    }
+    if (so && so->certify) {
+        cJSON *ce = cJSON_AddObjectToObject(o, "certify");
+        cJSON_AddNumberToObject(ce, "grad", so->certify_grad);
+        cJSON_AddNumberToObject(ce, "global", so->certify_global);
+        cJSON_AddNumberToObject(ce, "rmax", so->certify_rmax);
     }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -644,6 +903,18 @@ scm_status scm_sweep_exec(const scm_config *c, uint64_t base, const long *indice
     scm_model *m = scm_config_model(c, err);
     if (!m)
         return err ? err->code : SCM_EINVAL;
+    /* the threads share one cache of the points (canonical forms,
+     * certificates): a shallow copy of the list carries it */
+    scm_sweep_families shared = {0, NULL, NULL};
+    if (fams && fams->n > 0) {
+        shared = *fams;
+        if (!shared.cache || shared.cache->K != m->K || shared.cache->M != m->M)
+            shared.cache = sweep_cache_make(fams, m);
+        if (!shared.cache) {
+            scm_model_free(m);
+            return scm_error_set(err, SCM_ENOMEM, "out of memory preparing the families");
+        }
+    }
     sweep_shared s;
     memset(&s, 0, sizeof s);
     s.c = c;
@@ -651,7 +922,7 @@ scm_status scm_sweep_exec(const scm_config *c, uint64_t base, const long *indice
     s.base = base;
     s.idx = indices;
     s.n = n;
-    s.fams = fams;
+    s.fams = fams ? &shared : NULL;
     s.o = o;
     s.emit = emit;
     s.user = user;
@@ -687,303 +958,8 @@ out:
     free(th);
     free(s.ring);
     free(s.done);
+    if (fams && shared.cache != fams->cache)
+        sweep_cache_free(shared.cache);
     scm_model_free(m);
     return st;
-}
-
-/* ---- summary ----------------------------------------------------------- */
-
-#define WILSON_Z 1.959963984540054
-
-void scm_sweep_wilson(long k, long n, double *lo, double *hi)
-{
-    /* Wilson (1927): the roots in p of (k/n - p)^2 = z^2 p (1 - p) / n. */
-    if (n <= 0) {
-        *lo = 0.0;
-        *hi = 1.0;
-        return;
-    }
-    const double z2 = WILSON_Z * WILSON_Z, nn = (double)n, p = (double)k / nn;
-    const double den = 1.0 + z2 / nn;
-    const double ctr = (p + z2 / (2.0 * nn)) / den;
-    const double half = WILSON_Z / den * sqrt(p * (1.0 - p) / nn + z2 / (4.0 * nn * nn));
-    *lo = k == 0 ? 0.0 : fmax(0.0, ctr - half);
-    *hi = k == n ? 1.0 : fmin(1.0, ctr + half);
-}
-
-typedef struct {
-    char cls[80];
-    char family[64];
-    int matched, k1;
-    long count;
-    double eps_min, eps_max;
-} sum_class;
-
-struct scm_sweep_summary {
-    long runs, done, converged;
-    long n_tmax, n_maxsteps, n_failed;
-    int ncls, capcls;
-    sum_class *cls;
-    int nanti;
-    long *anti; /* converged runs by anti-aligned count */
-    long hist[SCM_SWEEP_HIST_NBINS], hist_under, hist_over, hist_nan;
-    long n_unm, cap_unm;
-    double *unm; /* losses of converged unmatched runs */
-    double steps_sum, rhs_sum, t_sum;
-    long steps_max, rhs_max;
-    double t_max;
-};
-
-scm_sweep_summary *scm_sweep_summary_alloc(long runs)
-{
-    scm_sweep_summary *s = calloc(1, sizeof *s);
-    if (s)
-        s->runs = runs;
-    return s;
-}
-
-void scm_sweep_summary_free(scm_sweep_summary *s)
-{
-    if (!s)
-        return;
-    free(s->cls);
-    free(s->anti);
-    free(s->unm);
-    free(s);
-}
-
-scm_status scm_sweep_summary_add(scm_sweep_summary *s, const scm_sweep_record *r)
-{
-    int c = 0;
-    while (c < s->ncls && strcmp(s->cls[c].cls, r->cls) != 0)
-        c++;
-    if (c == s->ncls) {
-        if (s->ncls == s->capcls) {
-            int cap = s->capcls ? 2 * s->capcls : 8;
-            sum_class *nc = realloc(s->cls, sizeof *nc * (size_t)cap);
-            if (!nc)
-                return SCM_ENOMEM;
-            s->cls = nc;
-            s->capcls = cap;
-        }
-        sum_class *k = &s->cls[s->ncls++];
-        memset(k, 0, sizeof *k);
-        snprintf(k->cls, sizeof k->cls, "%s", r->cls);
-        snprintf(k->family, sizeof k->family, "%s", r->family);
-        k->matched = r->matched;
-        k->k1 = r->k1;
-        k->eps_min = k->eps_max = r->eps;
-    }
-    sum_class *k = &s->cls[c];
-    k->count++;
-    k->eps_min = fmin(k->eps_min, r->eps);
-    k->eps_max = fmax(k->eps_max, r->eps);
-    s->done++;
-    if (r->converged) {
-        s->converged++;
-        if (r->n_anti < 0)
-            return SCM_ENOMEM; /* the classification ran out of memory */
-        if (r->n_anti >= s->nanti) {
-            long *na = realloc(s->anti, sizeof *na * (size_t)(r->n_anti + 1));
-            if (!na)
-                return SCM_ENOMEM;
-            for (int i = s->nanti; i <= r->n_anti; i++)
-                na[i] = 0;
-            s->anti = na;
-            s->nanti = r->n_anti + 1;
-        }
-        s->anti[r->n_anti]++;
-        if (!isfinite(r->eps))
-            s->hist_nan++;
-        else if (r->eps < pow(10.0, SCM_SWEEP_HIST_LO))
-            s->hist_under++;
-        else {
-            int b = (int)floor((log10(r->eps) - SCM_SWEEP_HIST_LO) * SCM_SWEEP_HIST_PER_DECADE);
-            if (b >= SCM_SWEEP_HIST_NBINS)
-                s->hist_over++;
-            else
-                s->hist[b < 0 ? 0 : b]++;
-        }
-        if (!r->matched) {
-            if (s->n_unm == s->cap_unm) {
-                long cap = s->cap_unm ? 2 * s->cap_unm : 16;
-                double *nu = realloc(s->unm, sizeof *nu * (size_t)cap);
-                if (!nu)
-                    return SCM_ENOMEM;
-                s->unm = nu;
-                s->cap_unm = cap;
-            }
-            s->unm[s->n_unm++] = r->eps;
-        }
-    } else if (r->stop == SCM_STOP_T_MAX) {
-        s->n_tmax++;
-    } else if (r->stop == SCM_STOP_MAX_STEPS) {
-        s->n_maxsteps++;
-    } else {
-        s->n_failed++;
-    }
-    s->steps_sum += (double)r->steps;
-    s->rhs_sum += (double)r->rhs;
-    s->t_sum += r->t;
-    if (r->steps > s->steps_max)
-        s->steps_max = r->steps;
-    if (r->rhs > s->rhs_max)
-        s->rhs_max = r->rhs;
-    if (r->t > s->t_max)
-        s->t_max = r->t;
-    return SCM_OK;
-}
-
-/* Matched families first (by k1, then name), then unmatched, then not
- * converged: an order that does not depend on the order of the records. */
-static int class_rank(const sum_class *c)
-{
-    if (c->matched)
-        return 0;
-    return strcmp(c->cls, "unmatched") == 0 ? 1 : 2;
-}
-
-static int class_cmp(const void *a, const void *b)
-{
-    const sum_class *x = a, *y = b;
-    int rx = class_rank(x), ry = class_rank(y);
-    if (rx != ry)
-        return rx < ry ? -1 : 1;
-    if (rx == 0 && x->k1 != y->k1)
-        return x->k1 < y->k1 ? -1 : 1;
-    return strcmp(x->cls, y->cls);
-}
-
-static int dbl_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-void scm_sweep_summary_brief(const scm_sweep_summary *s, char *buf, size_t len)
-{
-    if (len == 0)
-        return;
-    buf[0] = '\0';
-    sum_class *tmp = s->ncls ? malloc(sizeof *tmp * (size_t)s->ncls) : NULL;
-    if (s->ncls && !tmp)
-        return;
-    if (tmp) {
-        memcpy(tmp, s->cls, sizeof *tmp * (size_t)s->ncls);
-        qsort(tmp, (size_t)s->ncls, sizeof *tmp, class_cmp);
-    }
-    size_t used = 0;
-    for (int i = 0; i < s->ncls && used + 1 < len; i++) {
-        int n = snprintf(buf + used, len - used, "%s%s %ld", i ? ", " : "", tmp[i].cls,
-                         tmp[i].count);
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
-    free(tmp);
-}
-
-static cJSON *wilson_json(long k, long n)
-{
-    double lo, hi;
-    scm_sweep_wilson(k, n, &lo, &hi);
-    cJSON *a = cJSON_CreateArray();
-    cJSON_AddItemToArray(a, cJSON_CreateNumber(lo));
-    cJSON_AddItemToArray(a, cJSON_CreateNumber(hi));
-    return a;
-}
-
-cJSON *scm_sweep_summary_json(const scm_sweep_summary *s)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    cJSON_AddNumberToObject(o, "runs", (double)s->runs);
-    cJSON_AddNumberToObject(o, "done", (double)s->done);
-    cJSON_AddNumberToObject(o, "converged", (double)s->converged);
-    cJSON *nc = cJSON_AddObjectToObject(o, "not_converged");
-    cJSON_AddNumberToObject(nc, "total", (double)(s->done - s->converged));
-    cJSON_AddNumberToObject(nc, "t_max", (double)s->n_tmax);
-    cJSON_AddNumberToObject(nc, "max_steps", (double)s->n_maxsteps);
-    cJSON_AddNumberToObject(nc, "failed", (double)s->n_failed);
-
-    sum_class *tmp = s->ncls ? malloc(sizeof *tmp * (size_t)s->ncls) : NULL;
-    if (tmp) {
-        memcpy(tmp, s->cls, sizeof *tmp * (size_t)s->ncls);
-        qsort(tmp, (size_t)s->ncls, sizeof *tmp, class_cmp);
-    }
-    cJSON *cl = cJSON_AddArrayToObject(o, "classes");
-    for (int i = 0; tmp && i < s->ncls; i++) {
-        cJSON *c = cJSON_CreateObject();
-        cJSON_AddStringToObject(c, "class", tmp[i].cls);
-        if (tmp[i].matched) {
-            cJSON_AddStringToObject(c, "family", tmp[i].family);
-            cJSON_AddNumberToObject(c, "k1", tmp[i].k1);
-        } else {
-            cJSON_AddNullToObject(c, "family");
-            cJSON_AddNullToObject(c, "k1");
-        }
-        cJSON_AddNumberToObject(c, "count", (double)tmp[i].count);
-        cJSON_AddNumberToObject(c, "fraction",
-                                s->done ? (double)tmp[i].count / (double)s->done : 0.0);
-        cJSON_AddItemToObject(c, "wilson95", wilson_json(tmp[i].count, s->done));
-        cJSON_AddNumberToObject(c, "eps_min", tmp[i].eps_min);
-        cJSON_AddNumberToObject(c, "eps_max", tmp[i].eps_max);
-        cJSON_AddItemToArray(cl, c);
-    }
-    free(tmp);
-
-    cJSON *ba = cJSON_AddArrayToObject(o, "by_anti");
-    for (int a = 0; a < s->nanti; a++) {
-        if (!s->anti[a])
-            continue;
-        cJSON *c = cJSON_CreateObject();
-        cJSON_AddNumberToObject(c, "anti", a);
-        cJSON_AddNumberToObject(c, "count", (double)s->anti[a]);
-        cJSON_AddNumberToObject(c, "fraction", (double)s->anti[a] / (double)s->done);
-        cJSON_AddItemToObject(c, "wilson95", wilson_json(s->anti[a], s->done));
-        cJSON_AddItemToArray(ba, c);
-    }
-
-    /* Distinct unmatched losses: sorted, grouped within 1e-6 relative. */
-    cJSON *um = cJSON_AddArrayToObject(o, "unmatched_losses");
-    double *u = s->n_unm ? malloc(sizeof *u * (size_t)s->n_unm) : NULL;
-    if (u) {
-        memcpy(u, s->unm, sizeof *u * (size_t)s->n_unm);
-        qsort(u, (size_t)s->n_unm, sizeof *u, dbl_cmp);
-        for (long i = 0; i < s->n_unm;) {
-            long j = i + 1;
-            while (j < s->n_unm && fabs(u[j] - u[i]) <= 1e-6 * fabs(u[i]) + 1e-12)
-                j++;
-            cJSON *c = cJSON_CreateObject();
-            cJSON_AddNumberToObject(c, "eps", u[i]);
-            cJSON_AddNumberToObject(c, "eps_max", u[j - 1]);
-            cJSON_AddNumberToObject(c, "count", (double)(j - i));
-            cJSON_AddItemToArray(um, c);
-            i = j;
-        }
-        free(u);
-    }
-
-    cJSON *h = cJSON_AddObjectToObject(o, "loss_histogram");
-    cJSON_AddStringToObject(h, "of", "final eps of converged runs");
-    cJSON_AddNumberToObject(h, "log10_lo", SCM_SWEEP_HIST_LO);
-    cJSON_AddNumberToObject(h, "log10_hi", SCM_SWEEP_HIST_HI);
-    cJSON_AddNumberToObject(h, "bins_per_decade", SCM_SWEEP_HIST_PER_DECADE);
-    cJSON *hc = cJSON_AddArrayToObject(h, "counts");
-    for (int b = 0; b < SCM_SWEEP_HIST_NBINS; b++)
-        cJSON_AddItemToArray(hc, cJSON_CreateNumber((double)s->hist[b]));
-    cJSON_AddNumberToObject(h, "below", (double)s->hist_under);
-    cJSON_AddNumberToObject(h, "above", (double)s->hist_over);
-    cJSON_AddNumberToObject(h, "nan", (double)s->hist_nan);
-
-    cJSON *w = cJSON_AddObjectToObject(o, "solver");
-    double nd = s->done ? (double)s->done : 1.0;
-    cJSON_AddNumberToObject(w, "steps_mean", s->steps_sum / nd);
-    cJSON_AddNumberToObject(w, "steps_max", (double)s->steps_max);
-    cJSON_AddNumberToObject(w, "rhs_mean", s->rhs_sum / nd);
-    cJSON_AddNumberToObject(w, "rhs_max", (double)s->rhs_max);
-    cJSON_AddNumberToObject(w, "tau_mean", s->t_sum / nd);
-    cJSON_AddNumberToObject(w, "tau_max", s->t_max);
-    return o;
 }

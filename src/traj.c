@@ -40,6 +40,9 @@ void scm_traj_opts_default(scm_traj_opts *o)
     scm_rule_params_default(&o->rule_params);
     o->v0 = NULL;
     o->analytic_jv = 0;
+    o->certify = NULL;
+    o->certify_user = NULL;
+    o->certify_from = 0.0;
 }
 
 scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err)
@@ -67,6 +70,9 @@ scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err)
     if (!(o->loose_until >= 0.0 && isfinite(o->loose_until)))
         return scm_error_set(err, SCM_EINVAL, "integrator.loose_until must be >= 0, got %g",
                              o->loose_until);
+    if (!(o->certify_from >= 0.0 && isfinite(o->certify_from)))
+        return scm_error_set(err, SCM_EINVAL, "certify_from must be >= 0, got %g",
+                             o->certify_from);
     if (o->loose_until > 0.0) {
         if (!(o->loose_until > o->grad_stop))
             return scm_error_set(err, SCM_EINVAL,
@@ -90,6 +96,7 @@ const char *scm_stop_reason_str(scm_stop_reason r)
     case SCM_STOP_FIXED_POINT: return "fixed_point";
     case SCM_STOP_MAX_STEPS: return "max_steps";
     case SCM_STOP_FAILED: return "failed";
+    case SCM_STOP_CERTIFIED: return "certified";
     }
     return "unknown";
 }
@@ -597,7 +604,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
              * derivative of CVODE's interpolant estimates it for free, and
              * the flow is evaluated once the estimate nears loose_until. */
             double est = scm_linalg_max_abs(yo, n);
-            if (est >= 2.0 * o->loose_until) {
+            if (est >= 2.0 * o->loose_until && !(o->certify && est < o->certify_from)) {
                 t = tret;
                 maxF = est;
                 have_eps = 0;
@@ -631,6 +638,10 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
         memcpy(res->R, R, sizeof(double) * (size_t)KM);
         memcpy(res->v, c.vs, sizeof(double) * (size_t)K);
+        if (o->certify && o->certify(o->certify_user, t, Q, R, eps, maxF)) {
+            res->stop = SCM_STOP_CERTIFIED;
+            break;
+        }
     }
 #undef OUT_TIME
     if (!have_eps) {

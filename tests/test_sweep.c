@@ -133,9 +133,9 @@ static void test_classify(void)
     CHECK(!r.matched && strcmp(r.cls, "unmatched") == 0, "no families: unmatched (%s)", r.cls);
 
     /* Family match: within 1e-8 relative only; ties prefer k1 = anti. */
-    scm_sweep_family f[3] = {{"a", 0, 0.1234 * (1 + 3e-8)}, {"b", 2, 0.1234 * (1 + 5e-9)},
-                             {"c", 1, 0.1234 * (1 - 7e-9)}};
-    scm_sweep_families fams = {3, f};
+    scm_sweep_family f[3] = {{"a", 0, 0.1234 * (1 + 3e-8), 0, 0, NULL, NULL, ""}, {"b", 2, 0.1234 * (1 + 5e-9), 0, 0, NULL, NULL, ""},
+                             {"c", 1, 0.1234 * (1 - 7e-9), 0, 0, NULL, NULL, ""}};
+    scm_sweep_families fams = {3, f, NULL};
     scm_sweep_classify(m, Q, R, 0.1234, &fams, &o, &r);
     /* c has k1 = anti = 1 but dead/shared students break the structure, so
      * the closest loss (b) wins. */
@@ -165,8 +165,8 @@ static void test_classify(void)
     /* The global minimum: a zero-loss family of any name is one class; a
      * run stopped below eps_stop matches it even when its integration error
      * (-9e-10 here) exceeds match_atol, a fixed-point stop does not. */
-    scm_sweep_family g[2] = {{"k1_extra", 0, 0.0}, {"c", 1, 0.1234}};
-    scm_sweep_families gf = {2, g};
+    scm_sweep_family g[2] = {{"k1_extra", 0, 0.0, 0, 0, NULL, NULL, ""}, {"c", 1, 0.1234, 0, 0, NULL, NULL, ""}};
+    scm_sweep_families gf = {2, g, NULL};
     double Rg[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     r.converged = 1;
     r.stop = SCM_STOP_EPS;
@@ -434,8 +434,8 @@ static void test_known_states(void)
     scm_model *m2 = relu_model(2, 2);
     double Q[49], R[49], Qf[49], Rf[49];
     near_state(2, 0.9, Q, R);
-    scm_sweep_family f0[1] = {{"k1", 0, 0.0}};
-    scm_sweep_families fam0 = {1, f0};
+    scm_sweep_family f0[1] = {{"k1", 0, 0.0, 0, 0, NULL, NULL, ""}};
+    scm_sweep_families fam0 = {1, f0, NULL};
     scm_sweep_record r;
     run_and_classify(m2, Q, R, &to, &fam0, &r, NULL, NULL);
     CHECK(r.converged && r.matched && r.k1 == 0 && r.n_anti == 0, "K = 2 near R = I: %s (%s)",
@@ -454,11 +454,11 @@ static void test_known_states(void)
     CHECK_CLOSE(eps_newton, 0.02320, 0, 5e-6, "k1 = 1 loss vs MATH.md's 0.02320");
     CHECK_CLOSE(Rf[0], -0.633, 0, 1e-3, "anti-aligned overlap vs MATH.md's -0.633");
     /* Families with the Newton loss and decoys at 1e-6 relative. */
-    scm_sweep_family f7[4] = {{"k1", 0, 0.0},
-                              {"k1", 1, eps_newton},
-                              {"decoy_hi", 1, eps_newton * (1 + 1e-6)},
-                              {"decoy_lo", 2, eps_newton * (1 - 1e-6)}};
-    scm_sweep_families fam7 = {4, f7};
+    scm_sweep_family f7[4] = {{"k1", 0, 0.0, 0, 0, NULL, NULL, ""},
+                              {"k1", 1, eps_newton, 0, 0, NULL, NULL, ""},
+                              {"decoy_hi", 1, eps_newton * (1 + 1e-6), 0, 0, NULL, NULL, ""},
+                              {"decoy_lo", 2, eps_newton * (1 - 1e-6), 0, 0, NULL, NULL, ""}};
+    scm_sweep_families fam7 = {4, f7, NULL};
     run_and_classify(m7, Q, R, &to, &fam7, &r, NULL, NULL);
     CHECK(r.matched && r.k1 == 1 && strcmp(r.family, "k1") == 0 && r.n_anti == 1 &&
               r.n_dead == 0 && r.n_shared == 0,

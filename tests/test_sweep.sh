@@ -212,6 +212,39 @@ PY
 check "python3 -c \"import json; s=json.load(open('st9.json')); r=[f for f in json.load(open('c9.json'))['families_reached'] if f['k1']==1][0]; assert s['verdict']==r['verdict'] and s['hessian']['verdict']==r['hessian_verdict'], (s['verdict'], r)\"" "compare verdict = scm stability verdict"
 bad cmpeps "integrator.eps_stop = 0.001 is not far below the lowest positive family loss" \
     compare --M 9 --K 9 --runs 2 --families 9=c9.K9.families.json --set integrator.eps_stop=1e-3 -o c9b
+# the early stop (--certify): same classes as the full runs, fewer steps;
+# a header that records it; tagging of unconverged runs with a tiny t_max
+"$SCM" sweep c9.K9.config.json --runs 16 --threads 2 --families c9.K9.families.json -o full9.jsonl -q
+"$SCM" sweep c9.K9.config.json --runs 16 --threads 2 --families c9.K9.families.json --certify -o cert9.jsonl -q
+check "[ $? -eq 0 ]" "sweep --certify"
+python3 - full9.jsonl cert9.jsonl <<'PY' && ok || ko "early stop keeps the classes"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert "certify" not in a[0] and b[0]["certify"] == {"grad": 1e-3, "global": 1e-3, "rmax": 0.05}, b[0]
+a, b = a[1:], b[1:]
+assert [r["class"] for r in a] == [r["class"] for r in b]
+assert sum(r["stop"] == "certified" for r in b) >= 12, [r["stop"] for r in b]
+assert sum(r["steps"] for r in b) < sum(r["steps"] for r in a)
+for r in b:
+    if r["stop"] == "certified":
+        assert r["converged"] and (r["cert"]["point"] is None or r["cert"]["dist"] < r["cert"]["radius"]), r
+PY
+"$SCM" sweep c9.K9.config.json --runs 16 --families c9.K9.families.json -o cert9.jsonl --resume -q 2> resume9.err
+check "[ $? -eq 2 ] && grep -q 'different sweep' resume9.err" "resume without --certify refused"
+"$SCM" sweep c9.K9.config.json --runs 4 --families c9.K9.families.json --certify \
+    --set integrator.t_max=2 --set integrator.t_first=1 -o near9.jsonl --summary near9.sum.json -q
+python3 - near9.jsonl near9.sum.json <<'PY' && ok || ko "unconverged runs tagged with the nearest point"
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1])][1:]
+pts = json.load(open("c9.K9.families.json"))["fixed_points"]
+for r in runs:
+    n = r["near"]
+    assert not r["converged"] and n["dist"] > 0 and n["stability"] == "unknown", r
+    assert abs(n["loss"] - pts[n["point"]]["loss"]) == 0, (n, pts[n["point"]]["loss"])
+s = json.load(open(sys.argv[2]))["summary"] if "summary" in json.load(open(sys.argv[2])) else json.load(open(sys.argv[2]))
+assert sum(g["count"] for g in s["not_converged_near"]) == 4, s["not_converged_near"]
+PY
 bad cmpreq "--M, --K and --runs are required" compare --K 2 --runs 3
 bad cmpfam "K = 5 is not in --K" compare --M 2 --K 2 --runs 3 --families 5=x.json
 

@@ -50,6 +50,20 @@ for np in 1 2 3; do
     check "[ $rc -eq 0 ]" "np $np: exit $rc: $(cat out.$np)"
     check "cmp -s t.jsonl m$np.jsonl" "np $np: not byte-identical to --threads 2"
 done
+# the early stop over MPI: the workers get the families' points (the header
+# has only their losses) and certify exactly as the threads do
+"$SCM" fixed-points --K 5 --M 5 -q -o f5.json > /dev/null 2>&1
+check "[ $? -eq 0 ]" "fixed points for the early stop"
+cat > k5.json <<'JSON'
+{"model": {"K": 5, "M": 5, "activation": "relu"},
+ "init": {"type": "random", "d": 1000, "sigma": 1.0, "seed": 5},
+ "integrator": {"eps_stop": 1e-10, "loose_until": 1e-6}}
+JSON
+"$SCM" sweep k5.json --runs 12 --threads 2 --families f5.json --certify -o tc.jsonl -q
+check "[ $? -eq 0 ]" "threaded sweep --certify"
+mpi 3 sweep k5.json --runs 12 --families f5.json --certify -o mc.jsonl -q > outc 2>&1
+check "[ $? -eq 0 ] && cmp -s tc.jsonl mc.jsonl" "MPI --certify not byte-identical to threads: $(cat outc)"
+check "[ \$(grep -c '\"stop\":\"certified\"' mc.jsonl) -ge 6 ]" "MPI --certify: too few certified runs"
 # the timing line counts ranks
 mpi 2 sweep k3.json --runs 4 -o q.jsonl > /dev/null 2> e
 check "grep -q 'on 2 MPI ranks' e" "timing line: $(cat e)"

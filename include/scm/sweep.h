@@ -34,16 +34,27 @@ unsigned long scm_sweep_seed(uint64_t base, long index);
 
 /* ---- families ---------------------------------------------------------- */
 
-/* One enumerated fixed-point family: its ansatz name, k1 and loss. */
+/* One enumerated fixed-point family: its ansatz name, k1 and loss; the
+ * point itself when the list gives it (the output of `scm fixed-points`),
+ * for the early stop and the tagging of unconverged runs; and its
+ * stability verdict when the list carries one. */
 typedef struct {
     char name[64];
     int k1;
     double eps;
+    int K, M;          /* shape of Q and R; 0 when the list gives no point */
+    double *Q, *R;     /* K x K, K x M, owned (NULL: no point) */
+    char stability[64];/* "VERDICT/HESSIAN_VERDICT" from its "stability" object, else "unknown" */
 } scm_sweep_family;
+
+/* The per-point data the early stop computes once and shares between the
+ * threads of a sweep (canonical forms, certificates; sweep.c). */
+typedef struct scm_sweep_cache scm_sweep_cache;
 
 typedef struct {
     int n;
     scm_sweep_family *f; /* n entries, owned */
+    scm_sweep_cache *cache; /* owned; NULL until needed (made by scm_sweep_families_prepare) */
 } scm_sweep_families;
 
 /* Parse a list of families from JSON text: a top-level array, or an
@@ -58,6 +69,17 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
                                     scm_sweep_families *out, scm_error *err);
 void scm_sweep_families_free(scm_sweep_families *f);
 
+/* The list as JSON text that scm_sweep_families_parse reads back to the same
+ * list (names, k1, losses, stability, points: doubles printed exactly), for
+ * another process of the sweep (scm-mpi's workers); NULL on no memory,
+ * else the caller frees with free(). */
+char *scm_sweep_families_json(const scm_sweep_families *f);
+
+/* Make the shared cache of the early stop and the tagging for model m
+ * (canonical forms of the points, basin.h); scm_sweep_exec calls it.  Not
+ * thread-safe itself; SCM_ENOMEM. */
+scm_status scm_sweep_families_prepare(scm_sweep_families *f, const scm_model *m, scm_error *err);
+
 /* ---- classification ---------------------------------------------------- */
 
 typedef struct {
@@ -69,9 +91,22 @@ typedef struct {
      * its anti-aligned count, with no dead or shared students, stop there;
      * otherwise continue from that state with the configured grad_stop. */
     double loose_grad_stop;
+    /* Early stop (docs/sweeps.md, "Early stop"; 0: off).  A run stops as
+     * "certified" (a) when eps < certify_global times the lowest positive
+     * family loss (the loss decreases along the flow, so no listed family
+     * but a zero-loss one can be its end: the global minimum); (b) when,
+     * with max |dy/dtau| < certify_grad, its state is within the certified
+     * basin radius of a listed point (scm_basin_certify_point) and the exact
+     * checks at the state hold.  Its class is the one a run converged onto
+     * that point (or the global minimum) gets. */
+    int certify;
+    double certify_grad;   /* 1e-3 */
+    double certify_global; /* 1e-3 */
+    double certify_rmax;   /* the largest basin radius tried, times 2 (0.05; basin.h r_max) */
 } scm_sweep_opts;
 
-/* match_rtol 1e-8, match_atol 1e-10, dead_q 1e-3, loose_grad_stop 0. */
+/* match_rtol 1e-8, match_atol 1e-10, dead_q 1e-3, loose_grad_stop 0,
+ * certify 0, certify_grad 1e-3, certify_global 1e-3, certify_rmax 0.05. */
 void scm_sweep_opts_default(scm_sweep_opts *o);
 scm_status scm_sweep_opts_check(const scm_sweep_opts *o, scm_error *err);
 
@@ -96,6 +131,21 @@ typedef struct {
     char cls[80];               /* "NAME/k1=N" (with "#j", j-th lowest loss, when the
                                    list has several of that name and k1) |
                                    "unmatched" | "not_converged" */
+    /* stop == SCM_STOP_CERTIFIED: the point of the family list (-1: the
+     * global-minimum rule), the distance and the certified radius */
+    int cert_point;
+    double cert_dist, cert_radius;
+    double cert_loss;  /* the loss of the point it converges to (0 by the global rule):
+                          the summary's class ranges and histogram use it */
+    /* Not converged: the listed point it sits nearest (-1: no list), by the
+     * weight-space distance after alignment (basin.h; near_dist NaN when the
+     * list gives losses only: then the nearest loss), with its family, k1,
+     * loss and stability verdict ("unknown" when the list has none). */
+    int near;
+    double near_dist, near_loss;
+    char near_family[64];
+    int near_k1;
+    char near_stability[64];
 } scm_sweep_record;
 
 /* Classify a final state: n_anti, n_dead, n_shared from (Q, R); if
@@ -128,6 +178,13 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
  * "seed", "runs", "shard": [i, n], "families": [...]} (caller frees). */
 char *scm_sweep_header_json(const scm_config *c, uint64_t base, long runs, int shard_i,
                             int shard_n, const scm_sweep_families *fams);
+/* The same with the sweep options that change what a run records: with
+ * o->certify, "certify": {"grad": certify_grad, "global": certify_global,
+ * "rmax": certify_rmax}
+ * (so that a resume or a merge cannot mix early-stopped runs with others). */
+char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, int shard_i,
+                                 int shard_n, const scm_sweep_families *fams,
+                                 const scm_sweep_opts *o);
 
 /* ---- parallel execution ------------------------------------------------ */
 

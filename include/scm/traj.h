@@ -60,6 +60,17 @@ typedef struct {
      * speed and classifications is settled, docs/sweeps.md): CVODE's
      * difference quotients, one rhs evaluation per Krylov iteration. */
     int analytic_jv;
+    /* Early stop (NULL: off).  Called after each step at which the loss and
+     * max |dy/dtau| are the flow's at the state (every step of the second
+     * stage, and of the loose stage once the estimate of max |dy/dtau| is
+     * below max(2 loose_until, certify_from)), with that time and state; a return of
+     * 1 ends the run with SCM_STOP_CERTIFIED (the caller has proved where the
+     * run converges, e.g. scm_basin_certify, basin.h), 0 goes on.  It runs
+     * on the calling thread. */
+    int (*certify)(void *user, double t, const double *Q, const double *R, double eps,
+                   double max_F);
+    void *certify_user;
+    double certify_from; /* >= 0; 0: only where the flow is evaluated anyway */
 } scm_traj_opts;
 
 /* The defaults documented in the README. */
@@ -73,10 +84,12 @@ typedef enum {
     SCM_STOP_EPS,         /* eps fell below eps_stop */
     SCM_STOP_FIXED_POINT, /* max |dy/dtau| fell below grad_stop */
     SCM_STOP_MAX_STEPS,   /* the step budget ran out */
-    SCM_STOP_FAILED       /* numerical failure: see err */
+    SCM_STOP_FAILED,      /* numerical failure: see err */
+    SCM_STOP_CERTIFIED    /* opts.certify proved where the run converges */
 } scm_stop_reason;
 
-/* "t_max", "eps_threshold", "fixed_point", "max_steps", "failed". */
+/* "t_max", "eps_threshold", "fixed_point", "max_steps", "failed",
+ * "certified". */
 const char *scm_stop_reason_str(scm_stop_reason r);
 
 typedef struct {

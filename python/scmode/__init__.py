@@ -60,7 +60,9 @@ class _TrajOpts(ctypes.Structure):
                 ("dead_fail", ctypes.c_int), ("record", ctypes.c_int),
                 ("loose_rtol", ctypes.c_double), ("loose_atol", ctypes.c_double),
                 ("loose_until", ctypes.c_double), ("rule_params", _RuleParams),
-                ("v0", ctypes.c_void_p), ("analytic_jv", ctypes.c_int)]
+                ("v0", ctypes.c_void_p), ("analytic_jv", ctypes.c_int),
+                ("certify", ctypes.c_void_p), ("certify_user", ctypes.c_void_p),
+                ("certify_from", ctypes.c_double)]
 
 
 _P = ctypes.POINTER(ctypes.c_double)

@@ -83,11 +83,13 @@ class _StabResult(ctypes.Structure):
 
 class _SweepOpts(ctypes.Structure):
     _fields_ = [(n, c_double) for n in ("match_rtol", "match_atol", "dead_q",
-                                        "loose_grad_stop")]
+                                        "loose_grad_stop")] + \
+        [("certify", c_int), ("certify_grad", c_double), ("certify_global", c_double),
+         ("certify_rmax", c_double)]
 
 
 class _Families(ctypes.Structure):
-    _fields_ = [("n", c_int), ("f", ctypes.c_void_p)]
+    _fields_ = [("n", c_int), ("f", ctypes.c_void_p), ("cache", ctypes.c_void_p)]
 
 
 # Checked against scm_abi_sizeof when the library loads (__init__.py).
@@ -284,14 +286,15 @@ def _cjson():
     return cj
 
 
-def sweep(config, runs, seed=None, threads=1, families=None, sets=()):
+def sweep(config, runs, seed=None, threads=1, families=None, sets=(), certify=False):
     """Run runs random initialisations of config (init.type random) as `scm sweep`,
     on threads threads, and summarise them as `scm merge`: returns (records,
     summary) where records is the list of the runs' JSON records (dicts) and
     summary the summary's dict (classes with Wilson intervals, loss histogram,
     ...).  families: the `scm fixed-points` output (a dict or JSON text) to
     classify the final states against.  seed: the sweep's base seed (default:
-    the config's init.seed)."""
+    the config's init.seed).  certify: the early stop of `scm sweep --certify`
+    (needs families; docs/sweeps.md)."""
     lib, Error, check, ScmError, _, ptr, _, parse = _pkg()
     runs = int(runs)
     if runs < 1 or int(threads) < 1:
@@ -313,6 +316,7 @@ def sweep(config, runs, seed=None, threads=1, families=None, sets=()):
             have_fams = True
         o = _SweepOpts()
         lib.scm_sweep_opts_default(ctypes.byref(o))
+        o.certify = 1 if certify else 0
 
         def emit(rec, _user):
             try:

@@ -211,6 +211,20 @@ def test_sweep_vs_cli(tmp):
     check(recs == ref, "sweep records equal the CLI's:\n%s\n%s" % (recs, ref))
     check(summ["done"] == 6 and sum(c["count"] for c in summ["classes"]) == summ["converged"],
           "summary counts: %s" % summ)
+    # the early stop (--certify) against the CLI's, and the same classes as without
+    r = run_cli(["fixed-points", "--K", "2", "--M", "2", "-o", "f2.json"], tmp)
+    check(r.returncode == 0, "scm fixed-points: %s" % r.stderr)
+    fams = open(os.path.join(tmp, "f2.json")).read()
+    r = run_cli(["sweep", path, "--runs", "6", "-o", "cert.jsonl", "--quiet", "--families",
+                 "f2.json", "--certify"], tmp)
+    check(r.returncode == 0, "scm sweep --certify: %s" % r.stderr)
+    ref = [json.loads(x) for x in open(os.path.join(tmp, "cert.jsonl")).read().splitlines()[1:]]
+    crecs, _ = scmode.sweep(cfg, 6, families=fams, certify=True)
+    frecs, _ = scmode.sweep(cfg, 6, families=fams)
+    check(crecs == ref, "certified sweep records equal the CLI's:\n%s\n%s" % (crecs, ref))
+    check([x["class"] for x in crecs] == [x["class"] for x in frecs]
+          and any(x["stop"] == "certified" for x in crecs),
+          "certified classes: %s vs %s" % ([x["stop"] for x in crecs], [x["class"] for x in frecs]))
 
 
 def test_layout_check():

@@ -31,7 +31,7 @@ static void compare_usage(FILE *f)
             "usage: scm compare --M M --K K1,K2,... --runs N [CONFIG.json] [--seed S]\n"
             "                   [--threads T] [--families K=FP.json]... [--traces n]\n"
             "                   [--no-stability] [--no-plots] [--set key=value]... [-o PREFIX]\n"
-            "                   [--rule R1,R2,...] [--quiet]\n"
+            "                   [--rule R1,R2,...] [--certify] [--quiet]\n"
             "\n"
             "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
             "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES, two-stage\n"
@@ -282,6 +282,49 @@ static int reached_families(const char *fam_path, const cJSON *S, const scm_conf
     return 0;
 }
 
+/* The unconverged runs of every K grouped by the listed point they sit
+ * nearest (the summaries' not_converged_near, issue 12), each with a
+ * stability verdict: the families file's when it had one, else that of
+ * the same point among the families reached (same K, loss to 1e-8), else
+ * "unknown".  A new array (NULL without memory). */
+static cJSON *near_rows(cJSON *const *summ, const long *Ks, int nK, const cJSON *reached)
+{
+    cJSON *out = cJSON_CreateArray();
+    for (int j = 0; out && j < nK; j++) {
+        const cJSON *g;
+        cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(summ[j], "not_converged_near"))
+        {
+            cJSON *o = cJSON_Duplicate(g, 1);
+            if (!o)
+                continue;
+            cJSON_AddNumberToObject(o, "K", (double)Ks[j]);
+            const cJSON *st = cJSON_GetObjectItemCaseSensitive(g, "stability");
+            const double L = cJSON_GetObjectItemCaseSensitive(g, "loss")->valuedouble;
+            if (cJSON_IsString(st) && strcmp(st->valuestring, "unknown") == 0) {
+                const cJSON *r;
+                cJSON_ArrayForEach(r, reached)
+                {
+                    const cJSON *rk = cJSON_GetObjectItemCaseSensitive(r, "K"),
+                                *rl = cJSON_GetObjectItemCaseSensitive(r, "loss"),
+                                *rv = cJSON_GetObjectItemCaseSensitive(r, "verdict"),
+                                *rh = cJSON_GetObjectItemCaseSensitive(r, "hessian_verdict");
+                    if (cJSON_IsNumber(rk) && rk->valuedouble == (double)Ks[j] &&
+                        cJSON_IsNumber(rl) && fabs(rl->valuedouble - L) <= 1e-8 * fabs(L) + 1e-10 &&
+                        cJSON_IsString(rv) && strcmp(rv->valuestring, "not_run") != 0) {
+                        char b[96];
+                        snprintf(b, sizeof b, "%.40s/%.40s", rv->valuestring,
+                                 cJSON_IsString(rh) ? rh->valuestring : "-");
+                        cJSON_ReplaceItemInObjectCaseSensitive(o, "stability", cJSON_CreateString(b));
+                        break;
+                    }
+                }
+            }
+            cJSON_AddItemToArray(out, o);
+        }
+    }
+    return out;
+}
+
 /* The runs to trace: the first run of each of the n most frequent classes
  * of a runs file (so that the traces show the different plateaus, not n
  * runs that happen to end alike).  Fills idx[] and cls[] (most frequent
@@ -354,7 +397,7 @@ int scm_cmd_compare(int argc, char **argv)
             return scm_cmd_compare_rules(argc, argv);
     const char *config = NULL, *prefix = NULL, *seed = NULL, *threads = "1";
     const char *sets[MAX_SETS], *fam_for[64] = {0};
-    int nsets = 0, quiet = 0, ntr = 4, no_stab = 0, no_plots = 0;
+    int nsets = 0, quiet = 0, ntr = 4, no_stab = 0, no_plots = 0, certify = 0;
     long M = -1, runs = -1, Ks[64];
     char fam_made[64][4096];
     int nK = 0;
@@ -369,6 +412,8 @@ int scm_cmd_compare(int argc, char **argv)
             no_stab = 1;
         } else if (strcmp(a, "--no-plots") == 0) {
             no_plots = 1;
+        } else if (strcmp(a, "--certify") == 0) {
+            certify = 1; /* the sweeps' early stop (docs/sweeps.md) */
         } else if (a[0] == '-' && a[1] != '\0') {
             if (i + 1 >= argc) {
                 fprintf(stderr, "scm compare: option %s needs an argument\n", a);
@@ -585,6 +630,8 @@ int scm_cmd_compare(int argc, char **argv)
         }
         if (quiet)
             sargv[sa++] = "--quiet";
+        if (certify)
+            sargv[sa++] = "--certify";
         sargv[sa] = NULL;
         if (!quiet)
             fprintf(stderr, "scm compare: K = %ld, M = %ld: %s\n", Ks[j], M, runsf);
@@ -750,6 +797,9 @@ int scm_cmd_compare(int argc, char **argv)
     }
     cJSON_AddItemToObject(report, "families", fam_arr);
     cJSON_AddItemToObject(report, "families_reached", reached_arr);
+    cJSON *near_arr = near_rows(summ, Ks, nK, reached_arr);
+    if (near_arr)
+        cJSON_AddItemToObject(report, "not_converged_near", near_arr);
     cJSON_AddItemToObject(report, "histograms", hist_arr);
     cJSON_AddItemToObject(report, "traces", trace_arr);
     cJSON_AddItemToObject(report, "files", files_arr);
@@ -845,6 +895,35 @@ int scm_cmd_compare(int argc, char **argv)
                     cJSON_GetObjectItemCaseSensitive(it, "verdict")->valuestring,
                     cJSON_GetObjectItemCaseSensitive(it, "hessian_verdict")->valuestring, nb, sb,
                     cJSON_IsString(to) ? to->valuestring : "-");
+        }
+    }
+    if (near_arr && cJSON_GetArraySize(near_arr) > 0) {
+        fprintf(md, "\n## Runs that did not converge, by the point they sit near\n\n"
+                    "The listed fixed point nearest to the final state (weight-space "
+                    "distance after aligning students and teachers; docs/sweeps.md), its "
+                    "loss and stability verdict (perturbation/Hessian; unknown when "
+                    "neither the families file nor the families reached give one).\n\n"
+                    "| K | point | family | k1 | loss | stability | runs | fraction | distance | "
+                    "final eps |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+        const cJSON *it;
+        cJSON_ArrayForEach(it, near_arr)
+        {
+            const cJSON *d0 = cJSON_GetObjectItemCaseSensitive(it, "dist_min"),
+                        *d1 = cJSON_GetObjectItemCaseSensitive(it, "dist_max");
+            char db[64] = "-";
+            if (cJSON_IsNumber(d0) && cJSON_IsNumber(d1))
+                snprintf(db, sizeof db, "%.2g .. %.2g", d0->valuedouble, d1->valuedouble);
+            fprintf(md, "| %.0f | %.0f | %s | %.0f | %.10g | %s | %.0f | %.4f | %s | %.10g .. %.10g |\n",
+                    cJSON_GetObjectItemCaseSensitive(it, "K")->valuedouble,
+                    cJSON_GetObjectItemCaseSensitive(it, "point")->valuedouble,
+                    cJSON_GetObjectItemCaseSensitive(it, "family")->valuestring,
+                    cJSON_GetObjectItemCaseSensitive(it, "k1")->valuedouble,
+                    cJSON_GetObjectItemCaseSensitive(it, "loss")->valuedouble,
+                    cJSON_GetObjectItemCaseSensitive(it, "stability")->valuestring,
+                    cJSON_GetObjectItemCaseSensitive(it, "count")->valuedouble,
+                    cJSON_GetObjectItemCaseSensitive(it, "fraction")->valuedouble, db,
+                    cJSON_GetObjectItemCaseSensitive(it, "eps_min")->valuedouble,
+                    cJSON_GetObjectItemCaseSensitive(it, "eps_max")->valuedouble);
         }
     }
     if (cJSON_GetArraySize(fam_arr) > 0) {

@@ -40,7 +40,7 @@ static void sweep_usage(FILE *f)
             "usage: scm sweep CONFIG.json --runs N [--seed S] [--threads T] [-o RUNS.jsonl]\n"
             "                 [--resume] [--shard i/n] [--families FP.json] [--summary FILE]\n"
             "                 [--set key=value]... [--loose-grad-stop G] [--dead-q Q]\n"
-            "                 [--match-rtol R] [--fsync-interval S] [--quiet]\n"
+            "                 [--match-rtol R] [--fsync-interval S] [--certify] [--quiet]\n"
             "\n"
             "Run N random initialisations of the configured model (init.type random):\n"
             "run i draws its initial state with a seed derived from the base seed S\n"
@@ -66,6 +66,9 @@ static void sweep_usage(FILE *f)
             "                     after every record); each record is still flushed, so a\n"
             "                     killed sweep loses nothing more, a crashed machine at\n"
             "                     most S seconds of records (--resume redoes them)\n"
+            "  --certify          early stop: end a run once it is certified to converge to\n"
+            "                     a listed strict minimum, or its loss is below 1e-3 times\n"
+            "                     the lowest positive family loss (docs/sweeps.md)\n"
             "  -q, --quiet        no progress line and no final summary on stderr\n"
             "\n"
             "exit status: 0 done, 1 an I/O failure during the sweep, 2 bad input.\n");
@@ -253,6 +256,8 @@ int scm_cmd_sweep(int argc, char **argv)
             quiet = 1;
         } else if (strcmp(a, "--resume") == 0) {
             resume = 1;
+        } else if (strcmp(a, "--certify") == 0) {
+            so.certify = 1;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--runs") == 0 || strcmp(a, "--seed") == 0 ||
                    strcmp(a, "--threads") == 0 || strcmp(a, "--shard") == 0 ||
                    strcmp(a, "--families") == 0 || strcmp(a, "--summary") == 0 ||
@@ -347,7 +352,7 @@ int scm_cmd_sweep(int argc, char **argv)
     scm_error err;
     scm_error_clear(&err);
     scm_config *c = NULL;
-    scm_sweep_families fams = {0, NULL};
+    scm_sweep_families fams = {0, NULL, NULL};
     scm_sweep_summary *sum = NULL;
     char *header = NULL, *out_alloc = NULL;
     long *idx = NULL;
@@ -373,7 +378,7 @@ int scm_cmd_sweep(int argc, char **argv)
     }
     if (!out)
         out = out_alloc = cli_output_name(config, ".runs.jsonl");
-    header = scm_sweep_header_json(c, base, runs, (int)shard_i, (int)shard_n, &fams);
+    header = scm_sweep_header_json_opts(c, base, runs, (int)shard_i, (int)shard_n, &fams, &so);
     long nidx = shard_i < runs ? (runs - 1 - shard_i) / shard_n + 1 : 0;
     idx = malloc(sizeof *idx * (size_t)(nidx > 0 ? nidx : 1));
     sum = scm_sweep_summary_alloc(nidx);

@@ -56,10 +56,14 @@ enum { JOB_QUIT = 0, JOB_SWEEP = 1 };
 enum { POS_END = -1, POS_ABORT = -2 };
 #define DEPTH 2 /* runs queued per worker */
 
+/* A job: this head, then the sweep's header (NUL-terminated), then the
+ * families with their points (scm_sweep_families_json: the early stop
+ * needs the points, which the header does not carry). */
 typedef struct {
-    int32_t kind, pad;
+    int32_t kind, certify;
     uint64_t base;
     double match_rtol, match_atol, dead_q, loose_grad_stop;
+    double certify_grad, certify_global, certify_rmax;
 } job_head;
 
 typedef struct {
@@ -124,7 +128,8 @@ static scm_status injected_failure(int rank, long nth, scm_error *err)
 /* ---- worker ranks ------------------------------------------------------- */
 
 /* Rebuild the job from its header text; 0, or an error in err. */
-static scm_status worker_setup(const char *text, const job_head *h, scm_config **c,
+static scm_status worker_setup(const char *text, const char *fams_text, const job_head *h,
+                               const scm_sweep_opts *o, scm_config **c,
                                scm_sweep_families *fams, scm_model **m, scm_error *err)
 {
     scm_status st = SCM_OK;
@@ -138,11 +143,12 @@ static scm_status worker_setup(const char *text, const job_head *h, scm_config *
     free(ctext);
     if (st)
         return st;
-    if ((st = scm_sweep_families_parse(text, "(the sweep's families, from rank 0)", fams, err)))
+    if ((st = scm_sweep_families_parse(fams_text, "(the sweep's families, from rank 0)", fams,
+                                       err)))
         return st;
     /* The round trip must be exact: the header rebuilt from what this rank
      * parsed equals the one rank 0 wrote. */
-    char *again = scm_sweep_header_json(*c, h->base, 0, 0, 1, fams);
+    char *again = scm_sweep_header_json_opts(*c, h->base, 0, 0, 1, fams, o);
     int same = again && strcmp(again, text) == 0;
     free(again);
     if (!same)
@@ -150,18 +156,30 @@ static scm_status worker_setup(const char *text, const job_head *h, scm_config *
                              "the sweep's config or families do not survive the trip to a "
                              "worker rank unchanged");
     *m = scm_config_model(*c, err);
-    return *m ? SCM_OK : (err->code ? err->code : SCM_EINVAL);
+    if (!*m)
+        return err->code ? err->code : SCM_EINVAL;
+    /* the points' canonical forms and certificates, once for all runs */
+    return fams->n > 0 ? scm_sweep_families_prepare(fams, *m, err) : SCM_OK;
 }
 
-static void worker_job(const char *text, const job_head *h, int rank)
+static void worker_job(const char *text, const char *fams_text, const job_head *h, int rank)
 {
     scm_error err;
     scm_error_clear(&err);
     scm_config *c = NULL;
     scm_model *m = NULL;
-    scm_sweep_families fams = {0, NULL};
-    scm_sweep_opts o = {h->match_rtol, h->match_atol, h->dead_q, h->loose_grad_stop};
-    scm_status st = worker_setup(text, h, &c, &fams, &m, &err);
+    scm_sweep_families fams = {0, NULL, NULL};
+    scm_sweep_opts o;
+    scm_sweep_opts_default(&o);
+    o.match_rtol = h->match_rtol;
+    o.match_atol = h->match_atol;
+    o.dead_q = h->dead_q;
+    o.loose_grad_stop = h->loose_grad_stop;
+    o.certify = h->certify;
+    o.certify_grad = h->certify_grad;
+    o.certify_global = h->certify_global;
+    o.certify_rmax = h->certify_rmax;
+    scm_status st = worker_setup(text, fams_text, h, &o, &c, &fams, &m, &err);
     if (st == SCM_OK) /* SCM_MPI_TEST_FAIL=r:0: rank r refuses the job */
         st = injected_failure(rank, 0, &err);
     error_msg ready;
@@ -262,7 +280,9 @@ static void worker_loop(int rank)
             free(buf);
             return;
         }
-        worker_job(buf + sizeof h, &h, rank);
+        /* the header, then after its NUL the families */
+        const char *text = buf + sizeof h, *nul = memchr(text, '\0', (size_t)len - sizeof h);
+        worker_job(text, nul && nul < buf + len ? nul + 1 : "[]", &h, rank);
         free(buf);
     }
 }
@@ -351,21 +371,22 @@ static void send_work(int w, long pos, long index)
 
 /* Send the job to every worker and collect their READY; 0, or the first
  * refusal in err (the workers that accepted get ABORT and answer DONE). */
-static scm_status master_start(const char *header, uint64_t base, const scm_sweep_opts *o,
-                               int nranks, scm_error *err)
+static scm_status master_start(const char *header, const char *fams_text, uint64_t base,
+                               const scm_sweep_opts *o, int nranks, scm_error *err)
 {
-    size_t hl = strlen(header);
-    job_head h = {JOB_SWEEP, 0, base, o->match_rtol, o->match_atol, o->dead_q,
-                  o->loose_grad_stop};
-    if (hl > (size_t)INT32_MAX - sizeof h)
+    size_t hl = strlen(header) + 1, fl = strlen(fams_text);
+    job_head h = {JOB_SWEEP, o->certify, base, o->match_rtol, o->match_atol, o->dead_q,
+                  o->loose_grad_stop, o->certify_grad, o->certify_global, o->certify_rmax};
+    if (hl + fl > (size_t)INT32_MAX - sizeof h)
         return scm_error_set(err, SCM_EINVAL, "the sweep's header is too long for MPI");
-    char *buf = malloc(sizeof h + hl);
+    char *buf = malloc(sizeof h + hl + fl);
     if (!buf)
         return scm_error_set(err, SCM_ENOMEM, "out of memory starting the MPI sweep");
     memcpy(buf, &h, sizeof h);
-    memcpy(buf + sizeof h, header, hl);
+    memcpy(buf + sizeof h, header, hl); /* with its NUL */
+    memcpy(buf + sizeof h + hl, fams_text, fl);
     for (int w = 1; w < nranks; w++)
-        MPI_Send(buf, (int)(sizeof h + hl), MPI_BYTE, w, TAG_JOB, MPI_COMM_WORLD);
+        MPI_Send(buf, (int)(sizeof h + hl + fl), MPI_BYTE, w, TAG_JOB, MPI_COMM_WORLD);
     free(buf);
     scm_status st = SCM_OK;
     char *ok = calloc((size_t)nranks, 1);
@@ -513,7 +534,11 @@ scm_status cli_sweep_exec(const scm_config *c, uint64_t base, const long *indice
     int *outstanding = calloc((size_t)nranks, sizeof *outstanding);
     char *ended = calloc((size_t)nranks, 1), *finished = calloc((size_t)nranks, 1);
     result_msg *res = malloc(sizeof *res);
-    char *header = scm_sweep_header_json(c, base, 0, 0, 1, fams);
+    char *header = scm_sweep_header_json_opts(c, base, 0, 0, 1, fams, o);
+    char *fams_text = scm_sweep_families_json(fams);
+    /* rank 0's thread runs on the list the workers read back (its own copy,
+     * with the cache of the points' canonical forms and certificates) */
+    scm_sweep_families shared = {0, NULL, NULL};
     scm_model *m = scm_config_model(c, err);
     if (!m) {
         st = err && err->code ? err->code : SCM_EINVAL;
@@ -522,18 +547,24 @@ scm_status cli_sweep_exec(const scm_config *c, uint64_t base, const long *indice
     s.window = 64L * ((long)(nranks - 1) * DEPTH + 1);
     s.ring = malloc(sizeof *s.ring * (size_t)s.window);
     s.done = calloc((size_t)s.window, 1);
-    if (!outstanding || !ended || !finished || !res || !header || !s.ring || !s.done) {
+    if (fams_text && (st = scm_sweep_families_parse(fams_text, "(the sweep's families)",
+                                                     &shared, err)))
+        goto out;
+    if (shared.n > 0 && (st = scm_sweep_families_prepare(&shared, m, err)))
+        goto out;
+    if (!outstanding || !ended || !finished || !res || !header || !fams_text || !s.ring ||
+        !s.done) {
         st = scm_error_set(err, SCM_ENOMEM, "out of memory starting the MPI sweep");
         goto out;
     }
-    if ((st = master_start(header, base, o, nranks, err)))
+    if ((st = master_start(header, fams_text, base, o, nranks, err)))
         goto out;
     s.c = c;
     s.m = m;
     s.base = base;
     s.idx = indices;
     s.n = n;
-    s.fams = fams;
+    s.fams = &shared;
     s.o = o;
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.cv, NULL);
@@ -586,6 +617,8 @@ out:
     free(finished);
     free(res);
     free(header);
+    free(fams_text);
+    scm_sweep_families_free(&shared);
     free(s.ring);
     free(s.done);
     scm_model_free(m);

@@ -1,0 +1,438 @@
+/* basin.c: basin certificates of strict minima and the alignment they use;
+ * see basin.h (the argument) and docs/sweeps.md ("Early stop"). */
+#include "scm/basin.h"
+
+#include <gsl/gsl_eigen.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/stability.h"
+#include "scm/weights.h"
+
+/* ---- alignment and distance ---- */
+
+typedef struct {
+    int k, rank;
+    double key;
+} skey;
+
+static int skey_cmp(const void *a, const void *b)
+{
+    const skey *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->k > y->k) - (x->k < y->k);
+}
+
+scm_status scm_basin_canonical(const scm_model *m, const double *Q, const double *R, double *Qc,
+                               double *Rc, int *sperm, int *tperm)
+{
+    const int K = m->K, M = m->M;
+    scm_alignment *kind = malloc(sizeof *kind * (size_t)K);
+    int *partner = malloc(sizeof *partner * (size_t)K);
+    double *cosine = malloc(sizeof *cosine * (size_t)K);
+    skey *s = malloc(sizeof *s * (size_t)K);
+    int *sp = malloc(sizeof *sp * (size_t)K), *tp = malloc(sizeof *tp * (size_t)M);
+    char *used = calloc((size_t)M, 1);
+    scm_status st = SCM_ENOMEM;
+    if (!kind || !partner || !cosine || !s || !sp || !tp || !used)
+        goto out;
+    if ((st = scm_model_align(m, Q, R, 1e-6, kind, partner, cosine)))
+        goto out;
+    for (int k = 0; k < K; k++) {
+        s[k].k = k;
+        if (kind[k] == SCM_ALIGN_DEAD) {
+            s[k].rank = 2;
+            s[k].key = 0.0;
+        } else if (partner[k] < 0) {
+            s[k].rank = 1;
+            s[k].key = -Q[k * K + k];
+        } else {
+            s[k].rank = 0;
+            s[k].key = cosine[k];
+        }
+    }
+    qsort(s, (size_t)K, sizeof *s, skey_cmp);
+    int nt = 0;
+    for (int i = 0; i < K; i++) {
+        sp[i] = s[i].k;
+        int p = partner[s[i].k];
+        if (kind[s[i].k] != SCM_ALIGN_DEAD && p >= 0 && !used[p]) {
+            used[p] = 1;
+            tp[nt++] = p;
+        }
+    }
+    for (int n = 0; n < M; n++)
+        if (!used[n])
+            tp[nt++] = n;
+    for (int i = 0; i < K; i++) {
+        for (int j = 0; j < K; j++)
+            Qc[i * K + j] = Q[sp[i] * K + sp[j]];
+        for (int n = 0; n < M; n++)
+            Rc[i * M + n] = R[sp[i] * M + tp[n]];
+    }
+    if (sperm)
+        memcpy(sperm, sp, sizeof *sp * (size_t)K);
+    if (tperm)
+        memcpy(tperm, tp, sizeof *tp * (size_t)M);
+    st = SCM_OK;
+out:
+    free(kind);
+    free(partner);
+    free(cosine);
+    free(s);
+    free(sp);
+    free(tp);
+    free(used);
+    return st;
+}
+
+/* tr(Q - R R^T) (T = I): the squared norm of the students outside the span. */
+static double span_defect(int K, int M, const double *Q, const double *R)
+{
+    double z = 0.0;
+    for (int k = 0; k < K; k++) {
+        z += Q[k * K + k];
+        for (int n = 0; n < M; n++)
+            z -= R[k * M + n] * R[k * M + n];
+    }
+    return z;
+}
+
+double scm_basin_dist2(const scm_model *m, const double *Qc1, const double *Rc1,
+                       const double *Qc2, const double *Rc2)
+{
+    const int K = m->K, M = m->M;
+    double d2 = 0.0;
+    for (long i = 0; i < (long)K * M; i++)
+        d2 += (Rc1[i] - Rc2[i]) * (Rc1[i] - Rc2[i]);
+    /* each defect is >= 0 up to round-off and integration error */
+    d2 += fmax(0.0, span_defect(K, M, Qc1, Rc1)) + fmax(0.0, span_defect(K, M, Qc2, Rc2));
+    return d2;
+}
+
+double scm_basin_dist2_rate(const scm_model *m, const double *Rcs, const double *FQc,
+                            const double *FRc)
+{
+    const int K = m->K, M = m->M;
+    double r = 0.0;
+    for (int k = 0; k < K; k++)
+        r += FQc[k * K + k];
+    for (long i = 0; i < (long)K * M; i++)
+        r -= 2.0 * Rcs[i] * FRc[i];
+    return r;
+}
+
+/* ---- the certificate of a point ---- */
+
+void scm_basin_opts_default(scm_basin_opts *o)
+{
+    o->n_random = 24;
+    o->n_eig = 6;
+    o->seed = 1;
+    o->r_max = 0.05;
+    o->r_min = 1e-6;
+    o->shrink = 0.5;
+    o->curv_frac = 0.5;
+    o->safety = 2.0;
+    o->mu_rel_min = 1e-7;
+}
+
+/* The Hessian-free curvature U . H(u) U of f in flow units at the weights
+ * u = W / sqrt(d), by central differences of the closed-form gradient:
+ * grad_u f = sqrt(d) dEps/dW (weights.h). */
+typedef struct {
+    scm_flow *fl;
+    long d, n;
+    const double *Ws;
+    double *Wp, *Gp, *Gm;
+} curv_ws;
+
+static scm_status curvature(curv_ws *w, const double *u, const double *U, double h, double *c)
+{
+    const double sd = sqrt((double)w->d);
+    for (long i = 0; i < w->n; i++)
+        w->Wp[i] = sd * (u[i] + h * U[i]);
+    scm_status st = scm_weights_grad(w->fl, w->d, w->Wp, w->Ws, NULL, w->Gp);
+    if (st)
+        return st;
+    for (long i = 0; i < w->n; i++)
+        w->Wp[i] = sd * (u[i] - h * U[i]);
+    if ((st = scm_weights_grad(w->fl, w->d, w->Wp, w->Ws, NULL, w->Gm)))
+        return st;
+    double s = 0.0;
+    for (long i = 0; i < w->n; i++)
+        s += U[i] * (w->Gp[i] - w->Gm[i]);
+    *c = sd * s / (2.0 * h);
+    return SCM_OK;
+}
+
+static void normalise(double *x, long n)
+{
+    double s = 0.0;
+    for (long i = 0; i < n; i++)
+        s += x[i] * x[i];
+    s = sqrt(s);
+    for (long i = 0; i < n; i++)
+        x[i] /= s;
+}
+
+scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const double *Rs,
+                                   const scm_basin_opts *o, scm_basin_cert *cert,
+                                   scm_error *err)
+{
+    const int K = m->K, M = m->M;
+    memset(cert, 0, sizeof *cert);
+    cert->mu = cert->lam_max = NAN;
+    for (int a = 0; a < M; a++)
+        for (int b = 0; b < M; b++)
+            if (m->T && m->T[a * M + b] != (a == b ? 1.0 : 0.0))
+                return scm_error_set(err, SCM_EINVAL, "basin certificates need T = I");
+    const long d = K + M, n = (long)K * d;
+    cert->span_defect = span_defect(K, M, Qs, Rs);
+    double qmax = 0.0;
+    for (int k = 0; k < K; k++)
+        qmax = fmax(qmax, Qs[k * K + k]);
+    if (!(fabs(cert->span_defect) <= 1e-8 * fmax(1.0, qmax))) {
+        snprintf(cert->why, sizeof cert->why, "students outside the teacher span (tr(Q - R R^T) = %.3g)",
+                 cert->span_defect);
+        return SCM_OK;
+    }
+    for (int k = 0; k < K; k++)
+        if (!(Qs[k * K + k] > 1e-6)) {
+            snprintf(cert->why, sizeof cert->why, "student %d is dead (Q_kk = %.3g)", k,
+                     Qs[k * K + k]);
+            return SCM_OK;
+        }
+    const int n_eig = o->n_eig < (int)n ? o->n_eig : (int)n;
+    const int ndir = 2 * n_eig + n_eig + o->n_random;
+    scm_flow *fl = scm_flow_alloc(m);
+    double *W = malloc(sizeof(double) * (size_t)n), *Ws = malloc(sizeof(double) * (size_t)(M * d));
+    double *H = malloc(sizeof(double) * (size_t)(n * n));
+    double *u = malloc(sizeof(double) * (size_t)n), *us = malloc(sizeof(double) * (size_t)n);
+    double *dirs = malloc(sizeof(double) * (size_t)(ndir * n));
+    curv_ws w = {fl, d, n, Ws, malloc(sizeof(double) * (size_t)n),
+                 malloc(sizeof(double) * (size_t)n), malloc(sizeof(double) * (size_t)n)};
+    gsl_vector *ev = gsl_vector_alloc((size_t)n);
+    gsl_matrix *evec = gsl_matrix_alloc((size_t)n, (size_t)n);
+    gsl_eigen_symmv_workspace *ews = gsl_eigen_symmv_alloc((size_t)n);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    scm_status st = SCM_OK;
+    if (!fl || !W || !Ws || !H || !u || !us || !dirs || !w.Wp || !w.Gp || !w.Gm || !ev || !evec ||
+        !ews || !rng) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory in the basin certificate");
+        goto out;
+    }
+    scm_error e2;
+    if (scm_weights_realise(m, Qs, Rs, d, W, Ws, &e2)) {
+        snprintf(cert->why, sizeof cert->why, "cannot realise the point: %.150s", e2.msg);
+        goto out;
+    }
+    if (scm_stab_hessian(fl, d, W, Ws, H, &e2)) {
+        snprintf(cert->why, sizeof cert->why, "no closed-form Hessian: %.160s", e2.msg);
+        goto out;
+    }
+    /* flow units: f(u) = eps(sqrt(d) u), so H_u = d H_W; symmetrised */
+    for (long i = 0; i < n; i++)
+        for (long j = 0; j <= i; j++) {
+            double h = 0.5 * (double)d * (H[i * n + j] + H[j * n + i]);
+            H[i * n + j] = H[j * n + i] = h;
+        }
+    /* the eigenvalues first (a third of the cost): most points a run
+     * passes near are saddles, refused without the eigenvectors */
+    {
+        double *Hc = malloc(sizeof(double) * (size_t)(n * n));
+        gsl_eigen_symm_workspace *sws = gsl_eigen_symm_alloc((size_t)n);
+        if (!Hc || !sws) {
+            free(Hc);
+            if (sws)
+                gsl_eigen_symm_free(sws);
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory in the basin certificate");
+            goto out;
+        }
+        memcpy(Hc, H, sizeof(double) * (size_t)(n * n));
+        gsl_matrix_view Hcv = gsl_matrix_view_array(Hc, (size_t)n, (size_t)n);
+        int gs = gsl_eigen_symm(&Hcv.matrix, ev, sws);
+        free(Hc);
+        gsl_eigen_symm_free(sws);
+        if (gs != GSL_SUCCESS) {
+            snprintf(cert->why, sizeof cert->why, "the Hessian's eigensolver failed");
+            goto out;
+        }
+        double lo = INFINITY, hi = -INFINITY;
+        for (long i = 0; i < n; i++) {
+            lo = fmin(lo, gsl_vector_get(ev, (size_t)i));
+            hi = fmax(hi, gsl_vector_get(ev, (size_t)i));
+        }
+        cert->mu = lo;
+        cert->lam_max = hi;
+        if (!(lo > o->mu_rel_min * fabs(hi))) {
+            snprintf(cert->why, sizeof cert->why,
+                     "not a strict minimum: smallest Hessian eigenvalue %.3g (largest %.3g)", lo,
+                     hi);
+            goto out;
+        }
+    }
+    gsl_matrix_view Hv = gsl_matrix_view_array(H, (size_t)n, (size_t)n);
+    if (gsl_eigen_symmv(&Hv.matrix, ev, evec, ews) != GSL_SUCCESS) {
+        snprintf(cert->why, sizeof cert->why, "the Hessian's eigensolver failed");
+        goto out;
+    }
+    gsl_eigen_symmv_sort(ev, evec, GSL_EIGEN_SORT_VAL_ASC);
+    cert->mu = gsl_vector_get(ev, 0);
+    cert->lam_max = gsl_vector_get(ev, (size_t)n - 1);
+    if (!(cert->mu > o->mu_rel_min * fabs(cert->lam_max))) {
+        snprintf(cert->why, sizeof cert->why,
+                 "not a strict minimum: smallest Hessian eigenvalue %.3g (largest %.3g)",
+                 cert->mu, cert->lam_max);
+        goto out;
+    }
+    /* The sampled directions: the softest eigenvectors (both signs), random
+     * combinations of them, random unit vectors. */
+    gsl_rng_set(rng, o->seed);
+    int nd = 0;
+    for (int j = 0; j < n_eig; j++)
+        for (int sg = -1; sg <= 1; sg += 2, nd++)
+            for (long i = 0; i < n; i++)
+                dirs[nd * n + i] = sg * gsl_matrix_get(evec, (size_t)i, (size_t)j);
+    for (int j = 0; j < n_eig; j++, nd++) {
+        memset(dirs + nd * n, 0, sizeof(double) * (size_t)n);
+        for (int q = 0; q < n_eig; q++) {
+            double a = gsl_ran_gaussian(rng, 1.0);
+            for (long i = 0; i < n; i++)
+                dirs[nd * n + i] += a * gsl_matrix_get(evec, (size_t)i, (size_t)q);
+        }
+        normalise(dirs + nd * n, n);
+    }
+    for (int j = 0; j < o->n_random; j++, nd++) {
+        for (long i = 0; i < n; i++)
+            dirs[nd * n + i] = gsl_ran_gaussian(rng, 1.0);
+        normalise(dirs + nd * n, n);
+    }
+    const double sd = sqrt((double)d), cmin = o->curv_frac * cert->mu;
+    for (long i = 0; i < n; i++)
+        us[i] = W[i] / sd;
+    double found = 0.0;
+    for (double r = o->r_max; r >= o->r_min && found == 0.0; r *= o->shrink) {
+        int pass = 1;
+        for (int j = 0; j < nd && pass; j++)
+            for (int q = 1; q <= 4 && pass; q *= 2) {
+                const double s = r / (double)(4 / q); /* r/4, r/2, r */
+                const double *U = dirs + j * n;
+                for (long i = 0; i < n; i++)
+                    u[i] = us[i] + s * U[i];
+                double c;
+                /* h: small against s, large against round-off of the gradient */
+                if (curvature(&w, u, U, fmin(1e-4, 0.25 * s), &c) != SCM_OK || !(c >= cmin))
+                    pass = 0;
+            }
+        if (pass)
+            found = r;
+    }
+    if (found == 0.0) {
+        snprintf(cert->why, sizeof cert->why,
+                 "the curvature along a sampled ray falls below %.3g mu within radius %.3g",
+                 o->curv_frac, o->r_min);
+        goto out;
+    }
+    cert->ok = 1;
+    cert->radius = found / o->safety;
+out:
+    scm_flow_free(fl);
+    free(W);
+    free(Ws);
+    free(H);
+    free(u);
+    free(us);
+    free(dirs);
+    free(w.Wp);
+    free(w.Gp);
+    free(w.Gm);
+    if (ev)
+        gsl_vector_free(ev);
+    if (evec)
+        gsl_matrix_free(evec);
+    if (ews)
+        gsl_eigen_symmv_free(ews);
+    if (rng)
+        gsl_rng_free(rng);
+    return st;
+}
+
+scm_status scm_basin_check_state(const scm_model *m, const double *Qcs, const double *Rcs,
+                                 const scm_basin_cert *cert, const double *Qc, const double *Rc,
+                                 double curv_frac, int *ok, double *dist, scm_error *err)
+{
+    const int K = m->K, M = m->M;
+    const long d = K + M, n = (long)K * d;
+    *ok = 0;
+    *dist = sqrt(scm_basin_dist2(m, Qc, Rc, Qcs, Rcs));
+    if (!cert->ok || !(*dist < cert->radius) || !(*dist > 0.0)) {
+        *ok = cert->ok && *dist == 0.0;
+        return SCM_OK;
+    }
+    scm_flow *fl = scm_flow_alloc(m);
+    double *W = malloc(sizeof(double) * (size_t)n), *Ws = malloc(sizeof(double) * (size_t)(M * d));
+    double *Wst = malloc(sizeof(double) * (size_t)n), *Ws2 = malloc(sizeof(double) * (size_t)(M * d));
+    double *U = malloc(sizeof(double) * (size_t)n), *u = malloc(sizeof(double) * (size_t)n);
+    double *FQ = malloc(sizeof(double) * (size_t)(K * K)), *FR = malloc(sizeof(double) * (size_t)(K * M));
+    curv_ws w = {fl, d, n, Ws, malloc(sizeof(double) * (size_t)n),
+                 malloc(sizeof(double) * (size_t)n), malloc(sizeof(double) * (size_t)n)};
+    scm_status st = SCM_OK;
+    if (!fl || !W || !Ws || !Wst || !Ws2 || !U || !u || !FQ || !FR || !w.Wp || !w.Gp || !w.Gm) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory in the basin check");
+        goto out;
+    }
+    /* the exact condition at the state: the distance decreases */
+    if (scm_flow_rhs(fl, Qc, Rc, FQ, FR, NULL) != SCM_OK ||
+        !(scm_basin_dist2_rate(m, Rcs, FQ, FR) < 0.0))
+        goto out;
+    /* both realised with the teachers on the first M coordinates (T = I:
+     * the same Ws), so u - u* is the displacement of the distance above */
+    scm_error e2;
+    if (scm_weights_realise(m, Qcs, Rcs, d, W, Ws, &e2) ||
+        scm_weights_realise(m, Qc, Rc, d, Wst, Ws2, &e2))
+        goto out;
+    const double sd = sqrt((double)d);
+    double nrm = 0.0;
+    for (long i = 0; i < n; i++) {
+        U[i] = (Wst[i] - W[i]) / sd;
+        nrm += U[i] * U[i];
+    }
+    nrm = sqrt(nrm);
+    if (!(fabs(nrm - *dist) <= 1e-6 * fmax(1.0, *dist) + 1e-3 * *dist))
+        goto out; /* the realisations do not line up: no claim */
+    for (long i = 0; i < n; i++)
+        U[i] /= nrm;
+    const double cmin = curv_frac * cert->mu;
+    for (int q = 0; q < 3; q++) {
+        double s = fmin((q == 0 ? 0.5 : q == 1 ? 1.0 : 2.0) * *dist, 0.9 * cert->radius), c;
+        for (long i = 0; i < n; i++)
+            u[i] = W[i] / sd + s * U[i];
+        if (curvature(&w, u, U, fmin(1e-4, 0.25 * s), &c) != SCM_OK || !(c >= cmin))
+            goto out;
+    }
+    *ok = 1;
+out:
+    scm_flow_free(fl);
+    free(W);
+    free(Ws);
+    free(Wst);
+    free(Ws2);
+    free(U);
+    free(u);
+    free(FQ);
+    free(FR);
+    free(w.Gp);
+    free(w.Gm);
+    free(w.Wp);
+    return st;
+}
