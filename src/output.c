@@ -2,6 +2,7 @@
 #include "scm/output.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,10 +52,54 @@ scm_status scm_output_write_atomic(const char *path, const char *data, size_t le
     return SCM_OK;
 }
 
+/* Replace, below parent, every number that is not a small integer (those
+ * cJSON prints exactly) by a raw item with its exact decimal form. */
+static int exact_numbers(cJSON *parent)
+{
+    cJSON *it = parent->child;
+    while (it) {
+        cJSON *next = it->next;
+        double x = it->valuedouble;
+        if (cJSON_IsNumber(it) && isfinite(x) && !(fabs(x) < 2e9 && x == (double)(long)x)) {
+            char buf[32];
+            for (int p = 15; p <= 17; p++) {
+                snprintf(buf, sizeof buf, "%.*g", p, x);
+                if (strtod(buf, NULL) == x)
+                    break;
+            }
+            cJSON *raw = cJSON_CreateRaw(buf);
+            /* an object member keeps its key (the replacement has none;
+             * cJSON frees it with the item, by free() without hooks) */
+            if (raw && it->string && !(raw->string = strdup(it->string))) {
+                cJSON_Delete(raw);
+                return -1;
+            }
+            if (!raw || !cJSON_ReplaceItemViaPointer(parent, it, raw)) {
+                cJSON_Delete(raw);
+                return -1;
+            }
+        } else if ((cJSON_IsArray(it) || cJSON_IsObject(it)) && exact_numbers(it)) {
+            return -1;
+        }
+        it = next;
+    }
+    return 0;
+}
+
+char *scm_output_print(const cJSON *json, int compact)
+{
+    cJSON *copy = cJSON_Duplicate(json, 1);
+    char *text = NULL;
+    if (copy && exact_numbers(copy) == 0)
+        text = compact ? cJSON_PrintUnformatted(copy) : cJSON_Print(copy);
+    cJSON_Delete(copy);
+    return text;
+}
+
 scm_status scm_output_write_json(const char *path, const cJSON *json, int compact,
                                  scm_error *err)
 {
-    char *text = compact ? cJSON_PrintUnformatted(json) : cJSON_Print(json);
+    char *text = scm_output_print(json, compact);
     if (!text)
         return scm_error_set(err, SCM_ENOMEM, "out of memory printing JSON for '%s'", path);
     size_t len = strlen(text);

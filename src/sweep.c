@@ -247,7 +247,7 @@ char *scm_sweep_families_json(const scm_sweep_families *f)
     }
     /* cJSON prints a double with 17 significant digits when 15 do not give
      * it back, so the text round-trips exactly */
-    char *s = ok ? cJSON_PrintUnformatted(a) : NULL;
+    char *s = ok ? scm_output_print(a, 1) : NULL;
     cJSON_Delete(a);
     return s;
 }
@@ -593,7 +593,7 @@ char *scm_sweep_record_json(const scm_sweep_record *r)
             cJSON_AddNullToObject(c, "dist");
         cJSON_AddStringToObject(c, "stability", r->near_stability);
     }
-    char *s = cJSON_PrintUnformatted(o);
+    char *s = scm_output_print(o, 1);
     cJSON_Delete(o);
     return s;
 }
@@ -810,7 +810,7 @@ char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, 
         cJSON_AddNumberToObject(ce, "global", so->certify_global);
         cJSON_AddNumberToObject(ce, "rmax", so->certify_rmax);
     }
-    char *s = cJSON_PrintUnformatted(o);
+    char *s = scm_output_print(o, 1);
     cJSON_Delete(o);
     return s;
 }

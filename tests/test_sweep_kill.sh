@@ -2,10 +2,12 @@
 # test_sweep_kill.sh SCM: a sweep killed with SIGKILL at 20 random moments
 # and resumed each time (--resume) ends with the same runs file, byte for
 # byte, as an uninterrupted sweep: nothing lost, nothing duplicated.  Kill
-# moments are uniform in [0.02, 0.40] s (RANDOM seeded, so the same delays
-# each time; where they land depends on the machine's speed); threads
-# alternate between 1 and 2.  At least half the kills must have hit a
-# running sweep (else the test proves nothing and fails).
+# moments are 0.02 s (start-up) plus a fraction, uniform in [0.005, 0.04]
+# (RANDOM seeded), of the time the uninterrupted sweep took on this machine,
+# so the 20 kills together cut into about half of the work whatever the
+# machine's speed; threads alternate between 1 and 2.  At least half the
+# kills must have hit a running sweep (else the test proves nothing and
+# fails).
 set -u
 SCM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 W=$(mktemp -d)
@@ -17,14 +19,17 @@ check() { if eval "$1"; then ok; else ko "$2"; fi; }
 cd "$W"
 RUNS=1000
 printf '{"model": {"K": 3, "M": 2}, "init": {"d": 100, "seed": 11}}' > c.json
+t0=$(date +%s%N)
 "$SCM" sweep c.json --runs $RUNS -o ref.jsonl -q
 check "[ $? -eq 0 ]" "uninterrupted sweep"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 
 RANDOM=20261203
 hits=0
 prev=0
 for i in $(seq 1 20); do
-    delay=$(printf '0.%02d' $((2 + RANDOM % 39)))
+    delay_ms=$(( 20 + ms * (5 + RANDOM % 36) / 1000 ))
+    delay=$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))
     "$SCM" sweep c.json --runs $RUNS -o k.jsonl --resume --threads $((1 + i % 2)) -q \
         > out.$i 2>&1 &
     pid=$!
@@ -42,7 +47,7 @@ for i in $(seq 1 20); do
     check "cmp -s <(head -n \$(( \$(wc -l < k.jsonl) )) k.jsonl) <(head -n \$(( \$(wc -l < k.jsonl) )) ref.jsonl)" \
         "kill $i: the complete lines differ from the uninterrupted sweep"
 done
-echo "$hits of 20 kills hit a running sweep; $prev lines before the final resume"
+echo "$hits of 20 kills hit a running sweep (uninterrupted: $ms ms); $prev lines before the final resume"
 check "[ $hits -ge 10 ]" "only $hits kills hit a running sweep"
 "$SCM" sweep c.json --runs $RUNS -o k.jsonl --resume -q
 check "[ $? -eq 0 ]" "final resume"

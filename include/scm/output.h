@@ -20,6 +20,13 @@ scm_status scm_output_write_atomic(const char *path, const char *data, size_t le
 scm_status scm_output_write_json(const char *path, const cJSON *json, int compact,
                                  scm_error *err);
 
+/* json printed (unformatted when compact) with every number exact: the
+ * shortest of 15, 16 and 17 significant digits that reads back to the same
+ * double.  cJSON alone prints 15 digits whenever they read back to within
+ * a relative DBL_EPSILON, i.e. it may lose the last bit.  NULL on no
+ * memory; free with free(). */
+char *scm_output_print(const cJSON *json, int compact);
+
 /* A rows x cols row-major matrix as a JSON array of arrays (NULL on no
  * memory). */
 cJSON *scm_output_matrix(const double *A, int rows, int cols);

@@ -207,7 +207,7 @@ static int load(const char *path, const char *const *sets, int nsets, const sim_
     }
     rc = rc || parse_section(sec, path, p) ? 2 : 0;
     cJSON_Delete(sec);
-    char *text = rc ? NULL : cJSON_PrintUnformatted(root);
+    char *text = rc ? NULL : scm_output_print(root, 1);
     cJSON_Delete(root);
     if (rc)
         return rc;

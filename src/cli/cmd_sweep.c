@@ -596,7 +596,7 @@ int scm_cmd_merge(int argc, char **argv)
                 shard_i[fi] = (int)cJSON_GetArrayItem(sh, 0)->valuedouble;
                 shard_n[fi] = (int)cJSON_GetArrayItem(sh, 1)->valuedouble;
                 cJSON_DeleteItemFromObjectCaseSensitive(h, "shard");
-                char *ht = cJSON_PrintUnformatted(h);
+                char *ht = scm_output_print(h, 1);
                 if (!ht) {
                     cJSON_Delete(h);
                     free(text);

@@ -48,6 +48,7 @@
 
 #include "commands.h"
 #include "scm/config.h"
+#include "scm/output.h"
 #include "scm_version.h"
 #include "sweep_exec.h"
 
@@ -134,7 +135,7 @@ static scm_status worker_setup(const char *text, const char *fams_text, const jo
 {
     scm_status st = SCM_OK;
     cJSON *hj = cJSON_Parse(text);
-    char *ctext = hj ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(hj, "config"))
+    char *ctext = hj ? scm_output_print(cJSON_GetObjectItemCaseSensitive(hj, "config"), 1)
                      : NULL;
     cJSON_Delete(hj);
     if (!ctext)
