@@ -9,8 +9,10 @@
  *     median of 5.
  *
  * (c) issue 11: the full-space polish at K = M = 17, every point of every
- *     k1, with the old target 1e-15 and with the default (the roundoff
- *     floor, max(1e-14, 5e-16 (K + M))), same run.
+ *     k1 (one enumeration, deferred polish), with the old target 1e-15 and
+ *     with the default (the roundoff floor, max(1e-14, 5e-16 (K + M))),
+ *     each with central-difference (scm_fp_polish_fd) and closed-form
+ *     (scm_fp_polish) Jacobians, same run: CPU time of the polish alone.
  * (d) issue 11: at K = M = 20 and 1000, block level, the k1 sweep
  *     (fpsweep.h: starts from the neighbouring k1, --sweep-random random
  *     starts per k1, default 2) against 200 random starts per k1 on every
@@ -118,47 +120,161 @@ static int run(const scm_ansatz *a, int M, int starts)
     return 0;
 }
 
-/* (c) */
-static int run_polish(const scm_ansatz *a, int M)
+/* The central-difference Jacobian of the packed (F_Q, F_R) at K = M, as
+ * scm_fp_polish_fd builds it (u: n doubles of scratch). */
+static int fd_jacobian(scm_flow *fl, int M, double *Q, double *R, double *J, double *u)
 {
-    double t_old = 0.0, t_new = 0.0;
-    int n = 0, n_old_it = 0, n_new_it = 0;
-    double worst_old = 0.0, worst_new = 0.0;
-    for (int pass = 0; pass < 2; pass++) {
-        scm_fp_opts o;
-        scm_fp_opts_default(&o);
-        o.n_random = 60;
-        o.polish_tol = pass == 0 ? 1e-15 : 0.0;
-        double c0 = cpu();
-        for (int k1 = 0; k1 <= M; k1++) {
-            scm_error e;
-            scm_ansatz_inst *in = scm_ansatz_instantiate(a, M, M, k1, &e);
-            scm_fp_set s;
-            scm_fp_set_init(&s);
-            if (!in || scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s, &e)) {
-                fprintf(stderr, "%s\n", e.msg);
+    long n = (long)M * (M + 1) / 2 + (long)M * M, KK = (long)M * M;
+    double *FQ = malloc(sizeof(double) * (size_t)(4 * KK)), *FR = FQ + KK, *Q0 = FR + KK,
+           *R0 = Q0 + KK;
+    memcpy(Q0, Q, sizeof(double) * (size_t)KK);
+    memcpy(R0, R, sizeof(double) * (size_t)KK);
+    for (long j = 0; j < n; j++) {
+        /* unknown j: Q (k, l), k <= l, row by row, then R */
+        int k = 0, l = 0;
+        double *x = NULL, *x2 = NULL;
+        if (j < n - KK) {
+            long p = j;
+            while (p >= M - k) {
+                p -= M - k;
+                k++;
+            }
+            l = k + (int)p;
+            x = &Q[k * M + l];
+            x2 = &Q[l * M + k];
+        } else {
+            x = x2 = &R[j - (n - KK)];
+        }
+        double x0 = *x, h = 1e-6 * fmax(1.0, fabs(x0));
+        for (int side = 0; side < 2; side++) {
+            *x = *x2 = x0 + (side ? -h : h);
+            if (scm_flow_rhs(fl, Q, R, FQ, FR, NULL)) {
+                free(FQ);
                 return 1;
             }
-            for (int p = 0; p < s.n; p++) {
-                double r = s.pt[p].res_polish;
-                if (pass == 0) {
-                    n++;
-                    n_old_it += s.pt[p].polish_shift > 0.0;
-                    worst_old = fmax(worst_old, r);
-                } else {
-                    n_new_it += s.pt[p].polish_shift > 0.0;
-                    worst_new = fmax(worst_new, r);
-                }
-            }
-            scm_fp_set_free(&s);
-            scm_ansatz_inst_free(in);
+            long i = 0;
+            for (int a = 0; a < M; a++)
+                for (int b = a; b < M; b++, i++)
+                    u[i] = side ? (J[i * n + j] - FQ[a * M + b]) / (2 * h) : FQ[a * M + b];
+            for (long c = 0; c < KK; c++, i++)
+                u[i] = side ? (J[i * n + j] - FR[c]) / (2 * h) : FR[c];
+            for (i = 0; i < n; i++)
+                J[i * n + j] = u[i];
         }
-        *(pass == 0 ? &t_old : &t_new) = cpu() - c0;
+        *x = *x2 = x0;
     }
-    printf("K = M = %d polish of %d points (60 random starts per k1, enumeration included):\n"
-           "  target 1e-15 (before): %.2f s CPU, %d moved, worst residual %.3g\n"
-           "  default target (after): %.2f s CPU, %d moved, worst residual %.3g  (x%.1f)\n",
-           M, n, t_old, n_old_it, worst_old, t_new, n_new_it, worst_new, t_old / t_new);
+    free(FQ);
+    return 0;
+}
+
+/* (c): one enumeration (deferred polish), then every point polished from
+ * its block-level state four ways: central-difference or closed-form
+ * Jacobian, target 1e-15 (steps on most points) or the default floor. */
+static int run_polish(const scm_ansatz *a, int M)
+{
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.n_random = 60;
+    o.polish_defer = 1;
+    scm_fp_set s;
+    scm_fp_set_init(&s);
+    scm_error e;
+    double c0 = cpu();
+    for (int k1 = 0; k1 <= M; k1++) {
+        scm_ansatz_inst *in = scm_ansatz_instantiate(a, M, M, k1, &e);
+        if (!in || scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+        scm_ansatz_inst_free(in);
+    }
+    double t_enum = cpu() - c0;
+    scm_model *m = scm_model_alloc(M, M, &scm_act_relu, NULL, NULL, NULL, &e);
+    scm_flow *fl = scm_flow_alloc(m);
+    size_t KK = (size_t)M * M;
+    double *Q = malloc(sizeof(double) * KK * 4), *R = Q + KK, *eps = malloc(sizeof(double) * (size_t)s.n * 2);
+    const double floor_tol = fmax(1e-14, 5e-16 * (2 * M));
+    printf("K = M = %d polish of %d points (60 random starts per k1; enumeration %.2f s CPU, "
+           "not included):\n", M, s.n, t_enum);
+    for (int target = 0; target < 2; target++) {
+        /* at 1e-15 (below the floor) most points take every step allowed:
+         * two steps each keep the run short */
+        double tol = target ? floor_tol : 1e-15, t[2] = {0, 0}, worst[2] = {0, 0};
+        int max_it = target ? 6 : 2;
+        int moved[2] = {0, 0}, ok[2] = {0, 0};
+        for (int fd = 1; fd >= 0; fd--) {
+            for (int p = 0; p < s.n; p++) {
+                if (!s.pt[p].full)
+                    continue;
+                memcpy(Q, s.pt[p].Q, sizeof(double) * KK);
+                memcpy(R, s.pt[p].R, sizeof(double) * KK);
+                double res;
+                double t0 = cpu();
+                scm_status st = fd ? scm_fp_polish_fd(fl, Q, R, max_it, tol, &res, &e)
+                                   : scm_fp_polish(fl, Q, R, max_it, tol, &res, &e);
+                t[fd] += cpu() - t0;
+                ok[fd] += st == SCM_OK;
+                worst[fd] = fmax(worst[fd], res);
+                double sh = 0.0;
+                for (size_t i = 0; i < KK; i++)
+                    sh = fmax(sh, fmax(fabs(Q[i] - s.pt[p].Q[i]), fabs(R[i] - s.pt[p].R[i])));
+                moved[fd] += sh > 0.0;
+                if (scm_flow_loss(fl, Q, R, &eps[2 * p + fd]))
+                    eps[2 * p + fd] = NAN;
+            }
+        }
+        double deps = 0.0;
+        for (int p = 0; p < s.n; p++)
+            if (s.pt[p].full)
+                deps = fmax(deps, fabs(eps[2 * p] - eps[2 * p + 1]) / fmax(1.0, fabs(eps[2 * p])));
+        printf("  target %-8.3g (<= %d steps) differences: %.3f s CPU, %d moved, %d converged, "
+               "worst residual %.3g\n"
+               "  target %-8.3g (<= %d steps) closed form: %.3f s CPU, %d moved, %d converged, "
+               "worst residual %.3g  (x%.2f); max |loss difference| / max(1, loss) %.3g\n",
+               tol, max_it, t[1], moved[1], ok[1], worst[1], tol, max_it, t[0], moved[0], ok[0],
+               worst[0], t[1] / t[0], deps);
+    }
+    /* the Jacobian alone, at the lowest k1 = 1 point: central differences
+     * (2 n flow evaluations, as scm_fp_polish_fd builds them) vs closed form */
+    int best = -1;
+    for (int p = 0; p < s.n; p++)
+        if (s.pt[p].full && (int)s.pt[p].k1 == 1 && (best < 0 || s.pt[p].eps < s.pt[best].eps))
+            best = p;
+    long n = (long)M * (M + 1) / 2 + (long)M * M;
+    double *J = malloc(sizeof(double) * (size_t)(n * n)), *u = malloc(sizeof(double) * (size_t)n);
+    double *J2 = malloc(sizeof(double) * (size_t)(n * n));
+    double tj[2] = {0, 0};
+    const int reps = 5;
+    for (int fd = 0; fd < 2 && best >= 0; fd++) {
+        double t0 = cpu();
+        for (int r = 0; r < reps; r++) {
+            memcpy(Q, s.pt[best].Q, sizeof(double) * KK);
+            memcpy(R, s.pt[best].R, sizeof(double) * KK);
+            Q[0] += 1e-12 * r; /* a new point: the cached linearisation is rebuilt */
+            if (fd ? fd_jacobian(fl, M, Q, R, J, u) != 0 : scm_flow_jacobian(fl, Q, R, J) != SCM_OK)
+                return 1;
+        }
+        tj[fd] = (cpu() - t0) / reps;
+        if (!fd)
+            memcpy(J2, J, sizeof(double) * (size_t)(n * n));
+    }
+    double dj = 0.0, sj = 0.0;
+    for (long i = 0; i < n * n && best >= 0; i++) {
+        dj = fmax(dj, fabs(J[i] - J2[i]));
+        sj = fmax(sj, fabs(J2[i]));
+    }
+    if (best >= 0)
+        printf("  one Jacobian (n = %ld) at the k1 = 1 point eps %.6g: differences %.2f ms, "
+               "closed form %.2f ms CPU (x%.1f); max |difference| %.2g of max |J| %.3g\n",
+               n, s.pt[best].eps, 1e3 * tj[1], 1e3 * tj[0], tj[1] / tj[0], dj, sj);
+    free(J);
+    free(J2);
+    free(u);
+    free(Q);
+    free(eps);
+    scm_flow_free(fl);
+    scm_model_free(m);
+    scm_fp_set_free(&s);
     return 0;
 }
 
