@@ -21,7 +21,17 @@
  *     sweep misses (distinct losses, to 1e-10 relative, as the sweep
  *     deduplicates), and vice versa.
  *
- * Usage: bench_fixedpoint [--starts N] [--sweep-random N] [--only=17|1000|polish|sweep]
+ * (e) issue 11: continuation in M (scm_fp_sweep_grow, fpsweep.h) from a
+ *     base M0 = 8 enumerated with --base-starts random starts per k1
+ *     (default 200), to K = M = 12, 16, 20 and 1000, against 200 random
+ *     starts per k1 (every k1, or every 25th at M = 1000): CPU time, and
+ *     the distinct losses one finds and the other misses, in the same k1
+ *     and in any k1 (a point is found in several instances), all and
+ *     specialised (n_other = 0, the plateau table's rows); --list prints
+ *     the missed ones at M <= 20.
+ *
+ * Usage: bench_fixedpoint [--starts N] [--sweep-random N] [--base-starts N] [--list]
+ *                         [--only=17|1000|polish|sweep|grow]
  * Exit status 0 on success, 1 on error. */
 #include <gsl/gsl_errno.h>
 #include <math.h>
@@ -356,15 +366,126 @@ static int run_sweep(const scm_ansatz *a, int M, int sweep_random)
     return 0;
 }
 
+/* Distinct losses of s (to 1e-10 relative) missing from every set of sw
+ * (the union over k1: a point is one whichever instance holds it); with
+ * list, print them with their structure. */
+static int union_missing(const scm_fp_set *s, const scm_ansatz_inst *in, const scm_fp_sweep *sw,
+                         int *n_spec, int list)
+{
+    int miss = 0;
+    for (int p = 0; p < s->n; p++) {
+        int found = 0, dup = 0;
+        for (int q = 0; q < p && !dup; q++)
+            dup = fabs(s->pt[p].eps - s->pt[q].eps) <= 1e-10 * fmax(1e-3, fabs(s->pt[q].eps));
+        for (int k = 0; k < sw->n && !found && !dup; k++)
+            found = in_set(&sw->set[k], s->pt[p].eps);
+        if (found || dup)
+            continue;
+        scm_fp_structure st;
+        scm_fp_classify(in, s->pt[p].x, &st);
+        miss++;
+        *n_spec += st.n_other == 0;
+        if (list)
+            printf("    missed: k1 = %g, eps = %.10g, anti/aligned/other = %g/%g/%g, "
+                   "block residual %.2g\n",
+                   s->pt[p].k1, s->pt[p].eps, st.n_anti, st.n_aligned, st.n_other, s->pt[p].res_block);
+    }
+    return miss;
+}
+
+/* (e) issue 11: continuation in M (scm_fp_sweep_grow) from M0 = 8 with
+ * base_starts random starts per k1 there, to M1, against 200 random
+ * starts per k1 at M1 (every k1, or every 25th above M = 100). */
+static int run_grow(const scm_ansatz *a, int M1, int base_starts, int list)
+{
+    const int M0 = 8;
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.full_max_K = 0;
+    o.n_random = base_starts;
+    scm_error e;
+    scm_fp_sweep sw;
+    scm_fp_grow_stats gs;
+    double w0 = now(), c0 = cpu();
+    if (scm_fp_sweep_grow(a, 0, M0, M1, &scm_act_relu, &o, &sw, &gs, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    double w_grow = now() - w0, c_grow = cpu() - c0;
+    /* the base alone, to split the time */
+    scm_fp_sweep base;
+    c0 = cpu();
+    if (scm_fp_sweep_k1(a, M0, M0, &scm_act_relu, &o, 2, &base, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    double c_base = cpu() - c0;
+    scm_fp_sweep_free(&base);
+    int n_grow = 0;
+    for (int i = 0; i < sw.n; i++)
+        n_grow += sw.set[i].n;
+    int stride = M1 > 100 ? 25 : 1, n_sub = 0, n_rand = 0, n_rand_spec = 0, missed = 0,
+        missed_spec = 0, extra = 0, umiss = 0, umiss_spec = 0;
+    o.n_random = 200;
+    w0 = now();
+    c0 = cpu();
+    for (int k1 = 0; k1 < sw.n; k1 += stride) {
+        scm_fp_set s;
+        scm_fp_set_init(&s);
+        if (scm_fp_enumerate(a, sw.inst[k1], &scm_act_relu, &o, NULL, 0, &s, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+        n_sub++;
+        for (int p = 0; p < s.n; p++) {
+            if (p > 0 && in_set(&(scm_fp_set){.n = p, .pt = s.pt}, s.pt[p].eps))
+                continue;
+            scm_fp_structure st;
+            scm_fp_classify(sw.inst[k1], s.pt[p].x, &st);
+            n_rand++;
+            n_rand_spec += st.n_other == 0;
+            if (!in_set(&sw.set[k1], s.pt[p].eps)) {
+                missed++;
+                missed_spec += st.n_other == 0;
+            }
+        }
+        for (int p = 0; p < sw.set[k1].n; p++)
+            extra += !in_set(&s, sw.set[k1].pt[p].eps);
+        umiss += union_missing(&s, sw.inst[k1], &sw, &umiss_spec, list);
+        scm_fp_set_free(&s);
+    }
+    double scale = (double)sw.n / n_sub;
+    double w_rand = (now() - w0) * scale, c_rand = (cpu() - c0) * scale;
+    printf("K = M = %-5d all k1, block level, continuation in M from M0 = %d (%d random starts "
+           "per k1 there):\n"
+           "  200 random starts per k1 (before%s): %.2f s wall, %.2f s CPU\n"
+           "  continuation in M (after): %.3f s wall, %.3f s CPU (base %.3f s CPU)  (x%.0f CPU); "
+           "%d base solutions, %d reach M = %d, %d anchors; %ld corrector calls in M, %ld in k1, "
+           "%ld chord residual evaluations, %ld hybrids fallbacks; %d solutions\n"
+           "  on the %d k1 compared: random found %d distinct losses (%d specialised); "
+           "continuation misses %d (%d specialised) in the same k1, %d (%d specialised) in any "
+           "k1, and finds %d more\n",
+           M1, M0, base_starts, stride > 1 ? ", every 25th k1, time scaled" : "", w_rand, c_rand,
+           w_grow, c_grow, c_base, c_rand / c_grow, gs.base, gs.reached, M1, gs.anchors,
+           gs.steps_M, gs.steps_k1, gs.evals, gs.hybrids, n_grow, n_sub, n_rand, n_rand_spec,
+           missed, missed_spec, umiss, umiss_spec, extra);
+    scm_fp_sweep_free(&sw);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int starts = 200, only = 0, sweep_random = 2;
+    int starts = 200, only = 0, sweep_random = 2, base_starts = 200, list = 0;
     const char *mode = "";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--starts") && i + 1 < argc)
             starts = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sweep-random") && i + 1 < argc)
             sweep_random = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--base-starts") && i + 1 < argc)
+            base_starts = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--list"))
+            list = 1;
         else if (!strncmp(argv[i], "--only=", 7)) {
             mode = argv[i] + 7;
             only = atoi(mode);
@@ -373,7 +494,7 @@ int main(int argc, char **argv)
         }
         else {
             fprintf(stderr, "usage: bench_fixedpoint [--starts N] [--sweep-random N] "
-                            "[--only=17|1000|polish|sweep]\n");
+                            "[--base-starts N] [--list] [--only=17|1000|polish|sweep|grow]\n");
             return 1;
         }
     }
@@ -402,6 +523,11 @@ int main(int argc, char **argv)
     if (!only || !strcmp(mode, "sweep")) {
         rc |= run_sweep(a, 20, sweep_random);
         rc |= run_sweep(a, 1000, sweep_random);
+    }
+    if (!only || !strcmp(mode, "grow")) {
+        const int sizes[4] = {12, 16, 20, 1000};
+        for (int i = 0; i < 4; i++)
+            rc |= run_grow(a, sizes[i], base_starts, list && sizes[i] <= 20);
     }
     scm_ansatz_free(a);
     return rc;
