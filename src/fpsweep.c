@@ -454,15 +454,9 @@ static int follow_M(const scm_ansatz *a, int dK, int j, int lo0, int hi0, int lo
     double Mc = M0, Mp = NAN, ratio = 1.25;
     int rc = 0;
     ch->valid = 0;
-#ifdef FPSWEEP_DEBUG
-    const char *dbg_why = "";
-#endif
     while (Mc < M1) {
         double Mn = fmin(M1, Mc * ratio);
-        if (Mn - Mc < 1e-2 * Mc) {
-#ifdef FPSWEEP_DEBUG
-            fprintf(stderr, "j=%d ends at M=%g (%s)\n", j, Mc, dbg_why);
-#endif
+        if (Mn - Mc < 1e-3 * Mc) {
             rc = -1;
             break;
         }
@@ -478,15 +472,7 @@ static int follow_M(const scm_ansatz *a, int dK, int j, int lo0, int hi0, int lo
         int ok = bf && scm_ansatz_inst_nscalars(in) == n;
         double res = NAN, eps, gmin = NAN;
         long ev0 = ch->evals;
-#ifdef FPSWEEP_DEBUG
-        dbg_why = !ok ? "instance" : "";
-        int ok1 = ok && corrector(ch, bf, xt, o, &res, &eps) == 0;
-        if (ok && !ok1) { dbg_why = "newton"; if (Mc == M0) fprintf(stderr, "  j=%d Mn=%g k1=%g res=%g\n", j, Mn, in->k1, res); }
-        ok = ok1 && psd_ok(bf, xt, o, &gmin);
-        if (ok1 && !ok) { dbg_why = "psd"; fprintf(stderr, "  psd j=%d Mn=%g gmin=%g res=%g\n", j, Mn, gmin, res); }
-#else
         ok = ok && corrector(ch, bf, xt, o, &res, &eps) == 0 && psd_ok(bf, xt, o, &gmin);
-#endif
         (*steps)++;
         if (ok) { /* a jump to another branch: a correction much larger than the last step */
             double corr = 0.0, last = 0.0;
@@ -496,9 +482,6 @@ static int follow_M(const scm_ansatz *a, int dK, int j, int lo0, int hi0, int lo
                 last = fmax(last, isnan(Mp) ? 0.0 : fabs(xc[c] - xp[c]));
             }
             ok = corr <= 0.05 + 2.0 * last;
-#ifdef FPSWEEP_DEBUG
-            if (!ok) dbg_why = "jump";
-#endif
         }
         scm_blockflow_free(bf);
         if (in != in1)
