@@ -28,7 +28,8 @@
  *     the distinct losses one finds and the other misses, in the same k1
  *     and in any k1 (a point is found in several instances), all and
  *     specialised (n_other = 0, the plateau table's rows); --list prints
- *     the missed ones at M <= 20.
+ *     the missed ones at M <= 20.  First the block residual's cost at
+ *     K = M = 20 .. 10^5 (independent of K and M).
  *
  * Usage: bench_fixedpoint [--starts N] [--sweep-random N] [--base-starts N] [--list]
  *                         [--only=17|1000|polish|sweep|grow]
@@ -393,6 +394,42 @@ static int union_missing(const scm_fp_set *s, const scm_ansatz_inst *in, const s
     return miss;
 }
 
+/* The block residual's cost at K = M = 20 .. 10^5 (k1 = M / 4, a PSD point
+ * with Q = R R^T + 0.3 I), and that of instantiating the ansatz: both
+ * independent of K and M. */
+static void run_rescost(const scm_ansatz *a)
+{
+    const int Ms[4] = {20, 100, 1000, 100000};
+    for (int i = 0; i < 4; i++) {
+        scm_error e;
+        scm_ansatz_inst *in = scm_ansatz_instantiate(a, Ms[i], Ms[i], Ms[i] / 4, &e);
+        scm_blockflow *bf = in ? scm_blockflow_alloc(in, &scm_act_relu) : NULL;
+        if (!bf)
+            return;
+        int n = scm_ansatz_inst_nscalars(in);
+        double x[64], F[64], eps;
+        for (int c = 0; c < n; c++) {
+            const char *nm = scm_ansatz_inst_scalar_name(in, c);
+            x[c] = nm[0] == 'R' ? (strstr(nm, ".diag") ? 0.7 : 0.001) : 0.0;
+        }
+        scm_blockflow_set_q_from_r(bf, x, 0.3);
+        const int reps = 200000;
+        double c0 = cpu();
+        for (int k = 0; k < reps; k++)
+            scm_blockflow_residual(bf, x, F, &eps);
+        double t_res = (cpu() - c0) / reps;
+        c0 = cpu();
+        for (int k = 0; k < 2000; k++)
+            scm_ansatz_inst_free(scm_ansatz_instantiate(a, Ms[i], Ms[i], Ms[i] / 4, &e));
+        double t_inst = (cpu() - c0) / 2000;
+        printf("K = M = %-6d k1 = %d (%d scalars): block residual %.3f us, instantiation "
+               "%.2f us CPU\n",
+               Ms[i], Ms[i] / 4, n, 1e6 * t_res, 1e6 * t_inst);
+        scm_blockflow_free(bf);
+        scm_ansatz_inst_free(in);
+    }
+}
+
 /* (e) issue 11: continuation in M (scm_fp_sweep_grow) from M0 = 8 with
  * base_starts random starts per k1 there, to M1, against 200 random
  * starts per k1 at M1 (every k1, or every 25th above M = 100). */
@@ -525,6 +562,7 @@ int main(int argc, char **argv)
         rc |= run_sweep(a, 1000, sweep_random);
     }
     if (!only || !strcmp(mode, "grow")) {
+        run_rescost(a);
         const int sizes[4] = {12, 16, 20, 1000};
         for (int i = 0; i < 4; i++)
             rc |= run_grow(a, sizes[i], base_starts, list && sizes[i] <= 20);

@@ -513,7 +513,7 @@ static void test_jacobian(gsl_rng *r)
                     free_state(&s);
                 }
     /* two parallel students: not resolved in closed form; set_v: refused */
-    double Q[4] = {1, 1, 1, 1}, R[2] = {0.3, 0.3}, J[9], T[1] = {1}, v[2] = {1, 2};
+    double Q[4] = {1, 1, 1, 1}, R[2] = {0.3, 0.3}, J[25], T[1] = {1}, v[2] = {1, 2};
     scm_error e;
     scm_model *m = scm_model_alloc(2, 1, &scm_act_relu, T, NULL, NULL, &e);
     scm_flow *fl = scm_flow_alloc(m);
