@@ -470,7 +470,7 @@ static int follow_M(const scm_ansatz *a, int dK, int j, int lo0, int hi0, int lo
                                                                 &e);
         scm_blockflow *bf = in ? scm_blockflow_alloc(in, act) : NULL;
         int ok = bf && scm_ansatz_inst_nscalars(in) == n;
-        double res = NAN, eps, gmin = NAN;
+        double res, eps, gmin;
         long ev0 = ch->evals;
         ok = ok && corrector(ch, bf, xt, o, &res, &eps) == 0 && psd_ok(bf, xt, o, &gmin);
         (*steps)++;
@@ -506,7 +506,9 @@ static int follow_M(const scm_ansatz *a, int dK, int j, int lo0, int hi0, int lo
 
 /* Follow the solution at instance i of sw in direction dir (+-1) through
  * the k1 instances at one M, with a secant predictor, while each step
- * finds a new solution.  bfs[i] are the instances' block flows. */
+ * finds a new solution.  bfs[i] are the instances' block flows; buf holds
+ * 1024 doubles (four vectors of at most 256 scalars, checked by the
+ * caller).  Returns 0, or -1 for no memory. */
 static int follow_k1(scm_fp_sweep *sw, scm_blockflow **bfs, int i, int dir, const double *x0,
                      const scm_fp_opts *o, chord *ch, double *buf, long *steps)
 {
@@ -594,8 +596,11 @@ scm_status scm_fp_sweep_grow(const scm_ansatz *a, int dK, int M0, int M1,
             st = err ? err->code : SCM_EINVAL;
             goto fail;
         }
-        if (scm_ansatz_inst_nscalars(sw->inst[i]) > 256 ||
-            !(bfs[i] = scm_blockflow_alloc(sw->inst[i], act))) {
+        if (scm_ansatz_inst_nscalars(sw->inst[i]) > 256) {
+            st = scm_error_set(err, SCM_EINVAL, "continuation in M: more than 256 scalars");
+            goto fail;
+        }
+        if (!(bfs[i] = scm_blockflow_alloc(sw->inst[i], act))) {
             st = scm_error_set(err, SCM_ENOMEM, "out of memory in the continuation in M");
             goto fail;
         }

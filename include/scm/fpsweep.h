@@ -65,7 +65,8 @@ void scm_fp_sweep_free(scm_fp_sweep *sw);
  * sw->seeds counts the k1 continuation steps tried into each instance,
  * sw->nothing_new those that ended a branch there.  gs (may be NULL) gets
  * the counts below.  SCM_EINVAL if the ansatz does not apply at M0 or M1
- * or M0 has fewer than 4 k1 instances (when M1 > M0); otherwise errors
+ * or M0 has fewer than 4 k1 instances (when M1 > M0) or an instance has
+ * more than 256 scalars; otherwise errors
  * only for bad options or no memory. */
 typedef struct {
     int base;       /* solutions at M0 */
