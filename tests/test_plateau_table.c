@@ -82,8 +82,14 @@ static void recompute(const pt_row *r)
     for (int i = 0; i < K * K + K * M; i++)
         mx = fmax(mx, fabs(FQ[i]));
     CHECK(mx < 1e-12, "K=%d M=%d loss %.12g: full residual %g", K, M, r->loss, mx);
-    /* the full loss sums K^2 + K M O(1) kernel terms: round-off ~1e-12 */
-    CHECK_CLOSE(epsf, r->loss, 1e-10, 1e-11, "full-flow loss");
+    /* the full loss sums n = (K + M)^2 kernel terms whose parts
+     * (teacher-teacher, student-student, cross) are each O(M^2) and cancel
+     * to the loss: round-off ~1e-12 at M = 7..40.  The recursive-summation
+     * bound, (n - 1) u sum |x_i|, grows like (K + M)^4; anchored at 1e-11
+     * for K + M <= 82 (every row of the M <= 40 table, as before), it is
+     * 3.5e-10 at K = M = 100, where 1.8e-10 and 2.0e-10 are measured. */
+    double atol = 1e-11 * fmax(1.0, pow((K + M) / 82.0, 4.0));
+    CHECK_CLOSE(epsf, r->loss, 1e-10, atol, "full-flow loss");
     printf("K=%2d M=%2d n_anti=%2g %-24s loss %.12g  regenerated %.12g  full residual %.1e\n", K,
            M, r->n_anti, r->cls, r->loss, eps, mx);
     scm_flow_free(fl);
