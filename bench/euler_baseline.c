@@ -14,11 +14,18 @@
  * |eps - eps_ref| over the output times.
  *
  * Then scm_traj_run, the integrator of `scm run` (CVODE BDF, error control),
- * is timed on the same trajectory at the loosest rtol (10^(-k/2)) whose
+ * is run on the same trajectory at the loosest rtol (10^(-k/2)) whose
  * error is at most Euler's: with the Saad-Solla right-hand side above
  * wrapped as an scm_rule table (the integrator's gain alone), and with the
- * library's `sgd` rule (eta = 0.5, lr_v_ratio = 1: what `scm run` does).  Timings are
- * the mean over repetitions filling >= 0.5 s.  docs/simulate.md section 5. */
+ * library's `sgd` rule (eta = 0.5, lr_v_ratio = 1: what `scm run` does).
+ *
+ * Timing (ROUNDS rounds, default 3, env EULER_ROUNDS): each round times
+ * Euler with N_STEPS once and then both scm_traj_run set-ups at their rtol
+ * (the median over at least 11 runs filling >= 0.5 s), in wall-clock and in
+ * process CPU time; the ratio of a round is Euler's time over the run's in
+ * that round, and the median over rounds is reported.  On shared cores the
+ * CPU-time ratio is the steadier one (a millisecond run is preempted in
+ * bursts that a 6 s Euler run averages out).  docs/simulate.md section 5. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_odeiv2.h>
 #include <math.h>
@@ -43,6 +50,30 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Wall-clock and CPU seconds. */
+typedef struct {
+    double wall, cpu;
+} timing;
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 static const double vs[MU] = {1, 1, 1, 1};
@@ -72,13 +103,13 @@ static void out_times(double tmax, double *t)
 }
 
 /* Euler with N steps; eps at the output times (linear interpolation). */
-static double euler(long N, double tmax, const double *times, double *eps)
+static timing euler(long N, double tmax, const double *times, double *eps)
 {
     double y[DIM], f[DIM], e, e_prev = 0.0;
     initial_state(y);
     const double dt = tmax / (double)N;
     int j = 0;
-    const double t0 = now();
+    const double t0 = now(), c0 = cpu_now();
     for (long s = 0; s <= N && j < NT; s++) {
         ss_rhs(&P, y, f, &e);
         const double ts = (double)s * dt;
@@ -88,7 +119,7 @@ static double euler(long N, double tmax, const double *times, double *eps)
         for (long i = 0; i < DIM; i++)
             y[i] += dt * f[i];
     }
-    return now() - t0;
+    return (timing){now() - t0, cpu_now() - c0};
 }
 
 static int gsl_f(double t, const double *y, double *f, void *params)
@@ -154,9 +185,11 @@ static const scm_rule ss_rule = {.name = "saad_solla", .dim = ssr_dim, .scratch 
                                  .trains_v = 1};
 
 /* scm_traj_run of rule at rtol (atol = 1e-3 rtol) to tmax: eps at the
- * output times, the mean seconds over repetitions; -1 if it failed. */
-static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, long *steps,
-                   long *rhs)
+ * output times; with reps > 1 the median seconds over at least reps runs
+ * filling >= 0.5 s (else one run).  Returns 0, or -1 if the run failed. */
+#define MAX_REPS 4096
+static int traj(const scm_rule *rule, double rtol, double tmax, int reps, double *eps,
+                long *steps, long *rhs, timing *tm)
 {
     double y[DIM], v0[KU];
     initial_state(y);
@@ -177,16 +210,19 @@ static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, 
         o.rule_params.eta = ETA;
         o.rule_params.lr_v_ratio = 1.0;
     }
-    double secs = 0.0;
-    int reps = 0, ok = 1;
+    static double wall[MAX_REPS], cpu[MAX_REPS];
+    double total = 0.0;
+    int n = 0, ok = 1;
     do {
         scm_traj_result r;
-        const double t0 = now();
+        const double t0 = now(), c0 = cpu_now();
         if (scm_traj_run(m, rule, y, y + KU * KU, &o, &r, &err)) {
             fprintf(stderr, "euler_baseline: scm_traj_run: %s\n", err.msg);
             exit(1);
         }
-        secs += now() - t0;
+        wall[n] = now() - t0;
+        cpu[n] = cpu_now() - c0;
+        total += wall[n++];
         ok = r.stop == SCM_STOP_T_MAX && r.n_out == NT + 1;
         if (!ok && getenv("EULER_VERBOSE"))
             printf("  rtol %g: stopped (%s) at t = %g: %s\n", rtol, scm_stop_reason_str(r.stop),
@@ -196,10 +232,11 @@ static double traj(const scm_rule *rule, double rtol, double tmax, double *eps, 
         *steps = r.n_steps;
         *rhs = r.n_rhs;
         scm_traj_result_free(&r);
-        reps++;
-    } while (ok && secs < 0.5);
+    } while (ok && n < MAX_REPS && (n < reps || (reps > 1 && total < 0.5)));
     scm_model_free(m);
-    return ok ? secs / reps : -1.0;
+    tm->wall = median(wall, n);
+    tm->cpu = median(cpu, n);
+    return ok ? 0 : -1;
 }
 
 static double max_diff(const double *a, const double *b)
@@ -247,27 +284,27 @@ static double rhs_cost(const scm_rule *rule)
 }
 
 /* The loosest rtol of `name` (steps of sqrt 10) whose error is at most
- * target; prints it. */
-static void equal_accuracy(const char *name, const scm_rule *rule, double tmax,
-                           const double *e_ref, double target, double t_euler)
+ * target; prints it.  Returns the rtol, or 0 if none does. */
+static double equal_accuracy(const char *name, const scm_rule *rule, double tmax,
+                             const double *e_ref, double target)
 {
     for (double rtol = 1e-3; rtol > 1e-12; rtol /= sqrt(10.0)) {
         double e[NT];
         long steps = 0, rhs = 0;
-        const double secs = traj(rule, rtol, tmax, e, &steps, &rhs);
-        const double err = secs < 0 ? INFINITY : max_diff(e, e_ref);
+        timing tm;
+        const int bad = traj(rule, rtol, tmax, 1, e, &steps, &rhs, &tm);
+        const double err = bad ? INFINITY : max_diff(e, e_ref);
         if (getenv("EULER_VERBOSE"))
-            printf("  %s rtol %g: %.5f s, %ld steps, %ld rhs (%.3g us each), error %.3g%s\n",
-                   name, rtol, secs, steps, rhs, 1e6 * secs / (double)rhs, err,
-                   secs < 0 ? " (failed)" : "");
+            printf("  %s rtol %g: %ld steps, %ld rhs, error %.3g%s\n", name, rtol, steps, rhs, err,
+                   bad ? " (failed)" : "");
         if (err <= target) {
-            printf("%-12s rtol %g: %.5f s (%ld steps, %ld rhs), max |eps - eps_ref| = %.3g: "
-                   "%.0fx faster than Euler at equal accuracy\n",
-                   name, rtol, secs, steps, rhs, err, t_euler / secs);
-            return;
+            printf("%-12s rtol %.3g (atol %.3g): %ld steps, %ld rhs, max |eps - eps_ref| = %.3g\n",
+                   name, rtol, 1e-3 * rtol, steps, rhs, err);
+            return rtol;
         }
     }
     printf("%-12s no rtol down to 1e-11 reaches Euler's error\n", name);
+    return 0.0;
 }
 
 int main(int argc, char **argv)
@@ -282,26 +319,61 @@ int main(int argc, char **argv)
     double times[NT], e_ref[NT], e_n[NT], e_half[NT];
     out_times(tmax, times);
     const double t_ref = rk8pd(1e-13, times, e_ref);
-    const double t_half = euler(N / 2, tmax, times, e_half);
-    const double t_n = euler(N, tmax, times, e_n);
+    const timing t_half = euler(N / 2, tmax, times, e_half);
+    const timing t_n = euler(N, tmax, times, e_n);
     const double err_n = max_diff(e_n, e_ref), err_half = max_diff(e_half, e_ref);
     printf("trajectory   erf K = M = 4, both layers, eta = %g, tau to %g, eps %.6g -> %.6g\n",
            ETA, tmax, e_ref[0], e_ref[NT - 1]);
     printf("reference    rk8pd 1e-13: %.3f s\n", t_ref);
-    printf("euler        %ld steps: %.3f s, max |eps - eps_ref| = %.3g\n", N, t_n, err_n);
-    printf("euler        %ld steps: %.3f s, max |eps - eps_ref| = %.3g\n", N / 2, t_half,
+    printf("euler        %ld steps: %.3f s, max |eps - eps_ref| = %.3g\n", N, t_n.wall, err_n);
+    printf("euler        %ld steps: %.3f s, max |eps - eps_ref| = %.3g\n", N / 2, t_half.wall,
            err_half);
     printf("halving      max |eps_N - eps_N/2| = %.3g (first order: about the error of N/2)\n",
            max_diff(e_n, e_half));
-    printf("per step     %.3g us\n", 1e6 * t_n / (double)N);
+    printf("per step     %.3g us\n", 1e6 * t_n.wall / (double)N);
     if (getenv("EULER_VERBOSE"))
         for (int j = 0; j < NT; j++)
             printf("t %10.4g  eps_ref %.10g  euler %.10g  half %.10g\n", times[j], e_ref[j],
                    e_n[j], e_half[j]);
     printf("rhs          Saad-Solla sums %.3g us, library sgd rule %.3g us per evaluation\n",
            1e6 * rhs_cost(&ss_rule), 1e6 * rhs_cost(&scm_rule_sgd));
-    equal_accuracy("scm_traj_run", &ss_rule, tmax, e_ref, err_n, t_n);
-    /* `scm run` itself: the library's sgd rule (eta, v trained). */
-    equal_accuracy("scm run sgd", &scm_rule_sgd, tmax, e_ref, err_n, t_n);
+    /* Equal accuracy: the loosest rtol of each set-up with Euler's error. */
+    const char *names[2] = {"scm_traj_run", "scm run sgd"};
+    const scm_rule *rules[2] = {&ss_rule, &scm_rule_sgd};
+    double rtol[2];
+    for (int r = 0; r < 2; r++)
+        rtol[r] = equal_accuracy(names[r], rules[r], tmax, e_ref, err_n);
+    /* Timing rounds: Euler, then both runs, in each round. */
+    const char *env = getenv("EULER_ROUNDS");
+    const int rounds = env && atoi(env) > 0 && atoi(env) <= 99 ? atoi(env) : 3;
+    double ew[99], ec[99], rw[2][99], rc[2][99], qw[2][99], qc[2][99];
+    for (int k = 0; k < rounds; k++) {
+        double e[NT];
+        const timing te = k == 0 ? t_n : euler(N, tmax, times, e);
+        ew[k] = te.wall;
+        ec[k] = te.cpu;
+        printf("round %d      euler %.3f s (cpu %.3f s)", k + 1, te.wall, te.cpu);
+        for (int r = 0; r < 2; r++) {
+            long steps, rhs;
+            timing tr = {NAN, NAN};
+            if (rtol[r] > 0.0 && traj(rules[r], rtol[r], tmax, 11, e, &steps, &rhs, &tr) != 0)
+                tr.wall = tr.cpu = NAN;
+            rw[r][k] = tr.wall;
+            rc[r][k] = tr.cpu;
+            qw[r][k] = te.wall / tr.wall;
+            qc[r][k] = te.cpu / tr.cpu;
+            printf("; %s %.2f ms (cpu %.2f ms): %.0fx (cpu %.0fx)", names[r], 1e3 * tr.wall,
+                   1e3 * tr.cpu, qw[r][k], qc[r][k]);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    printf("median       euler %.3f s (cpu %.3f s) over %d rounds\n", median(ew, rounds),
+           median(ec, rounds), rounds);
+    for (int r = 0; r < 2; r++)
+        printf("median       %-12s %.2f ms (cpu %.2f ms): %.0fx faster than Euler at equal "
+               "accuracy (cpu %.0fx)\n",
+               names[r], 1e3 * median(rw[r], rounds), 1e3 * median(rc[r], rounds),
+               median(qw[r], rounds), median(qc[r], rounds));
     return 0;
 }

@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(gcc pkg-config meson ninja-build libgsl-dev libsundials-dev libcjson-dev
-          python3 python3-numpy python3-matplotlib)
+          python3 python3-numpy python3-matplotlib
+          libopenmpi-dev openmpi-bin)   # scm-mpi and its test (docs/sweeps.md)
 
 install_missing() {
     local missing=()

@@ -21,6 +21,7 @@ struct scm_flow {
     int T_identity; /* T = I: B T is B itself */
     const double *v; /* second layer in use: the model's, or scm_flow_set_v's */
     double *A, *B, *S, *P;
+    double *F; /* K x (K + M) pair values f of scm_flow_rhs_gv */
     struct flow_lin *lin; /* the linearisation of scm_flow_jvp, lazily */
 };
 
@@ -71,7 +72,8 @@ scm_flow *scm_flow_alloc(const scm_model *model)
     fl->B = malloc(sizeof(double) * K * M);
     fl->S = malloc(sizeof(double) * K * K);
     fl->P = malloc(sizeof(double) * K * (K > M ? K : M));
-    if (!fl->A || !fl->B || !fl->S || !fl->P) {
+    fl->F = malloc(sizeof(double) * K * (K + M));
+    if (!fl->A || !fl->B || !fl->S || !fl->P || !fl->F) {
         scm_flow_free(fl);
         return NULL;
     }
@@ -90,6 +92,7 @@ void scm_flow_free(scm_flow *fl)
     free(fl->B);
     free(fl->S);
     free(fl->P);
+    free(fl->F);
     lin_free(fl->lin);
     free(fl);
 }
@@ -142,8 +145,11 @@ static double clamp_cs(double a, double b, double c, double tol)
     return fabs(c) > n && fabs(c) - n <= tol ? copysign(n, c) : c;
 }
 
-scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double *eps,
-                         double *A, double *B)
+/* scm_flow_grad, and when F is not NULL the pair values f in F (K x (K + M),
+ * row k: f(k, l) for the students l, then f(k, n) for the teachers n; zero
+ * for a dead student). */
+static scm_status flow_grad(scm_flow *fl, const double *Q, const double *R, double *eps,
+                            double *A, double *B, double *F)
 {
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
@@ -154,6 +160,8 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
         memset(A, 0, sizeof(double) * (size_t)K * (size_t)K);
     if (B)
         memset(B, 0, sizeof(double) * (size_t)K * (size_t)M);
+    if (F)
+        memset(F, 0, sizeof(double) * (size_t)K * (size_t)(K + M));
     for (int k = 0; k < K; k++) {
         int dk = student_dead(m, Q, R, k);
         if (dk < 0)
@@ -168,6 +176,8 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
                                          clamp_cs(Q[k * K + k], Q[l * K + l], Q[k * K + l], tol), &p);
             if (st)
                 return st;
+            if (F)
+                F[k * (K + M) + l] = F[l * (K + M) + k] = p.f;
             double w = v[k] * v[l];
             if (k == l) {
                 e += 0.5 * w * p.f;
@@ -188,6 +198,8 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
                                          clamp_cs(Q[k * K + k], T[n * M + n], R[k * M + n], tol), &p);
             if (st && !(teacher_dead(st) && Q[k * K + k] > 0.0))
                 return st;
+            if (F)
+                F[k * (K + M) + K + n] = p.f;
             double w = v[k] * vs[n];
             e -= w * p.f;
             if (A)
@@ -203,6 +215,12 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
     return SCM_OK;
 }
 
+scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double *eps,
+                         double *A, double *B)
+{
+    return flow_grad(fl, Q, R, eps, A, B, NULL);
+}
+
 scm_status scm_flow_loss(scm_flow *fl, const double *Q, const double *R, double *eps)
 {
     return scm_flow_grad(fl, Q, R, eps, NULL, NULL);
@@ -216,12 +234,13 @@ static void symmetrise(int K, const double *A, double *S)
             S[k * K + l] = A[k * K + l] + A[l * K + k];
 }
 
-scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *FQ,
-                        double *FR, double *eps)
+/* scm_flow_rhs, the pair values in F as flow_grad's (F may be NULL). */
+static scm_status flow_rhs(scm_flow *fl, const double *Q, const double *R, double *FQ,
+                           double *FR, double *eps, double *F)
 {
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    scm_status st = scm_flow_grad(fl, Q, R, eps, fl->A, fl->B);
+    scm_status st = flow_grad(fl, Q, R, eps, fl->A, fl->B, F);
     if (st)
         return st;
     symmetrise(K, fl->A, fl->S);
@@ -250,6 +269,35 @@ scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *
     if (!isfinite(scm_linalg_max_abs(FQ, (long)K * K)) ||
         !isfinite(scm_linalg_max_abs(FR, (long)K * M)))
         return SCM_ENAN;
+    return SCM_OK;
+}
+
+scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *FQ,
+                        double *FR, double *eps)
+{
+    return flow_rhs(fl, Q, R, FQ, FR, eps, NULL);
+}
+
+/* gv from the pair values, summed in scm_twolayer_grad_v's order. */
+scm_status scm_flow_rhs_gv(scm_flow *fl, const double *Q, const double *R, double *FQ,
+                           double *FR, double *eps, double *gv)
+{
+    const scm_model *m = fl->m;
+    const int K = m->K, M = m->M;
+    scm_status st = flow_rhs(fl, Q, R, FQ, FR, eps, fl->F);
+    if (st)
+        return st;
+    for (int k = 0; k < K; k++) {
+        const double *f = fl->F + (long)k * (K + M);
+        double g = 0.0;
+        for (int l = 0; l < K; l++)
+            g += fl->v[l] * f[l];
+        for (int n = 0; n < M; n++)
+            g -= m->vs[n] * f[K + n];
+        if (!isfinite(g))
+            return SCM_ENAN;
+        gv[k] = g;
+    }
     return SCM_OK;
 }
 

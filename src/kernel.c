@@ -149,6 +149,11 @@ static scm_status erf_gram(double a, double b, double c, double *cs, double *sDs
     int eg;
     frexp(fmax(1.0, fmax(a, b)), &eg);
     *k = eg / 2;
+    if (*k == 0) { /* max(1, a, b) < 4: no scaling (ldexp by 0 is exact), most calls */
+        *sDs = sqrt((1.0 + a + b) + s * s);
+        *cs = c;
+        return SCM_OK;
+    }
     double Ds = ldexp(1.0, -4 * *k) + ldexp(a, -4 * *k) + ldexp(b, -4 * *k);
     double ss = ldexp(s, -2 * *k);
     *sDs = sqrt(Ds + ss * ss);
@@ -165,7 +170,7 @@ static scm_status erf_pair(double a, double b, double c, scm_pair *out)
     if (st)
         return st;
     out->f = (2.0 / M_PI) * atan2(cs, sDs); /* = (2/pi) asin(c / sqrt((1+a)(1+b))) */
-    out->fc = (2.0 / M_PI) * ldexp(1.0 / sDs, -2 * k);
+    out->fc = (2.0 / M_PI) * (k ? ldexp(1.0 / sDs, -2 * k) : 1.0 / sDs);
     out->fa = -(cs / sDs) / (M_PI * (1.0 + a));
     out->fb = -(cs / sDs) / (M_PI * (1.0 + b));
     return pair_finite(out);

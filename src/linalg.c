@@ -86,3 +86,60 @@ scm_status scm_linalg_re_range(gsl_matrix *J, double *re_max, double *re_min)
         gsl_eigen_nonsymm_free(w);
     return st;
 }
+
+long scm_linalg_lu(double *A, long n, long *piv)
+{
+    for (long k = 0; k < n; k++) {
+        double *ck = A + k * n;
+        long l = k;
+        double big = fabs(ck[k]);
+        for (long i = k + 1; i < n; i++)
+            if (fabs(ck[i]) > big) {
+                big = fabs(ck[i]);
+                l = i;
+            }
+        piv[k] = l;
+        if (ck[l] == 0.0)
+            return k + 1;
+        if (l != k)
+            for (long j = 0; j < n; j++) {
+                double *cj = A + j * n, t = cj[l];
+                cj[l] = cj[k];
+                cj[k] = t;
+            }
+        const double r = 1.0 / ck[k];
+        for (long i = k + 1; i < n; i++)
+            ck[i] *= r;
+        for (long j = k + 1; j < n; j++) {
+            double *restrict cj = A + j * n;
+            const double *restrict cl = ck;
+            const double a = cj[k];
+            if (a != 0.0)
+                for (long i = k + 1; i < n; i++)
+                    cj[i] -= a * cl[i];
+        }
+    }
+    return 0;
+}
+
+void scm_linalg_lu_solve(const double *A, long n, const long *piv, double *b)
+{
+    for (long k = 0; k < n; k++)
+        if (piv[k] != k) {
+            double t = b[k];
+            b[k] = b[piv[k]];
+            b[piv[k]] = t;
+        }
+    for (long k = 0; k < n - 1; k++) {
+        const double *ck = A + k * n, bk = b[k];
+        for (long i = k + 1; i < n; i++)
+            b[i] -= ck[i] * bk;
+    }
+    for (long k = n - 1; k >= 0; k--) {
+        const double *ck = A + k * n;
+        b[k] /= ck[k];
+        const double bk = b[k];
+        for (long i = 0; i < k; i++)
+            b[i] -= ck[i] * bk;
+    }
+}

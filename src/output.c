@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 scm_status scm_output_write_atomic(const char *path, const char *data, size_t len,
@@ -22,8 +23,12 @@ scm_status scm_output_write_atomic(const char *path, const char *data, size_t le
         free(tmp);
         return st;
     }
-    FILE *f = fdopen(fd, "wb");
-    int ok = f != NULL;
+    /* mkstemp creates 0600; a result file is as readable as one fopen
+     * would make under the usual umask 022 (the umask itself cannot be read
+     * without setting it, process-wide). */
+    int ok = fchmod(fd, 0644) == 0;
+    FILE *f = ok ? fdopen(fd, "wb") : NULL;
+    ok = f != NULL;
     if (ok)
         ok = fwrite(data, 1, len, f) == len;
     if (ok)

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "scm/sgd.h"
-#include "scm/twolayer.h"
 
 void scm_rule_params_default(scm_rule_params *p)
 {
@@ -304,10 +303,9 @@ static scm_status tl_rhs(const scm_rule_params *p, scm_flow *fl, const double *y
     const double *v = y + gd_dim(m);
     gd_unpack(m, y, Q, R, NULL);
     scm_flow_set_v(fl, v);
-    scm_status st = scm_flow_rhs(fl, Q, R, FQ, FR, eps);
     double *dv = ydot + gd_dim(m);
-    if (!st)
-        st = scm_twolayer_grad_v(m, Q, R, v, dv);
+    /* the flow and d eps / dv from one set of pair kernels */
+    scm_status st = scm_flow_rhs_gv(fl, Q, R, FQ, FR, eps, dv);
     scm_flow_set_v(fl, NULL);
     if (st)
         return st;

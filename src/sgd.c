@@ -34,9 +34,21 @@
 
 struct scm_sgd_work {
     int K, M;
-    double *J; /* (K + M)^2 joint covariance, students first */
+    double *J;   /* (K + M)^2 joint covariance, students first */
+    double *u;   /* K + M output weights, teachers negated */
+    double *buf; /* 3 (K + M): the erf pair quantities of erf_four_point */
     gsl_integration_cquad_workspace *cq;
+    /* ReLU: the four-variate orthant probabilities of scm_sgd_term, one per
+     * set of four distinct units (P4 is symmetric in its arguments), NaN
+     * until computed; allocated on first use (p4_len entries, 0 when
+     * C(K + M, 4) is too large to cache).  p4_slot: the entry the next
+     * top-level P4 reads or fills, NULL outside scm_sgd_term. */
+    double *p4, *p4_slot;
+    long p4_len;
 };
+
+/* The P4 cache is used when C(K + M, 4) <= this (K + M <= 72, 8 MB). */
+#define P4_CACHE_MAX (1L << 20)
 
 scm_sgd_work *scm_sgd_work_alloc(int K, int M)
 {
@@ -48,8 +60,10 @@ scm_sgd_work *scm_sgd_work_alloc(int K, int M)
     w->K = K;
     w->M = M;
     w->J = malloc(sizeof *w->J * (size_t)(K + M) * (size_t)(K + M));
+    w->u = malloc(sizeof *w->u * (size_t)(K + M));
+    w->buf = malloc(sizeof *w->buf * 3 * (size_t)(K + M));
     w->cq = gsl_integration_cquad_workspace_alloc(CQUAD_NODES);
-    if (!w->J || !w->cq) {
+    if (!w->J || !w->u || !w->buf || !w->cq) {
         scm_sgd_work_free(w);
         return NULL;
     }
@@ -61,6 +75,9 @@ void scm_sgd_work_free(scm_sgd_work *w)
     if (!w)
         return;
     free(w->J);
+    free(w->u);
+    free(w->buf);
+    free(w->p4);
     if (w->cq)
         gsl_integration_cquad_workspace_free(w->cq);
     free(w);
@@ -274,11 +291,19 @@ static scm_status orth_moment(orth_prob p, double *out, scm_sgd_work *w)
             *out = p.scale * orthant_small(&p);
             return SCM_OK;
         }
+        double *slot = w->p4_slot;
+        w->p4_slot = NULL; /* only the top-level P4 is the units' */
+        if (slot && !isnan(*slot)) {
+            *out = p.scale * *slot;
+            return SCM_OK;
+        }
         corr4 R;
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++)
                 R.r[i][j] = i == j ? 1.0 : clamp1(p.C[i][j] / sqrt(p.C[i][i] * p.C[j][j]));
         scm_status st = orthant4_corr(&R, out, w);
+        if (slot && st == SCM_OK)
+            *slot = *out;
         *out *= p.scale;
         return st;
     }
@@ -379,7 +404,47 @@ static void joint_cov(const scm_model *m, const double *Q, const double *R, doub
         }
 }
 
-/* sum_{i,j} u_i u_j I4(k, l, i, j), over i <= j (I4 is symmetric in c, e). */
+/* Binomial coefficient C(x, r) for r <= 4 (0 when x < r). */
+static long binom(long x, int r)
+{
+    long c = 1;
+    for (int i = 0; i < r; i++)
+        c = c * (x - i) / (i + 1);
+    return x < r ? 0 : c;
+}
+
+/* The P4 cache entry of the units idx[0..3] if they are four distinct
+ * units (the combinatorial number of the sorted set), else NULL. */
+static double *p4_entry(scm_sgd_work *w, const int idx[4])
+{
+    int a[4] = {idx[0], idx[1], idx[2], idx[3]};
+    for (int i = 1; i < 4; i++) /* insertion sort */
+        for (int j = i; j > 0 && a[j - 1] > a[j]; j--) {
+            int t = a[j];
+            a[j] = a[j - 1];
+            a[j - 1] = t;
+        }
+    if (a[0] == a[1] || a[1] == a[2] || a[2] == a[3])
+        return NULL;
+    return w->p4 + binom(a[0], 1) + binom(a[1], 2) + binom(a[2], 3) + binom(a[3], 4);
+}
+
+/* Empty the P4 cache (allocated on first use; left off when too large or
+ * out of memory: the values are then computed for every tuple). */
+static void p4_reset(scm_sgd_work *w)
+{
+    const long len = binom(w->K + w->M, 4);
+    if (!w->p4 && len > 0 && len <= P4_CACHE_MAX)
+        w->p4 = malloc(sizeof *w->p4 * (size_t)len);
+    w->p4_len = w->p4 ? len : 0;
+    for (long i = 0; i < w->p4_len; i++)
+        w->p4[i] = NAN;
+}
+
+/* sum_{i,j} u_i u_j I4(k, l, i, j), over i <= j (I4 is symmetric in c, e),
+ * each I4 through scm_sgd_i4: the general path (ReLU, linear).  For ReLU
+ * the four-variate orthant probability of four distinct units is shared
+ * by the up to six tuples (k, l, i, j) over the same set (p4_entry). */
 static scm_status four_point_sum(const scm_model *m, const double *u, int k, int l,
                                  scm_sgd_work *w, double *out)
 {
@@ -398,7 +463,9 @@ static scm_status four_point_sum(const scm_model *m, const double *u, int k, int
             for (int a = 0; a < 4; a++)
                 for (int b = 0; b < 4; b++)
                     C[a * 4 + b] = J[idx[a] * n + idx[b]];
+            w->p4_slot = w->p4_len ? p4_entry(w, idx) : NULL;
             scm_status st = scm_sgd_i4(m->act, C, &val, w);
+            w->p4_slot = NULL;
             if (st)
                 return st;
             sum += (i == j ? 1.0 : 2.0) * u[i] * u[j] * val;
@@ -406,6 +473,66 @@ static scm_status four_point_sum(const scm_model *m, const double *u, int k, int
     }
     *out = sum;
     return SCM_OK;
+}
+
+/* The checks scm_sgd_i4 makes on every 4 x 4 covariance (check_cov4), made
+ * once on the joint covariance J (n x n) over the units the sums touch
+ * (u_i != 0): every pair of them meets in some (k, l, i, j).  Same statuses,
+ * in the same order of kinds. */
+static scm_status check_joint(const double *J, int n, const double *u)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n && u[i] != 0.0; j++)
+            if (u[j] != 0.0 && !isfinite(J[i * n + j]))
+                return SCM_EINVAL;
+    for (int i = 0; i < n; i++)
+        if (u[i] != 0.0 && J[i * n + i] < 0.0)
+            return SCM_EINVAL;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n && u[i] != 0.0; j++)
+            if (u[j] != 0.0 &&
+                fabs(J[i * n + j]) > sqrt(J[i * n + i] * J[j * n + j]) * (1.0 + RHO_SLACK))
+                return SCM_ENOTPSD;
+    return SCM_OK;
+}
+
+/* The erf four-point sum of the pair (k, l): erf_i4's formula with what
+ * depends on (k, l) alone computed once.  With P = I + C_{kl block} and,
+ * for every unit y, (g_y, h_y) = adj(P) (C_yk, C_yl), the tilted
+ * covariance of (x, y) is C_xy - (C_xk g_y + C_xl h_y) / det P (erf_i4's
+ * cp), so each term costs two multiply-adds, two products and one
+ * arcsine, and the n tilted variances n square roots (erf_i4: a 16-entry
+ * copy, check_cov4's six square roots, the 2 x 2 solve, two square roots
+ * and two divisions per term).
+ * buf holds 3 n doubles. */
+static double erf_four_point(const double *J, int n, const double *u, int k, int l,
+                             double *buf)
+{
+    const double p00 = 1.0 + J[k * n + k], p11 = 1.0 + J[l * n + l], p01 = J[k * n + l];
+    const double det = p00 * p11 - p01 * p01, idet = 1.0 / det;
+    double *g = buf, *h = buf + n, *is = buf + 2 * n;
+    for (int y = 0; y < n; y++) {
+        const double ya = J[y * n + k], yb = J[y * n + l];
+        g[y] = (p11 * ya - p01 * yb) * idet;
+        h[y] = (p00 * yb - p01 * ya) * idet;
+    }
+    for (int x = 0; x < n; x++) {
+        const double cxx = J[x * n + x] - (J[x * n + k] * g[x] + J[x * n + l] * h[x]);
+        is[x] = 1.0 / sqrt(fmax(1.0 + cxx, 0.0)); /* inf for a zero: NaN below, as erf_i4 */
+    }
+    double sum = 0.0;
+    for (int x = 0; x < n; x++) {
+        if (u[x] == 0.0)
+            continue;
+        const double xa = J[x * n + k], xb = J[x * n + l], *Jx = J + x * n;
+        /* the diagonal term once, the others (y > x) twice */
+        double row = 0.5 * u[x] * asin(clamp1((Jx[x] - (xa * g[x] + xb * h[x])) * (is[x] * is[x])));
+        for (int y = x + 1; y < n; y++)
+            if (u[y] != 0.0)
+                row += u[y] * asin(clamp1((Jx[y] - (xa * g[y] + xb * h[y])) * (is[x] * is[y])));
+        sum += 2.0 * u[x] * row;
+    }
+    return (4.0 / (M_PI * M_PI)) / sqrt(det) * sum;
 }
 
 scm_status scm_sgd_term(const scm_model *m, const double *Q, const double *R, const double *v,
@@ -425,19 +552,32 @@ scm_status scm_sgd_term(const scm_model *m, const double *Q, const double *R, co
     scm_status st = scm_model_check_state(m, Q, R, 1e-6, err);
     if (st)
         return st;
-    double *u = malloc(sizeof *u * (size_t)n);
-    if (!u)
-        return scm_error_set(err, SCM_ENOMEM, "out of memory in the sgd term");
+    double *u = w->u;
     for (int i = 0; i < n; i++)
         u[i] = i < K ? v[i] : -m->vs[i - K];
     joint_cov(m, Q, R, w->J);
-    int relu = m->act == &scm_act_relu;
+    int relu = m->act == &scm_act_relu, erf = m->act == &scm_act_erf;
+    if (relu)
+        p4_reset(w);
+    else
+        w->p4_len = 0;
+    int any = 0;
     for (int k = 0; k < K; k++)
+        any |= v[k] != 0.0;
+    if (erf && any)
+        st = check_joint(w->J, n, u);
+    for (int k = 0; k < K && !st; k++)
         for (int l = k; l < K; l++) {
             double s = 0.0;
             int dead = relu && (w->J[k * n + k] <= 0.0 || w->J[l * n + l] <= 0.0);
             if (!dead && v[k] != 0.0 && v[l] != 0.0) {
-                if ((st = four_point_sum(m, u, k, l, w, &s)))
+                if (erf) {
+                    s = erf_four_point(w->J, n, u, k, l, w->buf);
+                    if (!isfinite(s)) {
+                        st = SCM_ENAN;
+                        break;
+                    }
+                } else if ((st = four_point_sum(m, u, k, l, w, &s)))
                     break;
                 if (sigma2 > 0.0) {
                     scm_pair p;
@@ -450,7 +590,6 @@ scm_status scm_sgd_term(const scm_model *m, const double *Q, const double *R, co
             }
             G[k * K + l] = G[l * K + k] = s;
         }
-    free(u);
     if (st)
         return scm_error_set(err, st, "sgd term: %s evaluating the four-point expectations",
                              scm_status_str(st));

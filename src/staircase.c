@@ -363,3 +363,175 @@ done:
     gsl_vector_free(work);
     return st;
 }
+
+/* ---- the origin of two-layer training ----------------------------------- */
+
+/* h(s) = sum_m v*_m E[g(u . x) g(nu_m)] for the unit u = s in the
+ * coordinates where the teachers are the columns a_m of a (r x M), and its
+ * gradient in s (kernel derivative fc times a_m). */
+static scm_status origin_gain(const scm_model *m, const double *a, int r, const double *s,
+                              double *h, double *grad)
+{
+    *h = 0.0;
+    for (int j = 0; j < r; j++)
+        grad[j] = 0.0;
+    for (int n = 0; n < m->M; n++) {
+        double c = 0.0;
+        for (int j = 0; j < r; j++)
+            c += s[j] * a[j * m->M + n];
+        scm_pair p;
+        scm_status st = m->act->pair(1.0, m->T[n * m->M + n], c, &p);
+        if (st != SCM_OK && st != SCM_EDEAD)
+            return st;
+        *h += m->vs[n] * p.f;
+        for (int j = 0; j < r; j++)
+            grad[j] += m->vs[n] * p.fc * a[j * m->M + n];
+    }
+    return SCM_OK;
+}
+
+/* Projected gradient ascent of origin_gain on the unit sphere from s (unit),
+ * step halved until h rises; *h the value reached. */
+static scm_status origin_ascent(const scm_model *m, const double *a, int r, double *s, double *h,
+                                double *g, double *trial, double *gt)
+{
+    scm_status st = origin_gain(m, a, r, s, h, g);
+    double step = 1.0;
+    for (int it = 0; it < 10000 && st == SCM_OK; it++) {
+        double gs = 0.0, pn = 0.0;
+        for (int j = 0; j < r; j++)
+            gs += g[j] * s[j];
+        for (int j = 0; j < r; j++)
+            pn += (g[j] - gs * s[j]) * (g[j] - gs * s[j]);
+        if (sqrt(pn) <= 1e-13 * (1.0 + fabs(*h)))
+            return SCM_OK;
+        double ht = -INFINITY;
+        for (; step > 1e-16; step *= 0.5) {
+            double nrm = 0.0;
+            for (int j = 0; j < r; j++) {
+                trial[j] = s[j] + step * (g[j] - gs * s[j]);
+                nrm += trial[j] * trial[j];
+            }
+            for (int j = 0; j < r; j++)
+                trial[j] /= sqrt(nrm);
+            if ((st = origin_gain(m, a, r, trial, &ht, gt)) != SCM_OK)
+                return st;
+            if (ht > *h)
+                break;
+        }
+        if (!(ht > *h))
+            return SCM_OK; /* no rise at any step: at the maximum to round-off */
+        memcpy(s, trial, sizeof(double) * (size_t)r);
+        memcpy(g, gt, sizeof(double) * (size_t)r);
+        *h = ht;
+        step = fmin(1.0, 4.0 * step);
+    }
+    return st == SCM_OK ? SCM_ENOCONV : st;
+}
+
+scm_status scm_stair_origin(const scm_model *m, double *eps0, double *lam0, scm_error *err)
+{
+    if (!m || !eps0 || !lam0)
+        return scm_error_set(err, SCM_EINVAL, "scm_stair_origin: NULL argument");
+    const int M = m->M;
+    const scm_activation *act = m->act;
+    int smooth = act->dg(0.0) != 0.0;
+    if (!smooth && strcmp(act->name, "relu") != 0)
+        return scm_error_set(err, SCM_EINVAL,
+                             "scm_stair_origin: no escape rate of the origin for activation "
+                             "'%s' (g'(0) = 0 and not ReLU)", act->name);
+    double e = 0.0;
+    for (int n = 0; n < M; n++)
+        for (int l = 0; l < M; l++) {
+            scm_pair p;
+            scm_status st = act->pair(m->T[n * M + n], m->T[l * M + l], m->T[n * M + l], &p);
+            if (st != SCM_OK && st != SCM_EDEAD)
+                return scm_error_set(err, st, "scm_stair_origin: teacher kernel (%d, %d): %s",
+                                     n, l, scm_status_str(st));
+            e += m->vs[n] * m->vs[l] * p.f;
+        }
+    *eps0 = 0.5 * e;
+    if (smooth) {
+        /* E[g'(nu)] = fc(1, T_nn, 0) / E[g'(x)], E[g'(x)]^2 = fc(1, 1, 0)
+         * (Price's theorem at zero correlation: fc = E[g'] E[g']). */
+        scm_pair p1;
+        act->pair(1.0, 1.0, 0.0, &p1);
+        double q = 0.0;
+        for (int n = 0; n < M; n++)
+            for (int l = 0; l < M; l++) {
+                scm_pair pn, pl;
+                act->pair(1.0, m->T[n * M + n], 0.0, &pn);
+                act->pair(1.0, m->T[l * M + l], 0.0, &pl);
+                q += m->vs[n] * m->vs[l] * pn.fc * pl.fc / p1.fc * m->T[n * M + l];
+            }
+        *lam0 = fabs(act->dg(0.0)) * sqrt(fmax(q, 0.0));
+        return SCM_OK;
+    }
+    /* ReLU: the teachers as columns a_m of a (r x M), T = a^T a. */
+    double *a = malloc(sizeof(double) * (size_t)(M * M));
+    double *work = malloc(sizeof(double) * (size_t)(4 * M));
+    gsl_matrix *Tm = gsl_matrix_alloc((size_t)M, (size_t)M), *U = gsl_matrix_alloc((size_t)M, (size_t)M);
+    gsl_vector *ev = gsl_vector_alloc((size_t)M);
+    gsl_eigen_symmv_workspace *w = gsl_eigen_symmv_alloc((size_t)M);
+    scm_status st = SCM_OK;
+    if (!a || !work || !Tm || !U || !ev || !w) {
+        st = scm_error_set(err, SCM_ENOMEM, "scm_stair_origin: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < M * M; i++)
+        Tm->data[(i / M) * Tm->tda + i % M] = m->T[i];
+    if (gsl_eigen_symmv(Tm, ev, U, w)) {
+        st = scm_error_set(err, SCM_ESINGULAR, "scm_stair_origin: eigensolver failed on T");
+        goto out;
+    }
+    double emax = 0.0;
+    for (int j = 0; j < M; j++)
+        emax = fmax(emax, gsl_vector_get(ev, (size_t)j));
+    int r = 0;
+    for (int j = 0; j < M; j++) {
+        double lj = gsl_vector_get(ev, (size_t)j);
+        if (lj <= 1e-12 * emax)
+            continue;
+        for (int n = 0; n < M; n++)
+            a[r * M + n] = sqrt(lj) * gsl_matrix_get(U, (size_t)n, (size_t)j);
+        r++;
+    }
+    double *s = work, *g = work + M, *trial = work + 2 * M, *gt = work + 3 * M;
+    double hbest = -INFINITY;
+    for (int start = 0; start <= 2 * M && r > 0; start++) {
+        double nrm = 0.0;
+        for (int j = 0; j < r; j++) {
+            /* +-a_n for start < 2 M, then sum_n v*_n a_n / sqrt(T_nn) */
+            if (start < 2 * M)
+                s[j] = (start % 2 ? -1.0 : 1.0) * a[j * M + start / 2];
+            else {
+                s[j] = 0.0;
+                for (int n = 0; n < M; n++)
+                    if (m->T[n * M + n] > 0)
+                        s[j] += m->vs[n] * a[j * M + n] / sqrt(m->T[n * M + n]);
+            }
+            nrm += s[j] * s[j];
+        }
+        if (!(nrm > 0))
+            continue;
+        for (int j = 0; j < r; j++)
+            s[j] /= sqrt(nrm);
+        double h;
+        if ((st = origin_ascent(m, a, r, s, &h, g, trial, gt)) != SCM_OK) {
+            scm_error_set(err, st, "scm_stair_origin: the ascent of the ReLU gain %s",
+                          st == SCM_ENOCONV ? "did not settle in 10000 steps"
+                                            : scm_status_str(st));
+            goto out;
+        }
+        hbest = fmax(hbest, h);
+    }
+    *lam0 = r > 0 ? fmax(hbest, 0.0) : 0.0;
+out:
+    free(a);
+    free(work);
+    gsl_matrix_free(Tm);
+    gsl_matrix_free(U);
+    gsl_vector_free(ev);
+    gsl_eigen_symmv_free(w);
+    return st;
+}

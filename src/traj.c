@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sundials/sundials_context.h>
-#include <sunlinsol/sunlinsol_dense.h>
 #include <sunlinsol/sunlinsol_spgmr.h>
 #include <sunmatrix/sunmatrix_dense.h>
 
@@ -199,6 +198,88 @@ static int cvode_jtimes(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Ve
     return 0;
 }
 
+/* CVODE's dense direct solver with the factorisation of linalg.h: the same
+ * algorithm as SUNLinSol_Dense (LU with partial pivoting, in place in the
+ * matrix CVODE passes, I - gamma J), which at n ~ 30 spends 4x the time in
+ * its unvectorised loops (28% of the instructions of an erf sgd run at
+ * K = M = 4 went to SUNDlsMat_denseGETRF/GETRS, docs/simulate.md section 5). */
+typedef struct {
+    long n, last_flag;
+    long *piv;
+} lu_content;
+
+static SUNLinearSolver_Type lu_gettype(SUNLinearSolver S)
+{
+    (void)S;
+    return SUNLINEARSOLVER_DIRECT;
+}
+
+static SUNLinearSolver_ID lu_getid(SUNLinearSolver S)
+{
+    (void)S;
+    return SUNLINEARSOLVER_CUSTOM;
+}
+
+static int lu_setup(SUNLinearSolver S, SUNMatrix A)
+{
+    lu_content *c = S->content;
+    if (SUNMatGetID(A) != SUNMATRIX_DENSE || SM_ROWS_D(A) != c->n || SM_COLUMNS_D(A) != c->n) {
+        c->last_flag = SUNLS_ILL_INPUT;
+        return SUNLS_ILL_INPUT;
+    }
+    c->last_flag = scm_linalg_lu(SM_DATA_D(A), c->n, c->piv);
+    return c->last_flag > 0 ? SUNLS_LUFACT_FAIL : SUNLS_SUCCESS; /* > 0: recoverable */
+}
+
+static int lu_solve(SUNLinearSolver S, SUNMatrix A, N_Vector x, N_Vector b, sunrealtype tol)
+{
+    (void)tol;
+    lu_content *c = S->content;
+    N_VScale(1.0, b, x);
+    scm_linalg_lu_solve(SM_DATA_D(A), c->n, c->piv, N_VGetArrayPointer(x));
+    c->last_flag = SUNLS_SUCCESS;
+    return SUNLS_SUCCESS;
+}
+
+static sunindextype lu_lastflag(SUNLinearSolver S) { return ((lu_content *)S->content)->last_flag; }
+
+static int lu_free(SUNLinearSolver S)
+{
+    if (!S)
+        return SUNLS_SUCCESS;
+    if (S->content) {
+        free(((lu_content *)S->content)->piv);
+        free(S->content);
+        S->content = NULL;
+    }
+    SUNLinSolFreeEmpty(S);
+    return SUNLS_SUCCESS;
+}
+
+/* The solver for n x n dense matrices; NULL when out of memory. */
+static SUNLinearSolver lu_new(long n, SUNContext ctx)
+{
+    SUNLinearSolver S = SUNLinSolNewEmpty(ctx);
+    if (!S)
+        return NULL;
+    S->ops->gettype = lu_gettype;
+    S->ops->getid = lu_getid;
+    S->ops->setup = lu_setup;
+    S->ops->solve = lu_solve;
+    S->ops->lastflag = lu_lastflag;
+    S->ops->free = lu_free;
+    lu_content *c = calloc(1, sizeof *c);
+    S->content = c;
+    if (c)
+        c->piv = malloc(sizeof *c->piv * (size_t)n);
+    if (!c || !c->piv) {
+        lu_free(S);
+        return NULL;
+    }
+    c->n = n;
+    return S;
+}
+
 /* The library never prints: CVODE's messages are kept for the error. */
 static void cvode_err(int code, const char *module, const char *function, char *msg, void *user)
 {
@@ -238,6 +319,19 @@ static void add_counters(void *cv, scm_traj_result *res)
 
 /* With a loose stage, a squared norm below this many loose_atol is dead. */
 #define LOOSE_DEAD_FACTOR 100.0
+
+/* The loss at an unpacked state (Q, R, v): the eps every rule's rhs
+ * returns is the flow's loss there (rule.h), so this is that eps to the
+ * bit, without the rest of the right-hand side (for the sgd rule the flow
+ * is a fifth of it). */
+static scm_status state_loss(const traj_ctx *c, const double *Q, const double *R,
+                             const double *v, double *eps)
+{
+    scm_flow_set_v(c->fl, c->rule->trains_v ? v : NULL);
+    scm_status st = scm_flow_loss(c->fl, Q, R, eps);
+    scm_flow_set_v(c->fl, NULL);
+    return st;
+}
 
 /* The first dead ReLU neuron of Q, or -1. */
 static int dead_neuron(const scm_model *m, const double *Q, double tol)
@@ -370,7 +464,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         LS = SUNLinSol_SPGMR(y, SUN_PREC_NONE, 0, ctx);
     } else {
         J = SUNDenseMatrix(n, n, ctx);
-        LS = J ? SUNLinSol_Dense(y, J, ctx) : NULL;
+        LS = J ? lu_new(n, ctx) : NULL;
     }
     if (!LS || CVodeSetLinearSolver(cv, LS, J) ||
         (gmres && o->analytic_jv && rule->jtimes && CVodeSetJacTimes(cv, NULL, cvode_jtimes))) {
@@ -446,10 +540,10 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             double to = OUT_TIME(next), eo;
             int ok = CVodeGetDky(cv, to, 0, yout) == CV_SUCCESS;
             clean_state(&c, yo);
-            if (!ok || rule->rhs(&o->rule_params, c.fl, yo, yd, &eo, c.scratch) != SCM_OK)
-                eo = NAN;
             memcpy(c.vs, res->v, sizeof(double) * (size_t)K);
             rule->unpack(m, yo, Q, R, c.vs);
+            if (!ok || state_loss(&c, Q, R, c.vs, &eo) != SCM_OK)
+                eo = NAN;
             record_point(res, cap, K, M, to, eo, Q, R, c.vs);
             next++;
         }
@@ -514,8 +608,17 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             }
         }
         fresh = 0;
-        have_eps = 1;
-        scm_status rs = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps, c.scratch);
+        scm_status rs;
+        if (!loose && o->grad_stop == 0.0) {
+            /* No stopping test needs F here: the loss when eps_stop needs
+             * it, F once at the end (CVODE's own evaluations meet any
+             * failure of the right-hand side). */
+            have_eps = 0;
+            rs = o->eps_stop > 0.0 ? state_loss(&c, Q, R, c.vs, &eps) : SCM_OK;
+        } else {
+            have_eps = 1;
+            rs = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps, c.scratch);
+        }
         if (rs) {
             scm_error_set(&res->err, rs, "the right-hand side fails at t = %.6g: %s", tret,
                           scm_status_str(rs));
@@ -523,14 +626,16 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             break;
         }
         t = tret;
-        maxF = scm_linalg_max_abs(yd, n);
+        if (have_eps)
+            maxF = scm_linalg_max_abs(yd, n);
         memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
         memcpy(res->R, R, sizeof(double) * (size_t)KM);
         memcpy(res->v, c.vs, sizeof(double) * (size_t)K);
     }
 #undef OUT_TIME
     if (!have_eps) {
-        /* the run ended in the loose stage on an estimated F: evaluate */
+        /* F was not evaluated at the final state (the loose stage estimates
+         * it; without a stopping test on F it is not needed until here) */
         rule->pack(m, res->Q, res->R, res->v, yv);
         scm_status rs = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps, c.scratch);
         if (rs == SCM_OK) {

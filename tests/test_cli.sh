@@ -34,6 +34,7 @@ cd "$W"
 "$SCM" run "$SRC/examples/relu_k2.json" --csv "$W/t.csv" > "$W/out1" 2>&1
 check "[ $? -eq 0 ]" "example run failed: $(cat "$W/out1")"
 check "[ -f '$W/relu_k2.result.json' ]" "default result name"
+check "[ \"\$(stat -c %a '$W/relu_k2.result.json')\" = 644 ]" "result file mode $(stat -c %a "$W/relu_k2.result.json"), want 644 (not mkstemp's 600)"
 check "grep -q 'stopped' '$W/out1' && grep -q 'wrote' '$W/out1'" "summary printed"
 python3 - "$W/relu_k2.result.json" "$W/t.csv" <<'PY' && ok || ko "result file content"
 import json, sys, csv
@@ -236,8 +237,14 @@ for r in t["rules"]:
         assert c["global_minimum"]["count"] == g and c["runs"] == s["done"] == 6, (r["rule"], c)
         lo, hi = c["global_minimum"]["wilson95"]
         assert lo <= c["global_minimum"]["fraction"] <= hi
+        a0 = sum(x["count"] for x in s["by_anti"] if x["anti"] == 0)
+        assert c["no_anti_aligned"]["count"] == a0, (r["rule"], c, s["by_anti"])
 st = t["rules"][1]["K"][1]
 assert st["K"] == 4 and st["global_minimum"]["count"] == 0, st
+# no family list for stiefel: its other ends are named by the anti count
+assert st["most_frequent_other"] == "" or "anti-aligned" in st["most_frequent_other"], st
+md = open(f"{w}/cr.rules.md").read()
+assert "no anti-aligned student" in md
 PY
 (cd "$W" && "$SCM" compare --M 3 --K 3 --runs 2 --rule gd,adam -o cr2 > /dev/null 2> cr2.err)
 check "[ $? -eq 2 ] && grep -q \"'adam' is not a rule\" '$W/cr2.err' && [ ! -e '$W/cr2.rules.json' ]" "compare --rule adam: $(cat "$W/cr2.err")"

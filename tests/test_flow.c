@@ -9,7 +9,9 @@
  *  - the Jacobian-vector product and the full Jacobian of (F_Q, F_R)
  *    against central differences of the rhs (and the Jacobian against
  *    the product);
- *  - error statuses: a state beyond Cauchy-Schwarz, NaN, bad T. */
+ *  - error statuses: a state beyond Cauchy-Schwarz, NaN, bad T;
+ *  - scm_flow_rhs_gv: the flow of scm_flow_rhs to the bit and the v
+ *    gradient of scm_twolayer_grad_v (1e-14), a dead ReLU student included. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "scm/flow.h"
+#include "scm/twolayer.h"
 #include "testutil.h"
 
 typedef struct {
@@ -528,6 +531,45 @@ static void test_jacobian(gsl_rng *r)
     scm_model_free(m);
 }
 
+/* scm_flow_rhs_gv: (F_Q, F_R) and eps to the bit those of scm_flow_rhs, gv
+ * those of scm_twolayer_grad_v (which evaluates the kernels again) to
+ * 1e-14, at random states of every activation with a second layer other
+ * than the model's; with a dead ReLU student gv_k = 0. */
+static void test_rhs_gv(gsl_rng *r)
+{
+    const int sizes[][2] = {{1, 1}, {2, 3}, {4, 4}, {5, 2}};
+    for (int a = 0; a < 3; a++)
+        for (int z = 0; z < 4; z++) {
+            const int K = sizes[z][0], M = sizes[z][1];
+            state s = random_state(r, K, M, K + M + 3, 0);
+            scm_model *m = scm_model_alloc(K, M, acts[a], s.T, s.v, s.vs, NULL);
+            scm_flow *fl = scm_flow_alloc(m);
+            double FQ[25], FR[25], GQ[25], GR[25], gv[5], gr[5], v[5], e1, e2;
+            for (int k = 0; k < K; k++)
+                v[k] = 0.385 - 0.61 * k;
+            if (a == 0 && K > 2) { /* ReLU: student 1 dead */
+                for (int l = 0; l < K; l++)
+                    s.Q[K + l] = s.Q[l * K + 1] = 0.0;
+                for (int n = 0; n < M; n++)
+                    s.R[M + n] = 0.0;
+            }
+            scm_flow_set_v(fl, v);
+            CHECK(scm_flow_rhs(fl, s.Q, s.R, FQ, FR, &e1) == SCM_OK, "rhs");
+            CHECK(scm_flow_rhs_gv(fl, s.Q, s.R, GQ, GR, &e2, gv) == SCM_OK, "rhs_gv");
+            CHECK(scm_twolayer_grad_v(m, s.Q, s.R, v, gr) == SCM_OK, "grad_v");
+            CHECK(memcmp(FQ, GQ, sizeof(double) * K * K) == 0 &&
+                      memcmp(FR, GR, sizeof(double) * K * M) == 0 && e1 == e2,
+                  "%s K=%d M=%d: rhs_gv's flow differs from rhs", acts[a]->name, K, M);
+            for (int k = 0; k < K; k++)
+                CHECK_CLOSE(gv[k], gr[k], 1e-14, 1e-15, "gv vs scm_twolayer_grad_v");
+            if (a == 0 && K > 2)
+                CHECK(gv[1] == 0.0, "dead student: gv = %g", gv[1]);
+            scm_flow_free(fl);
+            scm_model_free(m);
+            free_state(&s);
+        }
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -540,6 +582,7 @@ int main(void)
     test_cs_clamp();
     test_jvp(r);
     test_jacobian(r);
+    test_rhs_gv(r);
     test_loss_mc(r);
     gsl_rng_free(r);
     return TEST_SUMMARY();

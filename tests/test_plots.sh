@@ -70,6 +70,18 @@ PY
     check "cmp -s c.csv '$SRC/data/continuation_M7.csv'" "continuation CSV does not read back to itself"
     "$PY" "$PF" continuation -o k1.png "$SRC/data/continuation_k1.csv" > /dev/null
     check "[ $? -eq 0 ] && png k1.png" "plot_fixed_points.py continuation (M,loss,residual CSV)"
+    PR="$SRC/scripts/plot_rules.py"
+    "$PY" "$PR" "$SRC/data/compare_rules_M17/compare_rules_M17.rules.json" rules \
+        --reference "$SRC/data/compare_rules_M17/paper_fractions.csv" > /dev/null
+    check "[ $? -eq 0 ] && png rules.png" "plot_rules.py on data/compare_rules_M17"
+    printf 'rule,K,percent\ngd,x,1\n' > badref.csv
+    "$PY" "$PR" "$SRC/data/compare_rules_M17/compare_rules_M17.rules.json" rules2 \
+        --reference badref.csv > /dev/null 2> e
+    check "[ $? -eq 2 ] && grep -q 'badref.csv: line 2' e && [ ! -e rules2.png ]" "plot_rules.py bad reference: $(cat e)"
+    "$PYANY" -c "import json,sys; r=json.load(open(sys.argv[1])); del r['rules'][0]['K'][1]['no_anti_aligned']; json.dump(r, open('r.json','w'))" \
+        "$SRC/data/compare_rules_M17/compare_rules_M17.rules.json"
+    "$PY" "$PR" r.json > /dev/null 2> e
+    check "[ $? -eq 2 ] && grep -q \"rules\\[0\\].K\\[1\\]: key 'no_anti_aligned' is missing\" e && [ ! -e r.png ]" "plot_rules.py missing key: $(cat e)"
 else
     echo "test_plots: no python3 with matplotlib: PNG checks skipped" >&2
 fi

@@ -11,7 +11,9 @@
  *     labels, delta_k delta_l averaged (5 sigma);
  *  5. the eta-term scaling: one SGD step in large d moves Q by
  *     (eta/d)(F_Q + eta G) on average;
- *  6. dead ReLU students give zero rows; bad inputs give statuses. */
+ *  6. dead ReLU students give zero rows; bad inputs give statuses;
+ *  7. G (erf: shared pair quantities; ReLU: shared P4) against the
+ *     term-by-term sum of scm_sgd_i4 at random states (1e-13, 1e-10). */
 #include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_integration.h>
@@ -602,6 +604,89 @@ static void test_bad(gsl_rng *rng)
     scm_model_free(m);
 }
 
+/* 7. G of scm_sgd_term against the term-by-term sum through scm_sgd_i4 on
+ * each 4 x 4 covariance, over all (i, j) rather than i <= j, with the noise
+ * term from the pair kernel: erf (whose G shares the pair quantities of
+ * (k, l) across its (K + M)^2 terms) to 1e-13 relative, ReLU (whose G shares
+ * the orthant probability P4 of four distinct units across the tuples over
+ * them; the reference computes it for every tuple, in that tuple's order)
+ * to 1e-10; random states of several sizes, non-identity T, a zero and a
+ * negative student weight, two parallel students. */
+static void test_g_reference(gsl_rng *rng, const scm_activation *act, double tol)
+{
+    static const int sizes[][2] = {{1, 1}, {3, 2}, {4, 4}, {5, 3}, {2, 6}};
+    double worst = 0.0;
+    scm_sgd_work *wi = scm_sgd_work_alloc(1, 1); /* for scm_sgd_i4 (ReLU) */
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+        const int K = sizes[c][0], M = sizes[c][1], n = K + M, P = n + 2;
+        double *W = malloc(sizeof *W * (size_t)(n * P)), *Q = malloc(sizeof *Q * (size_t)(K * K));
+        double *R = malloc(sizeof *R * (size_t)(K * M)), *T = malloc(sizeof *T * (size_t)(M * M));
+        double *J = malloc(sizeof *J * (size_t)(n * n)), *G = malloc(sizeof *G * (size_t)(K * K));
+        double *v = malloc(sizeof *v * (size_t)K), *vs = malloc(sizeof *vs * (size_t)M);
+        for (int i = 0; i < n * P; i++)
+            W[i] = gsl_ran_gaussian(rng, 1.0);
+        if (K >= 3)
+            for (int i = 0; i < P; i++)
+                W[2 * P + i] = 0.385 * W[P + i]; /* student 2 parallel to student 1 */
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                double s = 0.0;
+                for (int a = 0; a < P; a++)
+                    s += W[i * P + a] * W[j * P + a];
+                J[i * n + j] = 1.385 * s / P;
+            }
+        for (int k = 0; k < K; k++) {
+            for (int l = 0; l < K; l++)
+                Q[k * K + l] = J[k * n + l];
+            for (int m = 0; m < M; m++)
+                R[k * M + m] = J[k * n + K + m];
+            v[k] = k == 1 ? 0.0 : (k % 2 ? -0.73 : 1.1) + 0.1 * k;
+        }
+        for (int m = 0; m < M; m++) {
+            for (int o = 0; o < M; o++)
+                T[m * M + o] = J[(K + m) * n + K + o];
+            vs[m] = 0.9 - 0.2 * m;
+        }
+        scm_model *mod = scm_model_alloc(K, M, act, T, v, vs, NULL);
+        scm_sgd_work *w = scm_sgd_work_alloc(K, M);
+        scm_error err;
+        const double sigma2 = 0.385;
+        scm_status st = scm_sgd_term(mod, Q, R, v, sigma2, G, w, &err);
+        CHECK(st == SCM_OK, "%s G (K = %d, M = %d): %s", act->name, K, M, err.msg);
+        double scale = 0.0, diff = 0.0;
+        for (int k = 0; k < K; k++)
+            for (int l = 0; l < K; l++) {
+                double ref = 0.0;
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j < n; j++) {
+                        const int idx[4] = {k, l, i, j};
+                        double C[16], val;
+                        for (int a = 0; a < 4; a++)
+                            for (int b = 0; b < 4; b++)
+                                C[a * 4 + b] = J[idx[a] * n + idx[b]];
+                        CHECK(scm_sgd_i4(act, C, &val, wi) == SCM_OK, "i4");
+                        const double ui = i < K ? v[i] : -vs[i - K], uj = j < K ? v[j] : -vs[j - K];
+                        ref += ui * uj * val;
+                    }
+                scm_pair p;
+                CHECK(act->pair(J[k * n + k], J[l * n + l], J[k * n + l], &p) == SCM_OK, "pair");
+                ref = v[k] * v[l] * (ref + sigma2 * p.fc);
+                scale = fmax(scale, fabs(ref));
+                diff = fmax(diff, fabs(G[k * K + l] - ref));
+                if (v[k] == 0.0 || v[l] == 0.0)
+                    CHECK(G[k * K + l] == 0.0, "%s G with a zero weight", act->name);
+            }
+        CHECK(diff <= tol * scale, "%s G (K = %d, M = %d) vs the scm_sgd_i4 sums: %.3g "
+              "(scale %.3g)", act->name, K, M, diff, scale);
+        worst = fmax(worst, diff / scale);
+        scm_sgd_work_free(w);
+        scm_model_free(mod);
+        free(W), free(Q), free(R), free(T), free(J), free(G), free(v), free(vs);
+    }
+    scm_sgd_work_free(wi);
+    printf("%s G vs the term-by-term scm_sgd_i4 sums: worst %.3g relative\n", act->name, worst);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -616,6 +701,8 @@ int main(void)
     test_g_mc(rng);
     test_step(rng);
     test_bad(rng);
+    test_g_reference(rng, &scm_act_erf, 1e-13);
+    test_g_reference(rng, &scm_act_relu, 1e-10);
     scm_sgd_work_free(w);
     gsl_rng_free(rng);
     return TEST_SUMMARY();

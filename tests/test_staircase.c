@@ -10,7 +10,12 @@
  *     slope against log(1 / alpha) is 1 / lambda, lambda the largest real
  *     part of the (F_Q, F_R) Jacobian there, and also -d times the
  *     smallest eigenvalue of the weight-space Hessian;
- *  4. error paths. */
+ *  4. the origin of two-layer training (scm_stair_origin): its loss against
+ *     the teachers' moments, its escape rate against the Stein form (erf,
+ *     linear), a search on the sphere with the arc-cosine kernel (ReLU),
+ *     random directions (ReLU, a general T) and the +-ReLU pair, whose
+ *     target is linear (rate |a| / 2);
+ *  5. error paths. */
 #include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -241,6 +246,138 @@ static void test_errors(void)
     CHECK(scm_stair_match(0.5, e, 3, 1e-3) == -1, "no match far away");
 }
 
+/* h(u) for ReLU with diagonal T: sum_m v*_m sqrt(T_m) J(u_m) / (2 pi),
+ * J(c) = sin(a) + (pi - a) c, a = acos c (the arc-cosine kernel). */
+static double relu_gain_diag(const double *Td, const double *vs, int M, const double *u)
+{
+    double h = 0.0;
+    for (int n = 0; n < M; n++) {
+        double c = fmax(-1.0, fmin(1.0, u[n])), a = acos(c);
+        h += vs[n] * sqrt(Td[n]) * (sin(a) + (M_PI - a) * c) / (2.0 * M_PI);
+    }
+    return h;
+}
+
+static void test_origin(void)
+{
+    scm_error err;
+    const double Td[3] = {4.0, 1.0, 0.25}, vs[3] = {2.0, 1.0, 0.5};
+    double T[9] = {0};
+    for (int n = 0; n < 3; n++)
+        T[n * 3 + n] = Td[n];
+    double eps0, lam0;
+    /* erf: E[phi*^2] = sum v^2 (2/pi) asin(T/(1+T)) (independent odd units);
+     * lam0 = g'(0) |E[phi* x]|, |E[phi* x]|^2 = sum v^2 T (2/pi)/(1+T) */
+    scm_model *m = scm_model_alloc(2, 3, &scm_act_erf, T, NULL, vs, &err);
+    CHECK(scm_stair_origin(m, &eps0, &lam0, &err) == SCM_OK, "origin erf: %s", err.msg);
+    double e = 0.0, q = 0.0;
+    for (int n = 0; n < 3; n++) {
+        e += vs[n] * vs[n] * (2.0 / M_PI) * asin(Td[n] / (1.0 + Td[n]));
+        q += vs[n] * vs[n] * Td[n] * (2.0 / M_PI) / (1.0 + Td[n]);
+    }
+    CHECK_CLOSE(eps0, 0.5 * e, 1e-13, 0.0, "origin erf: eps0");
+    CHECK_CLOSE(lam0, sqrt(2.0 / M_PI) * sqrt(q), 1e-13, 0.0, "origin erf: lam0 (Stein)");
+    scm_model_free(m);
+    /* linear: eps0 = v*^T T v* / 2, lam0 = sqrt(v*^T T v*) */
+    m = scm_model_alloc(2, 3, &scm_act_linear, T, NULL, vs, &err);
+    CHECK(scm_stair_origin(m, &eps0, &lam0, &err) == SCM_OK, "origin linear: %s", err.msg);
+    double vTv = 0.0;
+    for (int n = 0; n < 3; n++)
+        vTv += vs[n] * vs[n] * Td[n];
+    CHECK_CLOSE(eps0, 0.5 * vTv, 1e-14, 0.0, "origin linear: eps0");
+    CHECK_CLOSE(lam0, sqrt(vTv), 1e-14, 0.0, "origin linear: lam0");
+    scm_model_free(m);
+    /* ReLU, diagonal T: eps0 from E[relu^2] = T/2, E[relu] = sqrt(T/(2 pi));
+     * lam0 against a grid on the sphere refined by a pattern search */
+    m = scm_model_alloc(2, 3, &scm_act_relu, T, NULL, vs, &err);
+    CHECK(scm_stair_origin(m, &eps0, &lam0, &err) == SCM_OK, "origin relu: %s", err.msg);
+    e = 0.0;
+    for (int n = 0; n < 3; n++)
+        for (int l = 0; l < 3; l++)
+            e += vs[n] * vs[l] *
+                 (n == l ? Td[n] / 2.0 : sqrt(Td[n] * Td[l]) / (2.0 * M_PI));
+    CHECK_CLOSE(eps0, 0.5 * e, 1e-13, 0.0, "origin relu: eps0");
+    double best = -1.0, th = 0.0, ph = 0.0;
+    for (int i = 0; i <= 180; i++)
+        for (int j = 0; j < 360; j++) {
+            double a = i * M_PI / 180.0, b = j * M_PI / 180.0;
+            double u[3] = {cos(a), sin(a) * cos(b), sin(a) * sin(b)};
+            double h = relu_gain_diag(Td, vs, 3, u);
+            if (h > best)
+                best = h, th = a, ph = b;
+        }
+    for (double step = 0.01; step > 1e-12; step *= 0.7)
+        for (int rep = 0; rep < 20; rep++) {
+            int moved = 0;
+            for (int k = 0; k < 4; k++) {
+                double a = th + (k == 0 ? step : k == 1 ? -step : 0.0);
+                double b = ph + (k == 2 ? step : k == 3 ? -step : 0.0);
+                double u[3] = {cos(a), sin(a) * cos(b), sin(a) * sin(b)};
+                double h = relu_gain_diag(Td, vs, 3, u);
+                if (h > best)
+                    best = h, th = a, ph = b, moved = 1;
+            }
+            if (!moved)
+                break;
+        }
+    CHECK_CLOSE(lam0, best, 1e-10, 0.0, "origin relu: lam0 against the sphere search");
+    scm_model_free(m);
+    /* ReLU, a general T (B B^T, B random) with mixed-sign v*: lam0 is an
+     * upper bound of h over random directions and nearly attained */
+    const int M = 4;
+    double B[16], T4[16], v4[4] = {1.0, -0.7, 0.4, 1.3};
+    unsigned long rng = 12345;
+    for (int i = 0; i < 16; i++) {
+        rng = rng * 6364136223846793005UL + 1442695040888963407UL;
+        B[i] = (double)(rng >> 11) / 9007199254740992.0 - 0.5;
+    }
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < M; j++) {
+            T4[i * M + j] = 0.0;
+            for (int k = 0; k < M; k++)
+                T4[i * M + j] += B[i * M + k] * B[j * M + k];
+        }
+    m = scm_model_alloc(2, M, &scm_act_relu, T4, NULL, v4, &err);
+    CHECK(scm_stair_origin(m, &eps0, &lam0, &err) == SCM_OK, "origin relu T4: %s", err.msg);
+    double hmax = -INFINITY;
+    for (int s = 0; s < 200000; s++) {
+        double u[4], nrm = 0.0;
+        for (int k = 0; k < 4; k++) { /* Box-Muller */
+            rng = rng * 6364136223846793005UL + 1442695040888963407UL;
+            double u1 = ((double)(rng >> 11) + 0.5) / 9007199254740992.0;
+            rng = rng * 6364136223846793005UL + 1442695040888963407UL;
+            double u2 = (double)(rng >> 11) / 9007199254740992.0;
+            u[k] = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+            nrm += u[k] * u[k];
+        }
+        /* h(u) = sum_m v_m E[relu(u.x) relu(w*_m.x)], w*_m = row m of B */
+        double h = 0.0;
+        for (int n = 0; n < M; n++) {
+            double c = 0.0;
+            for (int k = 0; k < M; k++)
+                c += u[k] * B[n * M + k];
+            c /= sqrt(nrm);
+            double tn = sqrt(T4[n * M + n]), rho = fmax(-1.0, fmin(1.0, c / tn)), a = acos(rho);
+            h += v4[n] * tn * (sin(a) + (M_PI - a) * rho) / (2.0 * M_PI);
+        }
+        hmax = fmax(hmax, h);
+    }
+    CHECK(lam0 >= hmax - 1e-14 && lam0 - hmax < 1e-3 * lam0,
+          "origin relu T4: lam0 %.12g against the best of 2e5 random directions %.12g", lam0,
+          hmax);
+    scm_model_free(m);
+    /* the +-ReLU pair (singular T): phi* = a . x, h(u) = u . a / 2 */
+    double Tp[4] = {2.25, -2.25, -2.25, 2.25}, vp[2] = {1.0, -1.0};
+    m = scm_model_alloc(2, 2, &scm_act_relu, Tp, NULL, vp, &err);
+    CHECK(m != NULL, "pair model: %s", err.msg);
+    if (m) {
+        CHECK(scm_stair_origin(m, &eps0, &lam0, &err) == SCM_OK, "origin pair: %s", err.msg);
+        CHECK_CLOSE(lam0, 1.5 / 2.0, 1e-12, 0.0, "origin pair: lam0 = |a| / 2");
+        CHECK_CLOSE(eps0, 2.25 / 2.0, 1e-12, 0.0, "origin pair: eps0 = |a|^2 / 2");
+        scm_model_free(m);
+    }
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -248,6 +385,7 @@ int main(void)
     test_fit();
     test_known_answer();
     test_polish();
+    test_origin();
     test_errors();
     return TEST_SUMMARY();
 }

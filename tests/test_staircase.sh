@@ -88,6 +88,13 @@ for run in r["runs"]:
 mx, my = sum(x) / len(x), sum(y) / len(y)
 slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
 assert abs(slope - 1 / best) < 1e-3 / best, (slope, 1 / best)
+# the command matches the first plateau to the origin with its own lambda_0
+o = r["fixed_points"][r["runs"][0]["plateaus"][0]["fixed_point"]]
+assert o["ansatz"] == "origin" and abs(o["lambda"] - best) < 1e-8 * best, (o, best)
+assert all(run["plateaus"][0]["fixed_point"] == r["runs"][0]["plateaus"][0]["fixed_point"]
+           for run in r["runs"])
+fit = [f for f in r["fits"] if r["fixed_points"][f["fixed_point"]]["ansatz"] == "origin"][0]
+assert abs(fit["slope"] - fit["inverse_lambda"]) < 1e-3 * fit["inverse_lambda"], fit
 PY
 
 # erf, both layers: the origin's rate is linear, lambda_0 = g'(0) |E[y* x]|,
@@ -106,6 +113,9 @@ assert all(run["plateaus"][0]["tau_start"] == 0 for run in r["runs"])
 mx, my = sum(x) / len(x), sum(y) / len(y)
 slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
 assert abs(slope - 1 / lam0) < 1e-3 / lam0, (slope, 1 / lam0)
+o = r["fixed_points"][r["runs"][0]["plateaus"][0]["fixed_point"]]
+assert o["ansatz"] == "origin" and abs(o["lambda"] - lam0) < 1e-12 * lam0, (o, lam0)
+assert abs(o["loss"] - r["runs"][0]["loss"][0]) < 1e-6 * o["loss"], o
 PY
 
 expect_error() {

@@ -31,6 +31,8 @@ check "[ \$(wc -l < a10.jsonl) -eq 11 ] && [ \$(wc -l < a6.jsonl) -eq 7 ]" "line
 check "cmp -s <(tail -n +2 a6.jsonl) <(sed -n 2,7p a10.jsonl)" "runs 0..5 differ between sweeps of 6 and 10"
 "$SCM" sweep k3.json --runs 10 -o t2.jsonl --threads 2 -q
 check "cmp -s a10.jsonl t2.jsonl" "1 vs 2 threads not byte-identical"
+"$SCM" sweep k3.json --runs 10 -o fs.jsonl --threads 2 --fsync-interval 0.5 -q
+check "cmp -s a10.jsonl fs.jsonl" "--fsync-interval changed the file"
 "$SCM" sweep k3.json --runs 10 -o s10.jsonl --seed 4 -q
 check "! cmp -s a10.jsonl s10.jsonl" "--seed has no effect"
 python3 - a10.jsonl <<'PY' && ok || ko "record content"
@@ -139,6 +141,7 @@ bad noruns "--runs N is required" sweep k3.json -o x.jsonl
 bad shard "--shard must be i/n with 0 <= i < n, got '3/2'" sweep k3.json --runs 4 --shard 3/2 -o x.jsonl
 bad shardform "--shard must be i/n" sweep k3.json --runs 4 --shard 1 -o x.jsonl
 bad threads "--threads must be an integer" sweep k3.json --runs 4 --threads 0 -o x.jsonl
+bad fsync "--fsync-interval must be a number >= 0, got '-1'" sweep k3.json --runs 4 --fsync-interval -1 -o x.jsonl
 bad exists "exists: continue it with --resume" sweep k3.json --runs 10 -o a10.jsonl
 echo '{"model": {"K": 1, "M": 1}, "init": {"type": "given", "Q": [[1]], "R": [[0.5]]}}' > given.json
 bad given "given.json: a sweep needs init.type = \\\"random\\\"" sweep given.json --runs 2 -o x.jsonl

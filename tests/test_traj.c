@@ -9,11 +9,19 @@
  *    construction it replaces (E Q_kk = sigma^2, Var Q_kk = 2 sigma^4 / d,
  *    E R = 0, Var R_km = sigma^2 T_mm / d, Cov(Q_kl) = sigma^4 / d), with
  *    seeded Monte Carlo error bars, for both the Bartlett (d - M >= K) and
- *    the direct (d - M < K) branch. */
+ *    the direct (d - M < K) branch;
+ *  - without a stopping test on F the loss alone is evaluated per step:
+ *    the same run, bit for bit, as with F;
+ *  - the dense LU of the CVODE linear solver (linalg.h) against SUNDIALS'
+ *    own (SUNDlsMat_denseGETRF/GETRS): same pivots, factors and solutions
+ *    to round-off; a singular matrix reported by its pivot. */
 #include <gsl/gsl_errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sundials/sundials_dense.h>
+
+#include "linalg.h"
 #include "scm/init.h"
 #include "scm/traj.h"
 #include "testutil.h"
@@ -315,6 +323,104 @@ static void test_loose_dead(void)
     scm_model_free(m);
 }
 
+/* scm_linalg_lu against SUNDIALS' dense LU on awkward matrices of the sizes
+ * CVODE sees (I - gamma J of a state of 30 components, and others). */
+static void test_dense_lu(void)
+{
+    enum { NMAX = 45 };
+    static double A[NMAX * NMAX], B[NMAX * NMAX], x[NMAX], y[NMAX];
+    const long sizes[] = {1, 2, 7, 30, 45};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const long n = sizes[s];
+        unsigned long st = 2385 + (unsigned long)n;
+        for (long i = 0; i < n * n; i++) {
+            st = st * 6364136223846793005UL + 1442695040888963407UL;
+            A[i] = (double)(st >> 11) / 9007199254740992.0 - 0.5;
+        }
+        for (long i = 0; i < n; i++)
+            A[i * n + i] += i % 3 ? 0.0 : 1.385; /* some rows need pivoting */
+        memcpy(B, A, sizeof(double) * (size_t)(n * n));
+        long piv[NMAX];
+        sunindextype spiv[NMAX];
+        double *cols[NMAX];
+        for (long j = 0; j < n; j++)
+            cols[j] = B + j * n;
+        CHECK(scm_linalg_lu(A, n, piv) == 0 && SUNDlsMat_denseGETRF(cols, n, n, spiv) == 0,
+              "LU of a regular matrix (n = %ld)", n);
+        int same = 1;
+        for (long k = 0; k < n; k++)
+            same &= piv[k] == (long)spiv[k];
+        CHECK(same, "pivots differ from SUNDIALS' (n = %ld)", n);
+        CHECK(max_diff(A, B, n * n) <= 1e-13, "LU factors differ by %g (n = %ld)",
+              max_diff(A, B, n * n), n);
+        for (long i = 0; i < n; i++)
+            x[i] = y[i] = 0.385 * (double)i - 1.0;
+        scm_linalg_lu_solve(A, n, piv, x);
+        SUNDlsMat_denseGETRS(cols, n, spiv, y);
+        CHECK(max_diff(x, y, n) <= 1e-12 * (1.0 + scm_linalg_max_abs(y, n)),
+              "LU solutions differ by %g (n = %ld)", max_diff(x, y, n), n);
+    }
+    /* singular: the third column is a multiple of the first */
+    double S[9] = {1.0, 2.0, 3.0, 0.5, -1.0, 2.0, 2.0, 4.0, 6.0};
+    long piv[3];
+    CHECK(scm_linalg_lu(S, 3, piv) == 3, "singular matrix: the zero pivot is the third");
+}
+
+/* Without a stopping test on F (grad_stop = 0) scm_traj_run evaluates the
+ * loss alone after each step (when eps_stop needs it) and at the output
+ * times: the same run as with the whole right-hand side (grad_stop tiny
+ * but on), bit for bit: stop, time, recorded eps and states, final eps and
+ * max |F|; gd (ReLU, eps threshold) and sgd (erf, v trained, to t_max).
+ * Each recorded eps is the rule's rhs eps at the recorded state. */
+static void test_loss_only_path(void)
+{
+    scm_error e;
+    for (int c = 0; c < 2; c++) {
+        scm_model *m = scm_model_alloc(3, 2, c ? &scm_act_erf : &scm_act_relu, NULL, NULL, NULL,
+                                       &e);
+        double Q0[9], R0[6];
+        scm_init_random(m, 1000, 0.8, 5, Q0, R0, &e);
+        const scm_rule *rule = c ? &scm_rule_sgd : &scm_rule_gd;
+        scm_traj_opts o;
+        scm_traj_result a, b;
+        scm_traj_opts_default(&o);
+        o.t_max = c ? 50.0 : 1e5;
+        o.eps_stop = c ? 0.0 : 1e-6;
+        o.n_out = 30;
+        if (c) {
+            o.rule_params.eta = 0.385;
+            o.rule_params.lr_v_ratio = 0.7;
+        }
+        o.grad_stop = 1e-300;
+        CHECK(scm_traj_run(m, rule, Q0, R0, &o, &a, &e) == SCM_OK, "run with F per step");
+        o.grad_stop = 0.0;
+        CHECK(scm_traj_run(m, rule, Q0, R0, &o, &b, &e) == SCM_OK, "run with the loss per step");
+        CHECK(a.stop == (c ? SCM_STOP_T_MAX : SCM_STOP_EPS) && b.stop == a.stop && a.t == b.t &&
+                  a.eps == b.eps && a.max_F == b.max_F && a.n_out == b.n_out,
+              "%s: the runs differ (%s at %g, %s at %g; eps %g %g, max_F %g %g)", rule->name,
+              scm_stop_reason_str(a.stop), a.t, scm_stop_reason_str(b.stop), b.t, a.eps, b.eps,
+              a.max_F, b.max_F);
+        if (a.n_out == b.n_out)
+            CHECK(memcmp(a.out_eps, b.out_eps, sizeof(double) * (size_t)a.n_out) == 0 &&
+                      memcmp(a.out_Q, b.out_Q, sizeof(double) * 9 * (size_t)a.n_out) == 0 &&
+                      memcmp(a.out_v, b.out_v, sizeof(double) * 3 * (size_t)a.n_out) == 0,
+                  "%s: recorded trajectories differ", rule->name);
+        /* the recorded eps is the rule's eps at the recorded state, to the bit */
+        scm_flow *fl = scm_flow_alloc(m);
+        double y[32], yd[32], sc[128], ep;
+        int same = 1;
+        for (long i = 0; i < b.n_out; i++) {
+            rule->pack(m, b.out_Q + 9 * i, b.out_R + 6 * i, b.out_v + 3 * i, y);
+            same &= rule->rhs(&o.rule_params, fl, y, yd, &ep, sc) == SCM_OK && ep == b.out_eps[i];
+        }
+        CHECK(same, "%s: a recorded eps is not the rule's eps at the recorded state", rule->name);
+        scm_flow_free(fl);
+        scm_traj_result_free(&a);
+        scm_traj_result_free(&b);
+        scm_model_free(m);
+    }
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -323,6 +429,8 @@ int main(void)
     test_reproducible();
     test_two_stage();
     test_loose_dead();
+    test_dense_lu();
+    test_loss_only_path();
     test_init_moments(4, 3, 50); /* Bartlett branch: d - M >= K */
     test_init_moments(6, 3, 6);  /* direct branch: d - M < K */
     return TEST_SUMMARY();

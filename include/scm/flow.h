@@ -59,6 +59,15 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
 scm_status scm_flow_rhs(scm_flow *fl, const double *Q, const double *R, double *FQ,
                         double *FR, double *eps);
 
+/* scm_flow_rhs and, from the same pair-kernel evaluations, the gradient of
+ * the loss in the second layer (the v of scm_flow_set_v), gv_k = d eps /
+ * d v_k = sum_l v_l f(Q_kk, Q_ll, Q_kl) - sum_n v*_n f(Q_kk, T_nn, R_kn)
+ * (K entries): scm_twolayer_grad_v without evaluating the kernels twice
+ * (equal to it up to the Cauchy-Schwarz clamp of scm_flow_grad and the
+ * order of a, b in the kernel: round-off).  A dead ReLU student has gv_k = 0. */
+scm_status scm_flow_rhs_gv(scm_flow *fl, const double *Q, const double *R, double *FQ,
+                           double *FR, double *eps, double *gv);
+
 /* The same right-hand side from the textbook I3 sums. */
 scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, double *FQ,
                            double *FR);

@@ -56,7 +56,10 @@ typedef struct scm_rule {
                  double *y);
     void (*unpack)(const scm_model *m, const double *y, double *Q, double *R, double *v);
     /* dy/dtau at y, and the loss there (eps may be NULL); status as
-     * scm_flow_rhs.  fl must be a flow of the model that packed y. */
+     * scm_flow_rhs.  fl must be a flow of the model that packed y.  The
+     * loss must be scm_flow_loss at the unpacked (Q, R) with the unpacked v
+     * of a rule that trains v (the model's otherwise): scm_traj_run
+     * evaluates it alone that way where it needs no dy/dtau. */
     scm_status (*rhs)(const scm_rule_params *p, scm_flow *fl, const double *y, double *ydot,
                       double *eps, double *scratch);
     /* 1 if v is part of the state. */

@@ -26,8 +26,10 @@
 
 #include "scm/model.h"
 
-/* Scratch space of the SGD term (the ReLU quadrature workspace and the
- * joint covariance); one per thread. */
+/* Scratch space of the SGD term (the joint covariance, the ReLU quadrature
+ * workspace and, allocated on the first ReLU scm_sgd_term, its cache of
+ * orthant probabilities: C(K + M, 4) doubles, none above K + M = 72); one
+ * per thread. */
 typedef struct scm_sgd_work scm_sgd_work;
 
 /* Work for K students and M teachers; NULL on allocation failure. */

@@ -71,4 +71,19 @@ scm_status scm_stair_polish(const scm_rule *rule, const scm_rule_params *p, scm_
                             double *y, double tol, int max_iter, double *eps, double *lam_max,
                             double *resid, scm_error *err);
 
+/* The origin (w = 0, v = 0) of two-layer training: a fixed point, the
+ * first plateau of a run from a small initialisation of both layers.
+ * *eps0 gets its loss, E[phi*^2] / 2, and *lam0 its escape rate: along a
+ * unit direction u, |w| and v grow together at the rate h(u), and the run
+ * leaves the origin along the best u, so lam0 = max over |u| = 1 of h(u):
+ * - g'(0) != 0 (erf, linear): the dynamics is linear there,
+ *   h(u) = g'(0) u . E[phi* x], lam0 = g'(0) |E[phi* x]|, with
+ *   E[phi* x] = sum_m v*_m E[g'(nu_m)] w*_m (Stein);
+ * - ReLU (g'(0) = 0, positively homogeneous): h(u) = E[phi* relu(u . x)],
+ *   maximised on the unit sphere of the teachers' span by projected
+ *   gradient ascent from every +-w*_m and the v*-weighted sum.
+ * T may be singular (a +-ReLU pair).  SCM_EINVAL (named) for another
+ * activation, SCM_ENOMEM, SCM_ENOCONV if the ascent does not settle. */
+scm_status scm_stair_origin(const scm_model *m, double *eps0, double *lam0, scm_error *err);
+
 #endif

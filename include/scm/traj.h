@@ -18,8 +18,10 @@
 
 typedef enum { SCM_METHOD_BDF, SCM_METHOD_ADAMS } scm_method;
 /* AUTO: dense up to SCM_LINSOL_AUTO_DENSE_MAX state components, GMRES above
- * (CVODE's dense LU is unblocked: at K = M = 17, 442 components, it takes
- * ~80% of a dense run, and matrix-free GMRES is ~15x faster). */
+ * (the dense LU is unblocked, O(n^3): with CVODE's own it took ~80% of a
+ * dense run at K = M = 17, 442 components, and matrix-free GMRES was ~15x
+ * faster; scm_traj_run's dense solver is linalg.h's LU, the same algorithm
+ * ~4x faster at n = 30). */
 typedef enum { SCM_LINSOL_AUTO, SCM_LINSOL_DENSE, SCM_LINSOL_GMRES } scm_linsol;
 #define SCM_LINSOL_AUTO_DENSE_MAX 120
 
@@ -31,7 +33,9 @@ typedef struct {
     double t_first;   /* first log-spaced output time (> 0) */
     int n_out;        /* number of log-spaced output times (>= 1) */
     double eps_stop;  /* stop when eps < eps_stop; 0 disables */
-    double grad_stop; /* stop when max |dy/dtau| < grad_stop; 0 disables */
+    double grad_stop; /* stop when max |dy/dtau| < grad_stop; 0 disables
+                       * (then dy/dtau is not evaluated after each step:
+                       * only the loss, if eps_stop needs it) */
     long max_steps;   /* budget of internal CVODE steps */
     double psd_tol;   /* relative round-off allowed in the PSD check */
     double dead_tol;  /* a ReLU neuron with Q_kk < dead_tol is dead */

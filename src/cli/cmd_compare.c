@@ -2,17 +2,15 @@
  * integrator), the families each K reaches with their stability verdicts,
  * and one report (JSON + Markdown) with Wilson intervals. */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_plot.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/config.h"
@@ -21,6 +19,7 @@
 #include "scm/stability.h"
 #include "scm/sweep.h"
 #include "scm_paths.h"
+#include "sweep_exec.h"
 
 #define MAX_SETS 256
 
@@ -348,94 +347,6 @@ done:
     return nc;
 }
 
-/* ---- the figures (scripts/plot_compare.py) ------------------------------ */
-
-extern char **environ;
-
-/* Runs argv[0] (looked up in PATH) with argv, no shell; stdout and/or
- * stderr to /dev/null when asked.  Returns its exit status, 128 + the
- * signal that killed it, or -1 when it could not be started. */
-static int compare_spawn(char *const argv[], int mute_out, int mute_err)
-{
-    posix_spawn_file_actions_t fa;
-    if (posix_spawn_file_actions_init(&fa) != 0)
-        return -1;
-    if (mute_out)
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    if (mute_err)
-        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid;
-    int st, e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (e != 0)
-        return -1;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* Writes the figures of the report json_path with plot_compare.py: the
- * script from $SCM_SCRIPTS_DIR, else the source tree, else the installed
- * copy; the interpreter $SCM_PYTHON, else the first of python3 (PATH) and
- * /usr/bin/python3 that imports matplotlib (a python3 earlier in PATH, e.g.
- * pyenv's, may lack it).  Returns 0 when the figures were written or
- * matplotlib is missing (the message says how to get them), 1 when the
- * script is missing or failed: the JSON and Markdown report stay. */
-static int compare_plots(const char *json_path, int quiet)
-{
-    const char *env = getenv("SCM_SCRIPTS_DIR");
-    const char *dirs[3] = {env && *env ? env : NULL, SCM_SCRIPTS_DIR, SCM_DATA_SCRIPTS_DIR};
-    char script[4096] = "";
-    for (int i = env && *env ? 0 : 1; i < (env && *env ? 1 : 3) && !script[0]; i++) {
-        snprintf(script, sizeof script, "%s/plot_compare.py", dirs[i]);
-        if (access(script, R_OK) != 0)
-            script[0] = '\0';
-    }
-    if (!script[0]) {
-        if (env && *env)
-            fprintf(stderr, "scm compare: no figures: no readable plot_compare.py in "
-                            "SCM_SCRIPTS_DIR = '%s'\n", env);
-        else
-            fprintf(stderr, "scm compare: no figures: plot_compare.py is in neither %s nor "
-                            "%s (set SCM_SCRIPTS_DIR to its directory)\n",
-                    SCM_SCRIPTS_DIR, SCM_DATA_SCRIPTS_DIR);
-        return 1;
-    }
-    const char *py_env = getenv("SCM_PYTHON");
-    const char *cands[2] = {"python3", "/usr/bin/python3"};
-    const char *py = NULL;
-    for (int i = 0; i < (py_env && *py_env ? 1 : 2) && !py; i++) {
-        const char *c = py_env && *py_env ? py_env : cands[i];
-        char *probe[] = {(char *)c, "-c", "import matplotlib", NULL};
-        if (compare_spawn(probe, 1, 1) == 0)
-            py = c;
-    }
-    if (!py) {
-        fprintf(stderr,
-                "scm compare: no figures: matplotlib is not importable by %s; get it with\n"
-                "    apt-get install python3-matplotlib\n"
-                "then write the figures with\n"
-                "    %s %s %s\n",
-                py_env && *py_env ? py_env : "python3 or /usr/bin/python3",
-                py_env && *py_env ? py_env : "/usr/bin/python3", script, json_path);
-        return 0;
-    }
-    char *argv[] = {(char *)py, script, (char *)json_path, NULL};
-    int st = compare_spawn(argv, quiet, 0);
-    if (st != 0) {
-        char why[64] = "could not be started";
-        if (st >= 0)
-            snprintf(why, sizeof why, "exit status %d", st);
-        fprintf(stderr,
-                "scm compare: the figures failed (%s %s %s: %s); the report %s and its "
-                "Markdown are written\n",
-                py, script, json_path, why, json_path);
-        return 1;
-    }
-    return 0;
-}
-
 int scm_cmd_compare(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) /* several rules: one compare each, one table */
@@ -540,6 +451,17 @@ int scm_cmd_compare(int argc, char **argv)
     if (M < 0 || nK == 0 || runs < 0) {
         fprintf(stderr, "scm compare: --M, --K and --runs are required\n");
         compare_usage(stderr);
+        return 2;
+    }
+    long nthreads;
+    char why[256];
+    if (!cli_parse_long(threads, 1, 1024, &nthreads)) {
+        fprintf(stderr, "scm compare: --threads must be an integer in [1, 1024], got '%s'\n",
+                threads);
+        return 2;
+    }
+    if (cli_sweep_exec_check((int)nthreads, why, sizeof why) != 0) { /* scm-mpi: before any file */
+        fprintf(stderr, "scm compare: %s\n", why);
         return 2;
     }
     char pbuf[64];
@@ -966,7 +888,7 @@ int scm_cmd_compare(int argc, char **argv)
     if (!quiet)
         fprintf(stderr, "scm compare: wrote %s.json and %s.md\n", prefix, prefix);
     snprintf(path, sizeof path, "%s.json", prefix);
-    rc = no_plots ? 0 : compare_plots(path, quiet);
+    rc = no_plots ? 0 : cli_plot("scm compare", "plot_compare.py", path, quiet);
 out:
     if (md)
         fclose(md);

@@ -3,13 +3,16 @@
  * with --set rule=R and the prefix PREFIX.R), then one table across rules:
  * per rule and K, the fraction of runs reaching the global minimum (eps
  * below eps_stop) and the fraction not converged, with 95% Wilson
- * intervals, and the most frequent other end class (docs/rules.md).
- * Writes PREFIX.rules.json and PREFIX.rules.md atomically. */
+ * intervals, the fraction ending with no anti-aligned student, and the
+ * most frequent other end class (docs/rules.md).  Writes PREFIX.rules.json
+ * and PREFIX.rules.md atomically, and PREFIX.rules.png (plot_rules.py)
+ * unless --no-plots. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_plot.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/output.h"
@@ -24,6 +27,7 @@
 /* One (rule, K) cell read from PREFIX.R.K<K>.summary.json. */
 typedef struct {
     long runs, global, not_conv, top_count;
+    long anti0; /* converged runs with no anti-aligned student */
     char top[96];
 } cell;
 
@@ -36,9 +40,16 @@ static int read_cell(const char *path, cell *c)
         return -1;
     }
     const cJSON *done = cJSON_GetObjectItemCaseSensitive(s, "done"),
-                *cls = cJSON_GetObjectItemCaseSensitive(s, "classes");
-    int ok = cJSON_IsNumber(done) && cJSON_IsArray(cls);
+                *cls = cJSON_GetObjectItemCaseSensitive(s, "classes"),
+                *anti = cJSON_GetObjectItemCaseSensitive(s, "by_anti");
+    int ok = cJSON_IsNumber(done) && cJSON_IsArray(cls) && cJSON_IsArray(anti);
+    int matched = 0; /* some run was matched to a family */
     c->runs = ok ? (long)done->valuedouble : 0;
+    for (const cJSON *it = ok ? cls->child : NULL; it; it = it->next) {
+        const cJSON *fam = cJSON_GetObjectItemCaseSensitive(it, "family");
+        /* the global minimum is recognised by its loss, without a family list */
+        matched |= cJSON_IsString(fam) && strcmp(fam->valuestring, "global_minimum") != 0;
+    }
     for (const cJSON *it = ok ? cls->child : NULL; it; it = it->next) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "class"),
                     *count = cJSON_GetObjectItemCaseSensitive(it, "count");
@@ -47,6 +58,8 @@ static int read_cell(const char *path, cell *c)
             break;
         }
         long n = (long)count->valuedouble;
+        if (!matched && strcmp(name->valuestring, "unmatched") == 0)
+            continue; /* no families (a rule other than gd): by anti count below */
         if (strncmp(name->valuestring, "global_minimum", 14) == 0)
             c->global += n;
         else if (strcmp(name->valuestring, "not_converged") == 0)
@@ -56,9 +69,25 @@ static int read_cell(const char *path, cell *c)
             snprintf(c->top, sizeof c->top, "%s", name->valuestring);
         }
     }
+    for (const cJSON *it = ok ? anti->child : NULL; it; it = it->next) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(it, "anti"),
+                    *count = cJSON_GetObjectItemCaseSensitive(it, "count");
+        if (!cJSON_IsNumber(a) || !cJSON_IsNumber(count)) {
+            ok = 0;
+            break;
+        }
+        long n = (long)count->valuedouble;
+        if (a->valuedouble == 0)
+            c->anti0 = n;
+        else if (!matched && n > c->top_count) {
+            c->top_count = n;
+            snprintf(c->top, sizeof c->top, "%d anti-aligned", (int)a->valuedouble);
+        }
+    }
     cJSON_Delete(s);
     if (!ok)
-        fprintf(stderr, ME ": '%s' is not a sweep summary (needs done and classes)\n", path);
+        fprintf(stderr, ME ": '%s' is not a sweep summary (needs done, classes and by_anti)\n",
+                path);
     return ok ? 0 : -1;
 }
 
@@ -83,11 +112,35 @@ static void md_frac(char **buf, size_t *len, size_t *cap, long k, long n)
                    lo, hi, k);
 }
 
+/* One Markdown table: per rule (rows) and K (columns), the fraction key of
+ * the JSON cells. */
+static void md_key_table(char **md, size_t *len, size_t *cap, const cJSON *rows, const long *Ks,
+                         int nK, const char *key)
+{
+    cli_buf_printf(md, len, cap, "| rule |");
+    for (int j = 0; j < nK; j++)
+        cli_buf_printf(md, len, cap, " K = %ld |", Ks[j]);
+    cli_buf_printf(md, len, cap, "\n| --- |");
+    for (int j = 0; j < nK; j++)
+        cli_buf_printf(md, len, cap, " --- |");
+    cli_buf_printf(md, len, cap, "\n");
+    for (const cJSON *o = rows->child; o; o = o->next) {
+        cli_buf_printf(md, len, cap, "| %s |",
+                       cJSON_GetObjectItemCaseSensitive(o, "rule")->valuestring);
+        for (const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "K")->child; e; e = e->next) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, key);
+            md_frac(md, len, cap, (long)cJSON_GetObjectItemCaseSensitive(f, "count")->valuedouble,
+                    (long)cJSON_GetObjectItemCaseSensitive(e, "runs")->valuedouble);
+        }
+        cli_buf_printf(md, len, cap, "\n");
+    }
+}
+
 int scm_cmd_compare_rules(int argc, char **argv)
 {
     const char *rules_arg = NULL, *prefix = NULL;
     long M = -1, Ks[MAX_K];
-    int nK = 0;
+    int nK = 0, no_plots = 0, quiet = 0;
     /* the arguments of each per-rule compare: ours less --rule and -o */
     char **sub = calloc((size_t)argc + 8, sizeof *sub);
     int ns = 0;
@@ -105,6 +158,8 @@ int scm_cmd_compare_rules(int argc, char **argv)
             i++;
             continue;
         }
+        no_plots |= !strcmp(argv[i], "--no-plots");
+        quiet |= !strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet");
         if (!strcmp(argv[i], "--M") && i + 1 < argc)
             cli_parse_long(argv[i + 1], 1, 100000, &M);
         if (!strcmp(argv[i], "--K") && i + 1 < argc) {
@@ -219,6 +274,7 @@ int scm_cmd_compare_rules(int argc, char **argv)
             cJSON_AddNumberToObject(e, "K", (double)Ks[j]);
             cJSON_AddNumberToObject(e, "runs", (double)c.runs);
             cJSON_AddItemToObject(e, "global_minimum", frac_json(c.global, c.runs));
+            cJSON_AddItemToObject(e, "no_anti_aligned", frac_json(c.anti0, c.runs));
             cJSON_AddItemToObject(e, "not_converged", frac_json(c.not_conv, c.runs));
             cJSON_AddStringToObject(e, "most_frequent_other", c.top);
             cJSON_AddItemToObject(e, "most_frequent_other_count", frac_json(c.top_count, c.runs));
@@ -252,6 +308,16 @@ int scm_cmd_compare_rules(int argc, char **argv)
             }
             cli_buf_printf(&md, &len, &cap, "\n");
         }
+        cli_buf_printf(&md, &len, &cap,
+                       "\nConverged runs that end with no anti-aligned student (k1 = 0). "
+                       "For the manifold rules (normalised: Q_kk = 1; stiefel: Q = I) with K > M "
+                       "the loss cannot reach 0 with v = 1, and this is their best end "
+                       "(docs/rules.md):\n\n");
+        md_key_table(&md, &len, &cap, rows, Ks, nK, "no_anti_aligned");
+        cli_buf_printf(&md, &len, &cap,
+                       "\nThe end classes of gd are its fixed-point families; the other rules "
+                       "have no family list (their fixed points differ from gd's) and are "
+                       "classed by their anti-aligned count.\n");
         cli_buf_printf(&md, &len, &cap, "\n%s", nlen ? "Not converged (t_max or max_steps):\n\n" : "");
         cli_buf_printf(&md, &len, &cap, "%s", ncmd);
         char path[1200];
@@ -259,10 +325,14 @@ int scm_cmd_compare_rules(int argc, char **argv)
         snprintf(path, sizeof path, "%.900s.rules.json", prefix);
         if (scm_output_write_json(path, root, 0, &err) == SCM_OK) {
             snprintf(path, sizeof path, "%.900s.rules.md", prefix);
-            if (scm_output_write_atomic(path, md, len, &err) == SCM_OK)
+            if (scm_output_write_atomic(path, md, len, &err) == SCM_OK) {
                 printf("wrote      %s.rules.json, %s.rules.md\n", prefix, prefix);
-            else
+                snprintf(path, sizeof path, "%.900s.rules.json", prefix);
+                if (!no_plots)
+                    rc = cli_plot(ME, "plot_rules.py", path, quiet);
+            } else {
                 rc = 1;
+            }
         } else {
             rc = 1;
         }

@@ -90,6 +90,9 @@ typedef struct {
 typedef struct {
     int n;
     double eps[MAX_FP], lam[MAX_FP];
+    int origin;         /* the index of the origin in the list, -1 until met */
+    double eps0, lam0;  /* the origin's loss and escape rate (scm_stair_origin) */
+    int have_origin;    /* eps0, lam0 computed (both layers trained) */
 } polished_t;
 
 /* Polish the middle state of plateau k of run r and match it to the
@@ -107,6 +110,25 @@ static void polish_match(const sc_opts *o, const scm_model *m, scm_flow *fl, run
         return;
     o->rule->pack(m, r->tr.out_Q + i * K * K, r->tr.out_R + i * K * M,
                   o->rule->trains_v ? r->tr.out_v + i * K : NULL, y);
+    /* Near w = v = 0 the Gram factor is degenerate and the polish does not
+     * apply: a plateau there is the origin, matched by its loss. */
+    double size = 0.0, tmax = 0.0;
+    for (long k = 0; k < K && pf->have_origin; k++)
+        size = fmax(size, fmax(r->tr.out_Q[i * K * K + k * K + k],
+                               r->tr.out_v[i * K + k] * r->tr.out_v[i * K + k]));
+    for (long n2 = 0; n2 < M; n2++)
+        tmax = fmax(tmax, m->T[n2 * M + n2]);
+    if (pf->have_origin && size <= 1e-2 * tmax &&
+        fabs(r->pl[k].eps - pf->eps0) <= 1e-2 * pf->eps0) {
+        if (pf->origin < 0 && pf->n < MAX_FP) {
+            pf->origin = pf->n++;
+            pf->eps[pf->origin] = pf->eps0;
+            pf->lam[pf->origin] = pf->lam0;
+        }
+        r->match[k] = pf->origin;
+        free(y);
+        return;
+    }
     if (scm_stair_polish(o->rule, &o->rp, fl, y, 1e-9, 50, &eps, &lam, &resid, &err) ==
         SCM_OK) {
         int f = scm_stair_match(eps, pf->eps, pf->n, 1e-8);
@@ -342,7 +364,13 @@ static int staircase(const sc_opts *o, const double *alphas, int nr, const char 
         rc = scm_cli_fp_list((int)o->K, (int)o->M, o->act, o->starts, &fp, &nfp);
     double eps[MAX_FP], lam[MAX_FP];
     const char *names[MAX_FP];
-    polished_t pf = {0};
+    polished_t pf = {.origin = -1};
+    if (o->polish && o->rule->trains_v) {
+        if (scm_stair_origin(m, &pf.eps0, &pf.lam0, &err) == SCM_OK)
+            pf.have_origin = 1;
+        else
+            fprintf(stderr, ME ": the origin is not matched: %s\n", err.msg);
+    }
     run_t *runs = calloc((size_t)nr, sizeof *runs);
     fit_t fits[MAX_FP];
     scm_flow *fl = scm_flow_alloc(m);
@@ -368,7 +396,7 @@ static int staircase(const sc_opts *o, const double *alphas, int nr, const char 
         for (int f = 0; f < nlist; f++) {
             eps[f] = pf.eps[f];
             lam[f] = pf.lam[f];
-            names[f] = "newton polish";
+            names[f] = f == pf.origin ? "origin" : "newton polish";
         }
     }
     int nf = fit_all(runs, nr, lam, nlist, fits);

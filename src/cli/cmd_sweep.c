@@ -2,7 +2,8 @@
  * lines, resumable and shardable) and `scm merge` (shard files -> one
  * summary with Wilson intervals).  The library (sweep.h) does the runs; this
  * file owns the files, the progress line and the exit codes.  Records go to
- * the runs file in index order, each flushed and fsync'ed as it is written,
+ * the runs file in index order, each flushed and fsync'ed as it is written
+ * (--fsync-interval: fsync'ed at most every S seconds, each still flushed),
  * so a killed sweep loses at most the line being written, which --resume
  * drops and rewrites. */
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include "scm/output.h"
 #include "scm/stability.h"
 #include "scm/sweep.h"
+#include "sweep_exec.h"
 
 #define MAX_SETS 256
 
@@ -38,7 +40,7 @@ static void sweep_usage(FILE *f)
             "usage: scm sweep CONFIG.json --runs N [--seed S] [--threads T] [-o RUNS.jsonl]\n"
             "                 [--resume] [--shard i/n] [--families FP.json] [--summary FILE]\n"
             "                 [--set key=value]... [--loose-grad-stop G] [--dead-q Q]\n"
-            "                 [--match-rtol R] [--quiet]\n"
+            "                 [--match-rtol R] [--fsync-interval S] [--quiet]\n"
             "\n"
             "Run N random initialisations of the configured model (init.type random):\n"
             "run i draws its initial state with a seed derived from the base seed S\n"
@@ -60,6 +62,10 @@ static void sweep_usage(FILE *f)
             "                     else go on to integrator.grad_stop (default 0: off)\n"
             "  --dead-q Q         a student with Q_kk < Q counts as dead (default 1e-3)\n"
             "  --match-rtol R     relative loss tolerance of a family match (default 1e-8)\n"
+            "  --fsync-interval S fsync the runs file at most every S seconds (default 0:\n"
+            "                     after every record); each record is still flushed, so a\n"
+            "                     killed sweep loses nothing more, a crashed machine at\n"
+            "                     most S seconds of records (--resume redoes them)\n"
             "  -q, --quiet        no progress line and no final summary on stderr\n"
             "\n"
             "exit status: 0 done, 1 an I/O failure during the sweep, 2 bad input.\n");
@@ -72,6 +78,7 @@ typedef struct {
     long total, done0, done;
     int progress;
     double t0, last;
+    double sync_every, last_sync; /* --fsync-interval; time of the last fsync */
     int io_failed;
     char io_msg[512];
 } emit_ctx;
@@ -101,8 +108,16 @@ static int emit_record(const scm_sweep_record *r, void *user)
         e->io_failed = 1;
         return 1;
     }
-    int ok = fputs(line, e->f) >= 0 && fputc('\n', e->f) != EOF && fflush(e->f) == 0 &&
-             fsync(fileno(e->f)) == 0;
+    int ok = fputs(line, e->f) >= 0 && fputc('\n', e->f) != EOF && fflush(e->f) == 0;
+    if (ok && e->sync_every > 0.0) {
+        double t = cli_now();
+        if (t - e->last_sync >= e->sync_every) {
+            ok = fsync(fileno(e->f)) == 0;
+            e->last_sync = t;
+        }
+    } else if (ok) {
+        ok = fsync(fileno(e->f)) == 0;
+    }
     free(line);
     if (!ok) {
         snprintf(e->io_msg, sizeof e->io_msg, "cannot write '%s': %s", e->path, strerror(errno));
@@ -193,7 +208,7 @@ out:
 }
 
 static void print_final_summary(const scm_sweep_summary *sum, long total, long new_runs,
-                                double secs, int threads)
+                                double secs, int width)
 {
     cJSON *js = scm_sweep_summary_json(sum);
     if (!js)
@@ -213,10 +228,10 @@ static void print_final_summary(const scm_sweep_summary *sum, long total, long n
                 cJSON_GetObjectItemCaseSensitive(c, "fraction")->valuedouble,
                 cJSON_GetArrayItem(w, 0)->valuedouble, cJSON_GetArrayItem(w, 1)->valuedouble);
     }
-    fprintf(stderr, "timing     %ld runs in %.3f s on %d thread%s: %.3f runs/s, %.4f s per run\n",
-            new_runs, secs, threads, threads == 1 ? "" : "s",
+    fprintf(stderr, "timing     %ld runs in %.3f s on %d %s%s: %.3f runs/s, %.4f s per run\n",
+            new_runs, secs, width, cli_sweep_exec_unit(), width == 1 ? "" : "s",
             secs > 0 ? (double)new_runs / secs : 0.0,
-            new_runs > 0 ? secs * threads / (double)new_runs : 0.0);
+            new_runs > 0 ? secs * width / (double)new_runs : 0.0);
     cJSON_Delete(js);
 }
 
@@ -226,7 +241,7 @@ int scm_cmd_sweep(int argc, char **argv)
     const char *sets[MAX_SETS];
     int nsets = 0, quiet = 0, resume = 0, have_seed = 0;
     long runs = -1, threads = 1, shard_i = 0, shard_n = 1;
-    double seedd = 0;
+    double seedd = 0, sync_every = 0.0;
     scm_sweep_opts so;
     scm_sweep_opts_default(&so);
     for (int i = 1; i < argc; i++) {
@@ -242,7 +257,8 @@ int scm_cmd_sweep(int argc, char **argv)
                    strcmp(a, "--threads") == 0 || strcmp(a, "--shard") == 0 ||
                    strcmp(a, "--families") == 0 || strcmp(a, "--summary") == 0 ||
                    strcmp(a, "--set") == 0 || strcmp(a, "--loose-grad-stop") == 0 ||
-                   strcmp(a, "--dead-q") == 0 || strcmp(a, "--match-rtol") == 0) {
+                   strcmp(a, "--dead-q") == 0 || strcmp(a, "--match-rtol") == 0 ||
+                   strcmp(a, "--fsync-interval") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "scm sweep: option %s needs an argument\n", a);
                 return 2;
@@ -295,7 +311,9 @@ int scm_cmd_sweep(int argc, char **argv)
                     fprintf(stderr, "scm sweep: %s must be a number >= 0, got '%s'\n", a, v);
                     return 2;
                 }
-                if (strcmp(a, "--loose-grad-stop") == 0)
+                if (strcmp(a, "--fsync-interval") == 0)
+                    sync_every = x;
+                else if (strcmp(a, "--loose-grad-stop") == 0)
                     so.loose_grad_stop = x;
                 else if (strcmp(a, "--dead-q") == 0)
                     so.dead_q = x;
@@ -318,6 +336,11 @@ int scm_cmd_sweep(int argc, char **argv)
     }
     if (runs < 0) {
         fprintf(stderr, "scm sweep: --runs N is required\n");
+        return 2;
+    }
+    char why[256];
+    if (cli_sweep_exec_check((int)threads, why, sizeof why) != 0) {
+        fprintf(stderr, "scm sweep: %s\n", why);
         return 2;
     }
 
@@ -398,16 +421,22 @@ int scm_cmd_sweep(int argc, char **argv)
     e.total = nidx;
     e.done0 = e.done = ndone;
     e.progress = !quiet && isatty(2);
-    e.t0 = e.last = cli_now();
+    e.t0 = e.last = e.last_sync = cli_now();
+    e.sync_every = sync_every;
     if (!quiet && ndone > 0)
         fprintf(stderr, "scm sweep: resuming '%s' after %ld of %ld runs\n", out, ndone, nidx);
-    scm_status st = scm_sweep_exec(c, base, idx + ndone, nidx - ndone, (int)threads, &fams, &so,
+    scm_status st = cli_sweep_exec(c, base, idx + ndone, nidx - ndone, (int)threads, &fams, &so,
                                    emit_record, &e, &err);
     double secs = cli_now() - e.t0;
     if (e.progress)
         progress_line(&e, 1);
     if (e.io_failed) {
         fprintf(stderr, "scm sweep: %s\n", e.io_msg);
+        rc = 1;
+        goto done;
+    }
+    if (sync_every > 0.0 && fsync(fileno(f)) != 0 && !st) { /* the records since the last */
+        fprintf(stderr, "scm sweep: cannot write '%s': %s\n", out, strerror(errno));
         rc = 1;
         goto done;
     }
@@ -433,7 +462,7 @@ int scm_cmd_sweep(int argc, char **argv)
         cJSON_Delete(js);
     }
     if (!quiet)
-        print_final_summary(sum, nidx, nidx - ndone, secs, (int)threads);
+        print_final_summary(sum, nidx, nidx - ndone, secs, cli_sweep_exec_width((int)threads));
 done:
     if (f)
         fclose(f);

@@ -6,6 +6,9 @@
 #ifndef SCM_CLI_COMMANDS_H
 #define SCM_CLI_COMMANDS_H
 
+/* The whole program: argv[1] is the command (scm.c). */
+int scm_main(int argc, char **argv);
+
 int scm_cmd_run(int argc, char **argv);
 int scm_cmd_fixed_points(int argc, char **argv);
 int scm_cmd_sweep(int argc, char **argv);

@@ -1,6 +1,8 @@
-/* scm.c: the `scm` command-line program.  The only place that touches
- * process-wide state: GSL's error handler (switched off, so that GSL
- * returns codes instead of aborting), standard streams and exit codes. */
+/* scm.c: the `scm` command-line program's dispatcher, scm_main (main()
+ * is in exec_threads.c for scm and exec_mpi.c for scm-mpi; sweep_exec.h).
+ * The only place that touches process-wide state: GSL's error handler
+ * (switched off, so that GSL returns codes instead of aborting), standard
+ * streams and exit codes. */
 #include <gsl/gsl_errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,7 +35,7 @@ static void usage(FILE *f)
             "  -V, --version         print the version\n");
 }
 
-int main(int argc, char **argv)
+int scm_main(int argc, char **argv)
 {
     gsl_set_error_handler_off();
     if (argc < 2) {

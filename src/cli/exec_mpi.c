@@ -1,0 +1,673 @@
+/* exec_mpi.c (CLI): the `scm-mpi` program: `scm sweep`, `scm compare` and
+ * `scm merge` with the runs computed by the ranks of an MPI job
+ * (sweep_exec.h; docs/sweeps.md, "MPI and clusters").
+ *
+ * Rank 0 runs the command exactly as `scm` does: it parses the arguments,
+ * reads and writes every file (resume, header, records, summaries,
+ * reports) and computes runs on one thread of its own.  The other ranks
+ * own no file: each waits for a job, computes the runs rank 0 hands it one
+ * at a time, and returns their records.  A run is a pure function of
+ * (config, base seed, index, families, options), so wherever it runs its
+ * record is the same bytes; rank 0 parks records in a reorder window and
+ * emits them in index order, as the threaded executor does, so the runs
+ * file is byte-identical to `scm sweep --threads T` of the same seeds.
+ *
+ * Protocol (tags below; all messages between rank 0 and one worker, whose
+ * order MPI preserves):
+ *   0 -> w  JOB     kind, base seed, sweep options, and the sweep header
+ *                   (config used, families) as JSON text; kind QUIT ends
+ *                   the worker's process.
+ *   w -> 0  READY   0, or the reason the worker cannot run this job (its
+ *                   rebuilt header must equal the one sent: a config that
+ *                   does not survive the round trip is refused, not run).
+ *   0 -> w  WORK    (position, index) of one run; position END: finish the
+ *                   runs received, then DONE; position ABORT: drop them,
+ *                   then DONE.  Rank 0 keeps DEPTH runs queued per worker
+ *                   so that no worker waits for its next run.
+ *   w -> 0  RESULT  (position, record);  ERROR (position, status, message)
+ *   w -> 0  DONE    the worker is back waiting for a job.
+ * A job ends when every worker has sent DONE and rank 0's own thread has
+ * stopped, so no message of a job can reach the next one.  Waits poll
+ * (MPI_Iprobe, then a sleep of up to 5 ms) instead of blocking: Open MPI's
+ * blocking calls spin a core, and workers wait whenever rank 0 works
+ * alone (family enumeration, stability, traces of scm compare).
+ *
+ * Failures: a run error on any rank stops the sweep (ABORT to the others)
+ * and is reported with its rank; a rank that dies takes the job down
+ * (mpirun's default), and the runs file, written and fsync'ed one record
+ * at a time by rank 0, is a prefix that --resume completes. */
+#include <errno.h>
+#include <gsl/gsl_errno.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "scm/config.h"
+#include "scm_version.h"
+#include "sweep_exec.h"
+
+enum { TAG_JOB = 1, TAG_READY, TAG_WORK, TAG_RESULT, TAG_ERROR, TAG_DONE };
+enum { JOB_QUIT = 0, JOB_SWEEP = 1 };
+enum { POS_END = -1, POS_ABORT = -2 };
+#define DEPTH 2 /* runs queued per worker */
+
+typedef struct {
+    int32_t kind, pad;
+    uint64_t base;
+    double match_rtol, match_atol, dead_q, loose_grad_stop;
+} job_head;
+
+typedef struct {
+    long pos, index;
+} work_msg;
+
+typedef struct {
+    long pos;
+    scm_sweep_record rec;
+} result_msg;
+
+typedef struct {
+    long pos;
+    int code;
+    char msg[sizeof(((scm_error *)0)->msg)];
+} error_msg;
+
+/* ---- polling waits ------------------------------------------------------ */
+
+static void nap(long *us)
+{
+    struct timespec ts = {0, *us * 1000L};
+    nanosleep(&ts, NULL);
+    if (*us < 5000)
+        *us *= 2;
+}
+
+/* Wait for a message from src (or MPI_ANY_SOURCE) with tag (or MPI_ANY_TAG)
+ * without spinning; its envelope in *status. */
+static void wait_probe(int src, int tag, MPI_Status *status)
+{
+    long us = 50;
+    int flag = 0;
+    for (;;) {
+        MPI_Iprobe(src, tag, MPI_COMM_WORLD, &flag, status);
+        if (flag)
+            return;
+        nap(&us);
+    }
+}
+
+/* ---- fault injection (tests) -------------------------------------------- */
+
+/* SCM_MPI_TEST_FAIL=r:k makes rank r fail the k-th run (k >= 1) it
+ * computes in a job as a run error would (out of memory, say), so that
+ * tests/test_sweep_mpi.sh can drive the error path: the sweep stops, the
+ * message names the rank, the file keeps the records before the failed
+ * run.  (By the k-th run, not by index: which runs a rank gets depends on
+ * timing, but every worker is handed DEPTH runs before anything else
+ * starts.)  k = 0: worker
+ * rank r refuses every job (its READY carries the error).  Unset: no
+ * effect. */
+static scm_status injected_failure(int rank, long nth, scm_error *err)
+{
+    const char *v = getenv("SCM_MPI_TEST_FAIL");
+    long r, k;
+    if (v && sscanf(v, "%ld:%ld", &r, &k) == 2 && r == rank && nth == k)
+        return scm_error_set(err, SCM_EINVAL, "failure injected by SCM_MPI_TEST_FAIL=%s", v);
+    return SCM_OK;
+}
+
+/* ---- worker ranks ------------------------------------------------------- */
+
+/* Rebuild the job from its header text; 0, or an error in err. */
+static scm_status worker_setup(const char *text, const job_head *h, scm_config **c,
+                               scm_sweep_families *fams, scm_model **m, scm_error *err)
+{
+    scm_status st = SCM_OK;
+    cJSON *hj = cJSON_Parse(text);
+    char *ctext = hj ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(hj, "config"))
+                     : NULL;
+    cJSON_Delete(hj);
+    if (!ctext)
+        return scm_error_set(err, SCM_EINVAL, "the job's header has no config");
+    st = scm_config_parse(ctext, "(the sweep's config, from rank 0)", NULL, 0, c, err);
+    free(ctext);
+    if (st)
+        return st;
+    if ((st = scm_sweep_families_parse(text, "(the sweep's families, from rank 0)", fams, err)))
+        return st;
+    /* The round trip must be exact: the header rebuilt from what this rank
+     * parsed equals the one rank 0 wrote. */
+    char *again = scm_sweep_header_json(*c, h->base, 0, 0, 1, fams);
+    int same = again && strcmp(again, text) == 0;
+    free(again);
+    if (!same)
+        return scm_error_set(err, SCM_EINVAL,
+                             "the sweep's config or families do not survive the trip to a "
+                             "worker rank unchanged");
+    *m = scm_config_model(*c, err);
+    return *m ? SCM_OK : (err->code ? err->code : SCM_EINVAL);
+}
+
+static void worker_job(const char *text, const job_head *h, int rank)
+{
+    scm_error err;
+    scm_error_clear(&err);
+    scm_config *c = NULL;
+    scm_model *m = NULL;
+    scm_sweep_families fams = {0, NULL};
+    scm_sweep_opts o = {h->match_rtol, h->match_atol, h->dead_q, h->loose_grad_stop};
+    scm_status st = worker_setup(text, h, &c, &fams, &m, &err);
+    if (st == SCM_OK) /* SCM_MPI_TEST_FAIL=r:0: rank r refuses the job */
+        st = injected_failure(rank, 0, &err);
+    error_msg ready;
+    memset(&ready, 0, sizeof ready);
+    ready.code = st;
+    if (st)
+        snprintf(ready.msg, sizeof ready.msg, "%s", err.msg);
+    MPI_Send(&ready, (int)sizeof ready, MPI_BYTE, 0, TAG_READY, MPI_COMM_WORLD);
+    if (st)
+        goto out; /* rank 0 ends the job without work for this rank */
+
+    work_msg q[DEPTH + 1];
+    int qn = 0, ended = 0, aborted = 0;
+    long nth = 0; /* runs computed in this job */
+    result_msg *res = malloc(sizeof *res);
+    for (;;) {
+        /* Take the work that has arrived; wait for some when idle. */
+        while (!ended) {
+            MPI_Status s;
+            int flag = 0;
+            if (qn == 0)
+                wait_probe(0, TAG_WORK, &s);
+            else
+                MPI_Iprobe(0, TAG_WORK, MPI_COMM_WORLD, &flag, &s);
+            if (qn > 0 && !flag)
+                break;
+            work_msg w;
+            MPI_Recv(&w, (int)sizeof w, MPI_BYTE, 0, TAG_WORK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (w.pos < 0) {
+                ended = 1;
+                aborted = w.pos == POS_ABORT;
+            } else if (qn <= DEPTH) {
+                q[qn++] = w;
+            }
+        }
+        if (aborted || qn == 0)
+            break;
+        work_msg w = q[0];
+        memmove(q, q + 1, sizeof *q * (size_t)--qn);
+        scm_status rs = res ? SCM_OK : SCM_ENOMEM;
+        if (rs == SCM_OK) {
+            scm_error_clear(&err);
+            rs = injected_failure(rank, ++nth, &err);
+            if (rs == SCM_OK)
+                rs = scm_sweep_run_one(c, m, h->base, w.index, &fams, &o, &res->rec, &err);
+        } else {
+            scm_error_set(&err, SCM_ENOMEM, "out of memory");
+        }
+        if (rs == SCM_OK) {
+            res->pos = w.pos;
+            MPI_Send(res, (int)sizeof *res, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD);
+        } else {
+            error_msg e;
+            memset(&e, 0, sizeof e);
+            e.pos = w.pos;
+            e.code = rs;
+            snprintf(e.msg, sizeof e.msg, "%s", err.msg);
+            MPI_Send(&e, (int)sizeof e, MPI_BYTE, 0, TAG_ERROR, MPI_COMM_WORLD);
+        }
+    }
+    free(res);
+    /* After an error rank 0 sends ABORT: wait for END or ABORT so that no
+     * WORK message of this job is left behind. */
+    while (!ended) {
+        MPI_Status s;
+        wait_probe(0, TAG_WORK, &s);
+        work_msg w;
+        MPI_Recv(&w, (int)sizeof w, MPI_BYTE, 0, TAG_WORK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        ended = w.pos < 0;
+    }
+    MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_DONE, MPI_COMM_WORLD);
+out:
+    scm_model_free(m);
+    scm_sweep_families_free(&fams);
+    scm_config_free(c);
+}
+
+/* A worker's life: jobs until QUIT. */
+static void worker_loop(int rank)
+{
+    for (;;) {
+        MPI_Status s;
+        wait_probe(0, TAG_JOB, &s);
+        int len = 0;
+        MPI_Get_count(&s, MPI_BYTE, &len);
+        char *buf = len >= (int)sizeof(job_head) ? malloc((size_t)len + 1) : NULL;
+        if (!buf) { /* no way to report it to rank 0 within the protocol */
+            fprintf(stderr, "scm-mpi: rank %d: %s (a job of %d bytes)\n", rank,
+                    len < (int)sizeof(job_head) ? "malformed job message" : "out of memory",
+                    len);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        MPI_Recv(buf, len, MPI_BYTE, 0, TAG_JOB, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        buf[len] = '\0';
+        job_head h;
+        memcpy(&h, buf, sizeof h);
+        if (h.kind == JOB_QUIT) {
+            free(buf);
+            return;
+        }
+        worker_job(buf + sizeof h, &h, rank);
+        free(buf);
+    }
+}
+
+/* ---- rank 0 ------------------------------------------------------------- */
+
+typedef struct {
+    const scm_config *c;
+    const scm_model *m;
+    uint64_t base;
+    const long *idx;
+    long n;
+    const scm_sweep_families *fams;
+    const scm_sweep_opts *o;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    long window;
+    scm_sweep_record *ring;
+    char *done;
+    long next_take, next_emit; /* positions in idx */
+    long local_runs;           /* runs taken by rank 0's thread */
+    int stop, local_done;
+    scm_status st;
+    scm_error err;
+} master;
+
+/* Record the first failure; the caller holds the lock. */
+static void master_fail(master *s, scm_status st, const scm_error *e)
+{
+    if (s->stop)
+        return;
+    s->stop = 1;
+    s->st = st;
+    s->err = *e;
+    pthread_cond_broadcast(&s->cv);
+}
+
+/* Store the record of position pos; the caller holds the lock. */
+static void master_store(master *s, long pos, const scm_sweep_record *r)
+{
+    if (s->stop || pos < s->next_emit || pos >= s->next_emit + s->window)
+        return;
+    s->ring[pos % s->window] = *r;
+    s->done[pos % s->window] = 1;
+}
+
+/* Rank 0's own compute thread: takes positions like a worker, but from
+ * memory. */
+static void *master_local(void *arg)
+{
+    master *s = arg;
+    scm_sweep_record rec;
+    scm_error err;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->stop && s->next_take < s->n && s->next_take >= s->next_emit + s->window)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->stop || s->next_take >= s->n)
+            break;
+        long pos = s->next_take++;
+        pthread_mutex_unlock(&s->mu);
+        scm_error_clear(&err);
+        scm_status st = injected_failure(0, ++s->local_runs, &err);
+        if (st == SCM_OK)
+            st = scm_sweep_run_one(s->c, s->m, s->base, s->idx[pos], s->fams, s->o, &rec, &err);
+        pthread_mutex_lock(&s->mu);
+        if (st) {
+            scm_error e;
+            scm_error_set(&e, st, "rank 0: run %ld: %s", s->idx[pos], err.msg);
+            master_fail(s, st, &e);
+            break;
+        }
+        master_store(s, pos, &rec);
+    }
+    s->local_done = 1;
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void send_work(int w, long pos, long index)
+{
+    work_msg m = {pos, index};
+    MPI_Send(&m, (int)sizeof m, MPI_BYTE, w, TAG_WORK, MPI_COMM_WORLD);
+}
+
+/* Send the job to every worker and collect their READY; 0, or the first
+ * refusal in err (the workers that accepted get ABORT and answer DONE). */
+static scm_status master_start(const char *header, uint64_t base, const scm_sweep_opts *o,
+                               int nranks, scm_error *err)
+{
+    size_t hl = strlen(header);
+    job_head h = {JOB_SWEEP, 0, base, o->match_rtol, o->match_atol, o->dead_q,
+                  o->loose_grad_stop};
+    if (hl > (size_t)INT32_MAX - sizeof h)
+        return scm_error_set(err, SCM_EINVAL, "the sweep's header is too long for MPI");
+    char *buf = malloc(sizeof h + hl);
+    if (!buf)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory starting the MPI sweep");
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, header, hl);
+    for (int w = 1; w < nranks; w++)
+        MPI_Send(buf, (int)(sizeof h + hl), MPI_BYTE, w, TAG_JOB, MPI_COMM_WORLD);
+    free(buf);
+    scm_status st = SCM_OK;
+    char *ok = calloc((size_t)nranks, 1);
+    for (int got = 1; got < nranks; got++) {
+        MPI_Status s;
+        wait_probe(MPI_ANY_SOURCE, TAG_READY, &s);
+        error_msg e;
+        MPI_Recv(&e, (int)sizeof e, MPI_BYTE, s.MPI_SOURCE, TAG_READY, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        if (e.code == SCM_OK && ok)
+            ok[s.MPI_SOURCE] = 1;
+        else if (st == SCM_OK)
+            st = scm_error_set(err, e.code ? (scm_status)e.code : SCM_ENOMEM, "rank %d: %s",
+                               s.MPI_SOURCE, e.code ? e.msg : "out of memory");
+    }
+    if (st) {
+        for (int w = 1; w < nranks; w++)
+            if (!ok || ok[w]) {
+                send_work(w, POS_ABORT, 0);
+                MPI_Recv(NULL, 0, MPI_BYTE, w, TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+    }
+    free(ok);
+    return st;
+}
+
+/* Receive every message that has arrived; returns how many. */
+static int master_receive(master *s, int *outstanding, char *finished, result_msg *res)
+{
+    int got = 0;
+    for (;;) {
+        MPI_Status st;
+        int flag = 0;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        if (!flag)
+            return got;
+        got++;
+        const int w = st.MPI_SOURCE;
+        if (st.MPI_TAG == TAG_RESULT) {
+            MPI_Recv(res, (int)sizeof *res, MPI_BYTE, w, TAG_RESULT, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            outstanding[w]--;
+            pthread_mutex_lock(&s->mu);
+            master_store(s, res->pos, &res->rec);
+            pthread_mutex_unlock(&s->mu);
+        } else if (st.MPI_TAG == TAG_ERROR) {
+            error_msg e;
+            MPI_Recv(&e, (int)sizeof e, MPI_BYTE, w, TAG_ERROR, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            outstanding[w]--;
+            scm_error se;
+            scm_error_set(&se, (scm_status)e.code, "rank %d: run %ld: %s", w,
+                          e.pos >= 0 && e.pos < s->n ? s->idx[e.pos] : -1L, e.msg);
+            pthread_mutex_lock(&s->mu);
+            master_fail(s, (scm_status)e.code, &se);
+            pthread_mutex_unlock(&s->mu);
+        } else if (st.MPI_TAG == TAG_DONE) {
+            MPI_Recv(NULL, 0, MPI_BYTE, w, TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            finished[w] = 1;
+        } else {
+            /* Nothing else is sent to rank 0 during a job: a protocol bug. */
+            fprintf(stderr, "scm-mpi: rank 0: unexpected message (tag %d) from rank %d\n",
+                    st.MPI_TAG, w);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+}
+
+/* Emit the records that are next in order; returns how many. */
+static int master_emit(master *s, scm_sweep_emit_fn emit, void *user)
+{
+    int n = 0;
+    scm_sweep_record r;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop && s->next_emit < s->n && s->done[s->next_emit % s->window]) {
+        const long e = s->next_emit % s->window;
+        r = s->ring[e];
+        s->done[e] = 0;
+        pthread_mutex_unlock(&s->mu);
+        int stop = emit(&r, user); /* the file's I/O, outside the lock */
+        pthread_mutex_lock(&s->mu);
+        s->next_emit++;
+        n++;
+        if (stop) {
+            scm_error se;
+            scm_error_set(&se, SCM_EINVAL, "the sweep was stopped at run %ld", r.index);
+            master_fail(s, SCM_EINVAL, &se);
+        }
+    }
+    if (n)
+        pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* Keep every worker's queue full; END or ABORT when there is no more to
+ * give.  Returns how many messages were sent. */
+static int master_hand_out(master *s, int nranks, int *outstanding, char *ended)
+{
+    int sent = 0;
+    for (int w = 1; w < nranks; w++) {
+        if (ended[w])
+            continue;
+        pthread_mutex_lock(&s->mu);
+        while (!s->stop && outstanding[w] < DEPTH && s->next_take < s->n &&
+               s->next_take < s->next_emit + s->window) {
+            long pos = s->next_take++;
+            pthread_mutex_unlock(&s->mu);
+            send_work(w, pos, s->idx[pos]);
+            outstanding[w]++;
+            sent++;
+            pthread_mutex_lock(&s->mu);
+        }
+        int stop = s->stop, all = s->next_take >= s->n;
+        pthread_mutex_unlock(&s->mu);
+        if (stop || all) {
+            send_work(w, stop ? POS_ABORT : POS_END, 0);
+            ended[w] = 1;
+            sent++;
+        }
+    }
+    return sent;
+}
+
+scm_status cli_sweep_exec(const scm_config *c, uint64_t base, const long *indices, long n,
+                          int nthreads, const scm_sweep_families *fams, const scm_sweep_opts *o,
+                          scm_sweep_emit_fn emit, void *user, scm_error *err)
+{
+    if (nthreads != 1)
+        return scm_error_set(err, SCM_EINVAL, "scm-mpi computes one run per rank: start more "
+                                              "ranks (mpirun -np N) instead of --threads");
+    if (n < 0 || (n > 0 && !indices) || !emit)
+        return scm_error_set(err, SCM_EINVAL, "bad sweep arguments");
+    for (long i = 1; i < n; i++)
+        if (indices[i] <= indices[i - 1])
+            return scm_error_set(err, SCM_EINVAL, "run indices must increase");
+    scm_status st = scm_sweep_opts_check(o, err);
+    if (st)
+        return st;
+    if (n == 0)
+        return SCM_OK;
+    int nranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    master s;
+    memset(&s, 0, sizeof s);
+    int *outstanding = calloc((size_t)nranks, sizeof *outstanding);
+    char *ended = calloc((size_t)nranks, 1), *finished = calloc((size_t)nranks, 1);
+    result_msg *res = malloc(sizeof *res);
+    char *header = scm_sweep_header_json(c, base, 0, 0, 1, fams);
+    scm_model *m = scm_config_model(c, err);
+    if (!m) {
+        st = err && err->code ? err->code : SCM_EINVAL;
+        goto out;
+    }
+    s.window = 64L * ((long)(nranks - 1) * DEPTH + 1);
+    s.ring = malloc(sizeof *s.ring * (size_t)s.window);
+    s.done = calloc((size_t)s.window, 1);
+    if (!outstanding || !ended || !finished || !res || !header || !s.ring || !s.done) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory starting the MPI sweep");
+        goto out;
+    }
+    if ((st = master_start(header, base, o, nranks, err)))
+        goto out;
+    s.c = c;
+    s.m = m;
+    s.base = base;
+    s.idx = indices;
+    s.n = n;
+    s.fams = fams;
+    s.o = o;
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    /* Every worker's first runs before rank 0's thread starts: on a busy
+     * machine that thread could otherwise take every run of a short sweep
+     * before the main thread hands any out. */
+    master_hand_out(&s, nranks, outstanding, ended);
+    pthread_t th;
+    int local = pthread_create(&th, NULL, master_local, &s) == 0;
+    if (!local) {
+        scm_error se;
+        scm_error_set(&se, SCM_ENOMEM, "rank 0: cannot start its compute thread");
+        pthread_mutex_lock(&s.mu);
+        master_fail(&s, SCM_ENOMEM, &se);
+        s.local_done = 1;
+        pthread_mutex_unlock(&s.mu);
+    }
+    for (;;) {
+        int busy = master_receive(&s, outstanding, finished, res);
+        busy += master_emit(&s, emit, user);
+        busy += master_hand_out(&s, nranks, outstanding, ended);
+        int all = 1;
+        for (int w = 1; w < nranks; w++)
+            all &= finished[w];
+        pthread_mutex_lock(&s.mu);
+        all &= s.local_done;
+        pthread_mutex_unlock(&s.mu);
+        if (all) {
+            master_emit(&s, emit, user); /* the last records in order */
+            break;
+        }
+        if (!busy) {
+            struct timespec ts = {0, 500000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (local)
+        pthread_join(th, NULL);
+    pthread_cond_destroy(&s.cv);
+    pthread_mutex_destroy(&s.mu);
+    st = s.st;
+    if (st && err)
+        *err = s.err;
+    else if (!st && s.next_emit != n)
+        st = scm_error_set(err, SCM_EINVAL, "rank 0: %ld of %ld runs were not emitted",
+                           n - s.next_emit, n);
+out:
+    free(outstanding);
+    free(ended);
+    free(finished);
+    free(res);
+    free(header);
+    free(s.ring);
+    free(s.done);
+    scm_model_free(m);
+    return st;
+}
+
+int cli_sweep_exec_check(int nthreads, char *msg, size_t len)
+{
+    if (nthreads == 1)
+        return 0;
+    snprintf(msg, len, "--threads %d: scm-mpi computes one run per rank; start more ranks "
+                       "(mpirun -np N) instead",
+             nthreads);
+    return -1;
+}
+
+int cli_sweep_exec_width(int nthreads)
+{
+    (void)nthreads;
+    int nranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    return nranks;
+}
+
+const char *cli_sweep_exec_unit(void)
+{
+    return "MPI rank";
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mpirun -np N scm-mpi sweep|compare|merge [options]\n"
+               "\n"
+               "scm's sweep, compare and merge with the runs computed by the N ranks of an\n"
+               "MPI job: rank 0 reads and writes every file and computes too, the others\n"
+               "compute the runs it hands out.  The options and the output are those of\n"
+               "scm (`scm sweep --help`); the files are byte-identical to scm's with\n"
+               "--threads.  --threads is refused: one run per rank.\n"
+               "See docs/sweeps.md, \"MPI and clusters\".\n");
+}
+
+int main(int argc, char **argv)
+{
+    int provided = 0, rank = 0, nranks = 1;
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "scm-mpi: MPI_Init_thread failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    gsl_set_error_handler_off();
+    int rc = 0;
+    if (rank != 0) {
+        worker_loop(rank);
+    } else {
+        const char *cmd = argc >= 2 ? argv[1] : "";
+        if (provided < MPI_THREAD_FUNNELED) {
+            fprintf(stderr, "scm-mpi: the MPI library does not support threads "
+                            "(MPI_THREAD_FUNNELED); rank 0 needs one compute thread\n");
+            rc = 1;
+        } else if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+            usage(stdout);
+        } else if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+            printf("scm-mpi (scmode) %s\n", SCM_VERSION);
+        } else if (strcmp(cmd, "sweep") == 0 || strcmp(cmd, "compare") == 0 ||
+                   strcmp(cmd, "merge") == 0) {
+            rc = scm_main(argc, argv);
+        } else {
+            if (argc >= 2)
+                fprintf(stderr, "scm-mpi: '%s' is not a command of scm-mpi (sweep, compare, "
+                                "merge; the others are scm's)\n", cmd);
+            usage(stderr);
+            rc = 2;
+        }
+        job_head quit;
+        memset(&quit, 0, sizeof quit);
+        quit.kind = JOB_QUIT;
+        for (int w = 1; w < nranks; w++)
+            MPI_Send(&quit, (int)sizeof quit, MPI_BYTE, w, TAG_JOB, MPI_COMM_WORLD);
+    }
+    MPI_Finalize();
+    return rc;
+}
