@@ -9,8 +9,10 @@
  *     median of 5.
  *
  * (c) issue 11: the full-space polish at K = M = 17, every point of every
- *     k1, with the old target 1e-15 and with the default (the roundoff
- *     floor, max(1e-14, 5e-16 (K + M))), same run.
+ *     k1 (one enumeration, deferred polish), with the old target 1e-15 and
+ *     with the default (the roundoff floor, max(1e-14, 5e-16 (K + M))),
+ *     each with central-difference (scm_fp_polish_fd) and closed-form
+ *     (scm_fp_polish) Jacobians, same run: CPU time of the polish alone.
  * (d) issue 11: at K = M = 20 and 1000, block level, the k1 sweep
  *     (fpsweep.h: starts from the neighbouring k1, --sweep-random random
  *     starts per k1, default 2) against 200 random starts per k1 on every
@@ -19,7 +21,19 @@
  *     sweep misses (distinct losses, to 1e-10 relative, as the sweep
  *     deduplicates), and vice versa.
  *
- * Usage: bench_fixedpoint [--starts N] [--sweep-random N] [--only=17|1000|polish|sweep]
+ * (e) issue 11: continuation in M (scm_fp_sweep_grow, fpsweep.h) from a
+ *     base M0 = 8 enumerated with --base-starts random starts per k1
+ *     (default 200), to K = M = 12, 16, 20 and 1000, against 200 random
+ *     starts per k1 (every k1, or every 25th at M = 1000): CPU time, and
+ *     the distinct losses one finds and the other misses, in the same k1
+ *     and in any k1 (a point is found in several instances), all and
+ *     specialised (n_other = 0, the plateau table's rows); --list prints
+ *     the missed ones at M <= 20.  First the block residual's cost at
+ *     K = M = 20 .. 10^5 (independent of K and M).
+ *
+ * Usage: bench_fixedpoint [--starts N] [--sweep-random N] [--base-starts N] [--list]
+ *                         [--only=17|1000|polish|sweep|grow|grow-small]
+ * (grow-small: (e) at M = 12, 16, 20 only)
  * Exit status 0 on success, 1 on error. */
 #include <gsl/gsl_errno.h>
 #include <math.h>
@@ -118,56 +132,173 @@ static int run(const scm_ansatz *a, int M, int starts)
     return 0;
 }
 
-/* (c) */
-static int run_polish(const scm_ansatz *a, int M)
+/* The central-difference Jacobian of the packed (F_Q, F_R) at K = M, as
+ * scm_fp_polish_fd builds it (u: n doubles of scratch). */
+static int fd_jacobian(scm_flow *fl, int M, double *Q, double *R, double *J, double *u)
 {
-    double t_old = 0.0, t_new = 0.0;
-    int n = 0, n_old_it = 0, n_new_it = 0;
-    double worst_old = 0.0, worst_new = 0.0;
-    for (int pass = 0; pass < 2; pass++) {
-        scm_fp_opts o;
-        scm_fp_opts_default(&o);
-        o.n_random = 60;
-        o.polish_tol = pass == 0 ? 1e-15 : 0.0;
-        double c0 = cpu();
-        for (int k1 = 0; k1 <= M; k1++) {
-            scm_error e;
-            scm_ansatz_inst *in = scm_ansatz_instantiate(a, M, M, k1, &e);
-            scm_fp_set s;
-            scm_fp_set_init(&s);
-            if (!in || scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s, &e)) {
-                fprintf(stderr, "%s\n", e.msg);
+    long n = (long)M * (M + 1) / 2 + (long)M * M, KK = (long)M * M;
+    double *FQ = malloc(sizeof(double) * (size_t)(4 * KK)), *FR = FQ + KK, *Q0 = FR + KK,
+           *R0 = Q0 + KK;
+    memcpy(Q0, Q, sizeof(double) * (size_t)KK);
+    memcpy(R0, R, sizeof(double) * (size_t)KK);
+    for (long j = 0; j < n; j++) {
+        /* unknown j: Q (k, l), k <= l, row by row, then R */
+        int k = 0, l = 0;
+        double *x = NULL, *x2 = NULL;
+        if (j < n - KK) {
+            long p = j;
+            while (p >= M - k) {
+                p -= M - k;
+                k++;
+            }
+            l = k + (int)p;
+            x = &Q[k * M + l];
+            x2 = &Q[l * M + k];
+        } else {
+            x = x2 = &R[j - (n - KK)];
+        }
+        double x0 = *x, h = 1e-6 * fmax(1.0, fabs(x0));
+        for (int side = 0; side < 2; side++) {
+            *x = *x2 = x0 + (side ? -h : h);
+            if (scm_flow_rhs(fl, Q, R, FQ, FR, NULL)) {
+                free(FQ);
                 return 1;
             }
-            for (int p = 0; p < s.n; p++) {
-                double r = s.pt[p].res_polish;
-                if (pass == 0) {
-                    n++;
-                    n_old_it += s.pt[p].polish_shift > 0.0;
-                    worst_old = fmax(worst_old, r);
-                } else {
-                    n_new_it += s.pt[p].polish_shift > 0.0;
-                    worst_new = fmax(worst_new, r);
-                }
-            }
-            scm_fp_set_free(&s);
-            scm_ansatz_inst_free(in);
+            long i = 0;
+            for (int a = 0; a < M; a++)
+                for (int b = a; b < M; b++, i++)
+                    u[i] = side ? (J[i * n + j] - FQ[a * M + b]) / (2 * h) : FQ[a * M + b];
+            for (long c = 0; c < KK; c++, i++)
+                u[i] = side ? (J[i * n + j] - FR[c]) / (2 * h) : FR[c];
+            for (i = 0; i < n; i++)
+                J[i * n + j] = u[i];
         }
-        *(pass == 0 ? &t_old : &t_new) = cpu() - c0;
+        *x = *x2 = x0;
     }
-    printf("K = M = %d polish of %d points (60 random starts per k1, enumeration included):\n"
-           "  target 1e-15 (before): %.2f s CPU, %d moved, worst residual %.3g\n"
-           "  default target (after): %.2f s CPU, %d moved, worst residual %.3g  (x%.1f)\n",
-           M, n, t_old, n_old_it, worst_old, t_new, n_new_it, worst_new, t_old / t_new);
+    free(FQ);
     return 0;
 }
 
-/* Is a solution with loss eps (to 1e-10 relative) in s?  By loss, as the
+/* (c): one enumeration (deferred polish), then every point polished from
+ * its block-level state four ways: central-difference or closed-form
+ * Jacobian, target 1e-15 (steps on most points) or the default floor. */
+static int run_polish(const scm_ansatz *a, int M)
+{
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.n_random = 60;
+    o.polish_defer = 1;
+    scm_fp_set s;
+    scm_fp_set_init(&s);
+    scm_error e;
+    double c0 = cpu();
+    for (int k1 = 0; k1 <= M; k1++) {
+        scm_ansatz_inst *in = scm_ansatz_instantiate(a, M, M, k1, &e);
+        if (!in || scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+        scm_ansatz_inst_free(in);
+    }
+    double t_enum = cpu() - c0;
+    scm_model *m = scm_model_alloc(M, M, &scm_act_relu, NULL, NULL, NULL, &e);
+    scm_flow *fl = scm_flow_alloc(m);
+    size_t KK = (size_t)M * M;
+    double *Q = malloc(sizeof(double) * KK * 4), *R = Q + KK, *eps = malloc(sizeof(double) * (size_t)s.n * 2);
+    const double floor_tol = fmax(1e-14, 5e-16 * (2 * M));
+    printf("K = M = %d polish of %d points (60 random starts per k1; enumeration %.2f s CPU, "
+           "not included):\n", M, s.n, t_enum);
+    for (int target = 0; target < 2; target++) {
+        /* at 1e-15 (below the floor) most points take every step allowed:
+         * two steps each keep the run short */
+        double tol = target ? floor_tol : 1e-15, t[2] = {0, 0}, worst[2] = {0, 0};
+        int max_it = target ? 6 : 2;
+        int moved[2] = {0, 0}, ok[2] = {0, 0};
+        for (int fd = 1; fd >= 0; fd--) {
+            for (int p = 0; p < s.n; p++) {
+                if (!s.pt[p].full)
+                    continue;
+                memcpy(Q, s.pt[p].Q, sizeof(double) * KK);
+                memcpy(R, s.pt[p].R, sizeof(double) * KK);
+                double res;
+                double t0 = cpu();
+                scm_status st = fd ? scm_fp_polish_fd(fl, Q, R, max_it, tol, &res, &e)
+                                   : scm_fp_polish(fl, Q, R, max_it, tol, &res, &e);
+                t[fd] += cpu() - t0;
+                ok[fd] += st == SCM_OK;
+                worst[fd] = fmax(worst[fd], res);
+                double sh = 0.0;
+                for (size_t i = 0; i < KK; i++)
+                    sh = fmax(sh, fmax(fabs(Q[i] - s.pt[p].Q[i]), fabs(R[i] - s.pt[p].R[i])));
+                moved[fd] += sh > 0.0;
+                if (scm_flow_loss(fl, Q, R, &eps[2 * p + fd]))
+                    eps[2 * p + fd] = NAN;
+            }
+        }
+        double deps = 0.0;
+        for (int p = 0; p < s.n; p++)
+            if (s.pt[p].full)
+                deps = fmax(deps, fabs(eps[2 * p] - eps[2 * p + 1]) / fmax(1.0, fabs(eps[2 * p])));
+        printf("  target %-8.3g (<= %d steps) differences: %.3f s CPU, %d moved, %d converged, "
+               "worst residual %.3g\n"
+               "  target %-8.3g (<= %d steps) closed form: %.3f s CPU, %d moved, %d converged, "
+               "worst residual %.3g  (x%.2f); max |loss difference| / max(1, loss) %.3g\n",
+               tol, max_it, t[1], moved[1], ok[1], worst[1], tol, max_it, t[0], moved[0], ok[0],
+               worst[0], t[1] / t[0], deps);
+    }
+    /* the Jacobian alone, at the lowest k1 = 1 point: central differences
+     * (2 n flow evaluations, as scm_fp_polish_fd builds them) vs closed form */
+    int best = -1;
+    for (int p = 0; p < s.n; p++)
+        if (s.pt[p].full && (int)s.pt[p].k1 == 1 && (best < 0 || s.pt[p].eps < s.pt[best].eps))
+            best = p;
+    long n = (long)M * (M + 1) / 2 + (long)M * M;
+    double *J = malloc(sizeof(double) * (size_t)(n * n)), *u = malloc(sizeof(double) * (size_t)n);
+    double *J2 = malloc(sizeof(double) * (size_t)(n * n));
+    double tj[2] = {0, 0};
+    const int reps = 5;
+    for (int fd = 0; fd < 2 && best >= 0; fd++) {
+        double t0 = cpu();
+        for (int r = 0; r < reps; r++) {
+            memcpy(Q, s.pt[best].Q, sizeof(double) * KK);
+            memcpy(R, s.pt[best].R, sizeof(double) * KK);
+            Q[0] += 1e-12 * r; /* a new point: the cached linearisation is rebuilt */
+            if (fd ? fd_jacobian(fl, M, Q, R, J, u) != 0 : scm_flow_jacobian(fl, Q, R, J) != SCM_OK)
+                return 1;
+        }
+        tj[fd] = (cpu() - t0) / reps;
+        if (!fd)
+            memcpy(J2, J, sizeof(double) * (size_t)(n * n));
+    }
+    double dj = 0.0, sj = 0.0;
+    for (long i = 0; i < n * n && best >= 0; i++) {
+        dj = fmax(dj, fabs(J[i] - J2[i]));
+        sj = fmax(sj, fabs(J2[i]));
+    }
+    if (best >= 0)
+        printf("  one Jacobian (n = %ld) at the k1 = 1 point eps %.6g: differences %.2f ms, "
+               "closed form %.2f ms CPU (x%.1f); max |difference| %.2g of max |J| %.3g\n",
+               n, s.pt[best].eps, 1e3 * tj[1], 1e3 * tj[0], tj[1] / tj[0], dj, sj);
+    free(J);
+    free(J2);
+    free(u);
+    free(Q);
+    free(eps);
+    scm_flow_free(fl);
+    scm_model_free(m);
+    scm_fp_set_free(&s);
+    return 0;
+}
+
+/* Is a solution with loss eps (to 1e-10 relative, and 1e-15 M^2) in s?  By loss, as the
  * sweep deduplicates (a continuum of points has one loss). */
 static int in_set(const scm_fp_set *s, double eps)
 {
+    /* plus the loss's round-off: it sums O(M^2) terms of order one, so at
+     * M = 1000 the global minimum comes out as +-3e-11 */
     for (int p = 0; p < s->n; p++)
-        if (fabs(s->pt[p].eps - eps) <= 1e-10 * fmax(1e-3, fabs(eps)))
+        if (fabs(s->pt[p].eps - eps) <=
+            1e-10 * fmax(1e-3, fabs(eps)) + 1e-15 * s->pt[p].M * s->pt[p].M)
             return 1;
     return 0;
 }
@@ -240,15 +371,165 @@ static int run_sweep(const scm_ansatz *a, int M, int sweep_random)
     return 0;
 }
 
+/* Distinct losses of s (to 1e-10 relative) missing from every set of sw
+ * (the union over k1: a point is one whichever instance holds it); with
+ * list, print them with their structure. */
+static int union_missing(const scm_fp_set *s, const scm_ansatz_inst *in, const scm_fp_sweep *sw,
+                         int *n_spec, int list)
+{
+    int miss = 0;
+    for (int p = 0; p < s->n; p++) {
+        int found = 0, dup = 0;
+        for (int q = 0; q < p && !dup; q++)
+            dup = fabs(s->pt[p].eps - s->pt[q].eps) <= 1e-10 * fmax(1e-3, fabs(s->pt[q].eps));
+        for (int k = 0; k < sw->n && !found && !dup; k++)
+            found = in_set(&sw->set[k], s->pt[p].eps);
+        if (found || dup)
+            continue;
+        scm_fp_structure st = {.n_other = NAN};
+        if (s->pt[p].K <= 100) /* the classification builds the full K x K state */
+            scm_fp_classify(in, s->pt[p].x, &st);
+        miss++;
+        *n_spec += st.n_other == 0;
+        if (list)
+            printf("    missed: k1 = %g, eps = %.10g, anti/aligned/other = %g/%g/%g, "
+                   "block residual %.2g\n",
+                   s->pt[p].k1, s->pt[p].eps, st.n_anti, st.n_aligned, st.n_other, s->pt[p].res_block);
+    }
+    return miss;
+}
+
+/* The block residual's cost at K = M = 20 .. 10^5 (k1 = M / 4, a PSD point
+ * with Q = R R^T + 0.3 I), and that of instantiating the ansatz: both
+ * independent of K and M. */
+static void run_rescost(const scm_ansatz *a)
+{
+    const int Ms[4] = {20, 100, 1000, 100000};
+    for (int i = 0; i < 4; i++) {
+        scm_error e;
+        scm_ansatz_inst *in = scm_ansatz_instantiate(a, Ms[i], Ms[i], Ms[i] / 4, &e);
+        scm_blockflow *bf = in ? scm_blockflow_alloc(in, &scm_act_relu) : NULL;
+        if (!bf)
+            return;
+        int n = scm_ansatz_inst_nscalars(in);
+        double x[64], F[64], eps;
+        for (int c = 0; c < n; c++) {
+            const char *nm = scm_ansatz_inst_scalar_name(in, c);
+            x[c] = nm[0] == 'R' ? (strstr(nm, ".diag") ? 0.7 : 0.001) : 0.0;
+        }
+        scm_blockflow_set_q_from_r(bf, x, 0.3);
+        const int reps = 200000;
+        double c0 = cpu();
+        for (int k = 0; k < reps; k++)
+            scm_blockflow_residual(bf, x, F, &eps);
+        double t_res = (cpu() - c0) / reps;
+        c0 = cpu();
+        for (int k = 0; k < 2000; k++)
+            scm_ansatz_inst_free(scm_ansatz_instantiate(a, Ms[i], Ms[i], Ms[i] / 4, &e));
+        double t_inst = (cpu() - c0) / 2000;
+        printf("K = M = %-6d k1 = %d (%d scalars): block residual %.3f us, instantiation "
+               "%.2f us CPU\n",
+               Ms[i], Ms[i] / 4, n, 1e6 * t_res, 1e6 * t_inst);
+        scm_blockflow_free(bf);
+        scm_ansatz_inst_free(in);
+    }
+}
+
+/* (e) issue 11: continuation in M (scm_fp_sweep_grow) from M0 = 8 with
+ * base_starts random starts per k1 there, to M1, against 200 random
+ * starts per k1 at M1 (every k1, or every 25th above M = 100). */
+static int run_grow(const scm_ansatz *a, int M1, int base_starts, int list)
+{
+    const int M0 = 8;
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.full_max_K = 0;
+    o.n_random = base_starts;
+    scm_error e;
+    scm_fp_sweep sw;
+    scm_fp_grow_stats gs;
+    double w0 = now(), c0 = cpu();
+    if (scm_fp_sweep_grow(a, 0, M0, M1, &scm_act_relu, &o, &sw, &gs, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    double w_grow = now() - w0, c_grow = cpu() - c0;
+    /* the base alone, to split the time */
+    scm_fp_sweep base;
+    c0 = cpu();
+    if (scm_fp_sweep_k1(a, M0, M0, &scm_act_relu, &o, 2, &base, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    double c_base = cpu() - c0;
+    scm_fp_sweep_free(&base);
+    int n_grow = 0;
+    for (int i = 0; i < sw.n; i++)
+        n_grow += sw.set[i].n;
+    int stride = M1 > 100 ? 25 : 1, n_sub = 0, n_rand = 0, n_rand_spec = 0, missed = 0,
+        missed_spec = 0, extra = 0, umiss = 0, umiss_spec = 0;
+    o.n_random = 200;
+    w0 = now();
+    c0 = cpu();
+    for (int k1 = 0; k1 < sw.n; k1 += stride) {
+        scm_fp_set s;
+        scm_fp_set_init(&s);
+        if (scm_fp_enumerate(a, sw.inst[k1], &scm_act_relu, &o, NULL, 0, &s, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+        n_sub++;
+        for (int p = 0; p < s.n; p++) {
+            if (p > 0 && in_set(&(scm_fp_set){.n = p, .pt = s.pt}, s.pt[p].eps))
+                continue;
+            scm_fp_structure st = {.n_other = NAN};
+            if (M1 <= 100)
+                scm_fp_classify(sw.inst[k1], s.pt[p].x, &st);
+            n_rand++;
+            n_rand_spec += st.n_other == 0;
+            if (!in_set(&sw.set[k1], s.pt[p].eps)) {
+                missed++;
+                missed_spec += st.n_other == 0;
+            }
+        }
+        for (int p = 0; p < sw.set[k1].n; p++)
+            extra += !in_set(&s, sw.set[k1].pt[p].eps);
+        umiss += union_missing(&s, sw.inst[k1], &sw, &umiss_spec, list);
+        scm_fp_set_free(&s);
+    }
+    double scale = (double)sw.n / n_sub;
+    double w_rand = (now() - w0) * scale, c_rand = (cpu() - c0) * scale;
+    printf("K = M = %-5d all k1, block level, continuation in M from M0 = %d (%d random starts "
+           "per k1 there):\n"
+           "  200 random starts per k1 (before%s): %.2f s wall, %.2f s CPU\n"
+           "  continuation in M (after): %.3f s wall, %.3f s CPU (base %.3f s CPU)  (x%.0f CPU); "
+           "%d base solutions, %d reach M = %d, %d anchors; %ld corrector calls in M, %ld in k1, "
+           "%ld chord residual evaluations, %ld hybrids fallbacks; %d solutions\n"
+           "  on the %d k1 compared: random found %d distinct losses (%d specialised); "
+           "continuation misses %d (%d specialised) in the same k1, %d (%d specialised) in any "
+           "k1, and finds %d more%s\n",
+           M1, M0, base_starts, stride > 1 ? ", every 25th k1, time scaled" : "", w_rand, c_rand,
+           w_grow, c_grow, c_base, c_rand / c_grow, gs.base, gs.reached, M1, gs.anchors,
+           gs.steps_M, gs.steps_k1, gs.evals, gs.hybrids, n_grow, n_sub, n_rand, n_rand_spec,
+           missed, missed_spec, umiss, umiss_spec, extra,
+           M1 > 100 ? " (not classified above M = 100: specialised counts 0)" : "");
+    scm_fp_sweep_free(&sw);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int starts = 200, only = 0, sweep_random = 2;
+    int starts = 200, only = 0, sweep_random = 2, base_starts = 200, list = 0;
     const char *mode = "";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--starts") && i + 1 < argc)
             starts = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sweep-random") && i + 1 < argc)
             sweep_random = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--base-starts") && i + 1 < argc)
+            base_starts = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--list"))
+            list = 1;
         else if (!strncmp(argv[i], "--only=", 7)) {
             mode = argv[i] + 7;
             only = atoi(mode);
@@ -257,7 +538,7 @@ int main(int argc, char **argv)
         }
         else {
             fprintf(stderr, "usage: bench_fixedpoint [--starts N] [--sweep-random N] "
-                            "[--only=17|1000|polish|sweep]\n");
+                            "[--base-starts N] [--list] [--only=17|1000|polish|sweep|grow|grow-small]\n");
             return 1;
         }
     }
@@ -286,6 +567,14 @@ int main(int argc, char **argv)
     if (!only || !strcmp(mode, "sweep")) {
         rc |= run_sweep(a, 20, sweep_random);
         rc |= run_sweep(a, 1000, sweep_random);
+    }
+    if (!only || !strcmp(mode, "grow") || !strcmp(mode, "grow-small")) {
+        int small = !strcmp(mode, "grow-small");
+        if (!small)
+            run_rescost(a);
+        const int sizes[4] = {12, 16, 20, 1000};
+        for (int i = 0; i < (small ? 3 : 4); i++)
+            rc |= run_grow(a, sizes[i], base_starts, list && sizes[i] <= 20);
     }
     scm_ansatz_free(a);
     return rc;

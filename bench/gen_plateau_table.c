@@ -29,7 +29,11 @@
  * >= 1e-12 (Newton stalls on some degenerate saddles) are not listed but
  * counted per (K, M) as unconverged_omitted.
  *
- * Usage: gen_plateau_table [--Mmin 2] [--Mmax 40] [--dK-max 2] [--starts 60]
+ * Each K - M is independent (seeds come from M - 1 at the same K - M), so
+ * --dK-min/--dK-max split a run into processes whose outputs concatenate
+ * (in K - M order) to the one-process output.
+ *
+ * Usage: gen_plateau_table [--Mmin 2] [--Mmax 40] [--dK-min 0] [--dK-max 2] [--starts 60]
  *                          [--stab-max-K 20] [--polish-max-K 24]
  *                          --csv OUT.csv --json OUT.json */
 #include <cJSON.h>
@@ -90,7 +94,7 @@ static int same(const sol *a, const sol *b)
 
 int main(int argc, char **argv)
 {
-    int Mmin = 2, Mmax = 40, dKmax = 2, starts = 60, stabK = 20, polK = 24;
+    int Mmin = 2, Mmax = 40, dKmin = 0, dKmax = 2, starts = 60, stabK = 20, polK = 24;
     const char *csvp = NULL, *jsonp = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--Mmin"))
@@ -99,6 +103,8 @@ int main(int argc, char **argv)
             Mmax = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--dK-max"))
             dKmax = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--dK-min"))
+            dKmin = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--starts"))
             starts = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--stab-max-K"))
@@ -115,7 +121,7 @@ int main(int argc, char **argv)
         }
     }
     if (!csvp || !jsonp || Mmin < 1 || Mmax < Mmin) {
-        fprintf(stderr, "usage: gen_plateau_table [--Mmin A] [--Mmax B] [--dK-max D] "
+        fprintf(stderr, "usage: gen_plateau_table [--Mmin A] [--Mmax B] [--dK-min C] [--dK-max D] "
                         "[--starts N] [--stab-max-K S] [--polish-max-K P] --csv F --json F\n");
         return 2;
     }
@@ -152,7 +158,7 @@ int main(int argc, char **argv)
     o.polish_max_K = 0;
     double t_all = now();
     int nrows = 0;
-    for (int dK = 0; dK <= dKmax; dK++) {
+    for (int dK = dKmin; dK <= dKmax; dK++) {
         level prev;
         memset(&prev, 0, sizeof prev);
         for (int M = Mmin; M <= Mmax; M++) {

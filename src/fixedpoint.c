@@ -208,8 +208,8 @@ static void full_unpack(int K, int M, const double *u, double *Q, double *R)
     memcpy(R, u + p, sizeof(double) * (size_t)K * (size_t)M);
 }
 
-scm_status scm_fp_polish(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
-                         double *res, scm_error *err)
+static scm_status polish(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
+                         int fd_only, double *res, scm_error *err)
 {
     const scm_model *m = scm_flow_model(fl);
     int K = m->K, M = m->M;
@@ -254,7 +254,16 @@ scm_status scm_fp_polish(scm_flow *fl, double *Q, double *R, int max_iter, doubl
             st = scm_error_set(err, SCM_ENOMEM, "out of memory in the polish");
             goto done;
         }
-        for (long j = 0; j < n && !st; j++) {
+        /* the closed-form Jacobian (flow.h); central differences where it
+         * is not resolved (near-parallel ReLU neurons) */
+        full_unpack(K, M, u, Qt, Rt);
+        scm_status jst = fd_only ? SCM_EINVAL : scm_flow_jacobian(fl, Qt, Rt, J->data);
+        if (jst == SCM_ENOMEM) {
+            free(up);
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory in the polish's Jacobian");
+            goto done;
+        }
+        for (long j = 0; j < n && !st && jst; j++) {
             memcpy(up, u, sizeof(double) * (size_t)n);
             double h = 1e-6 * fmax(1.0, fabs(u[j]));
             up[j] = u[j] + h;
@@ -334,6 +343,18 @@ done:
     if (perm)
         gsl_permutation_free(perm);
     return st;
+}
+
+scm_status scm_fp_polish(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
+                         double *res, scm_error *err)
+{
+    return polish(fl, Q, R, max_iter, tol, 0, res, err);
+}
+
+scm_status scm_fp_polish_fd(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
+                            double *res, scm_error *err)
+{
+    return polish(fl, Q, R, max_iter, tol, 1, res, err);
 }
 
 /* ---- linear stability ---- */

@@ -574,3 +574,97 @@ scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const do
         return SCM_ENAN;
     return SCM_OK;
 }
+
+/* ---- the Jacobian of (F_Q, F_R) (docs/fixed-points.md, "Analytic Jacobian") ---- */
+
+/* C += X Y for K x K X with many zeros (a unit direction's dS or dQ):
+ * rows of Y are added where X has a non-zero, so the cost is nnz(X) ncol. */
+static void add_sparse_prod(int rows, int inner, int ncol, const double *X, const double *Y,
+                            int transy, double *C)
+{
+    for (int k = 0; k < rows; k++)
+        for (int j = 0; j < inner; j++) {
+            const double x = X[k * inner + j];
+            if (x == 0.0)
+                continue;
+            if (transy)
+                for (int l = 0; l < ncol; l++)
+                    C[k * ncol + l] += x * Y[l * inner + j];
+            else
+                for (int l = 0; l < ncol; l++)
+                    C[k * ncol + l] += x * Y[j * ncol + l];
+        }
+}
+
+scm_status scm_flow_jacobian(scm_flow *fl, const double *Q, const double *R, double *J)
+{
+    const scm_model *m = fl->m;
+    const int K = m->K, M = m->M;
+    const long KK = (long)K * K, KM = (long)K * M, n = (long)K * (K + 1) / 2 + KM;
+    if (fl->v != m->v)
+        return SCM_EINVAL; /* the cached second derivatives carry the model's v */
+    if (!fl->lin && !(fl->lin = lin_alloc(K, M)))
+        return SCM_ENOMEM;
+    struct flow_lin *L = fl->lin;
+    scm_status st;
+    if (!L->valid || memcmp(L->Q, Q, sizeof(double) * (size_t)KK) != 0 ||
+        memcmp(L->R, R, sizeof(double) * (size_t)KM) != 0)
+        if ((st = lin_setup(fl, L, Q, R)))
+            return st;
+    double *dQ = L->dQ, *dR = L->dR, *dS = fl->S, *P = L->P;
+    memset(dQ, 0, sizeof(double) * (size_t)KK);
+    memset(dR, 0, sizeof(double) * (size_t)KM);
+    long col = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: the Q unknowns (k <= l); pass 1: the R unknowns (k, l = n) */
+        for (int k = 0; k < K; k++)
+            for (int l = pass ? 0 : k; l < (pass ? M : K); l++, col++) {
+                double *unit = pass ? &dR[k * M + l] : &dQ[k * K + l];
+                double *unit2 = pass ? unit : &dQ[l * K + k];
+                if (student_dead(m, Q, R, k) || (!pass && student_dead(m, Q, R, l))) {
+                    for (long i = 0; i < n; i++)
+                        J[i * n + col] = 0.0;
+                    continue;
+                }
+                *unit = *unit2 = 1.0;
+                lin_dgrad(m, L, dQ, dR);
+                symmetrise(K, L->dA, dS);
+                /* P = dS Q + S dQ + dB R^T + B dR^T;  J_Q = -(P + P^T) */
+                memset(P, 0, sizeof(double) * (size_t)KK);
+                add_sparse_prod(K, K, K, dS, Q, 0, P);
+                if (!pass) {
+                    for (int i = 0; i < K; i++) { /* S dQ: columns l and k */
+                        P[i * K + l] += L->S[i * K + k];
+                        if (l != k)
+                            P[i * K + k] += L->S[i * K + l];
+                    }
+                }
+                add_sparse_prod(K, M, K, L->dB, R, 1, P);
+                if (pass)
+                    for (int i = 0; i < K; i++) /* B dR^T: column k */
+                        P[i * K + k] += L->B[i * M + l];
+                long row = 0;
+                for (int a = 0; a < K; a++)
+                    for (int b = a; b < K; b++, row++)
+                        J[row * n + col] = -(P[a * K + b] + P[b * K + a]);
+                /* J_R = -(dS R + S dR + dB T) */
+                memset(P, 0, sizeof(double) * (size_t)KM);
+                add_sparse_prod(K, K, M, dS, R, 0, P);
+                if (pass)
+                    for (int i = 0; i < K; i++) /* S dR: column l */
+                        P[i * M + l] += L->S[i * K + k];
+                if (fl->T_identity)
+                    for (long i = 0; i < KM; i++)
+                        P[i] += L->dB[i];
+                else
+                    add_sparse_prod(K, M, M, L->dB, m->T, 0, P);
+                for (long i = 0; i < KM; i++)
+                    J[(row + i) * n + col] = -P[i];
+                *unit = *unit2 = 0.0;
+            }
+    }
+    for (long i = 0; i < n * n; i++)
+        if (!isfinite(J[i]))
+            return SCM_ENAN;
+    return SCM_OK;
+}

@@ -2,9 +2,15 @@
  * see fpsweep.h. */
 #include "scm/fpsweep.h"
 
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_permutation.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ansatz_internal.h"
 
 void scm_fp_sweep_free(scm_fp_sweep *sw)
 {
@@ -199,5 +205,490 @@ done:
     free(seen_dn);
     if (st)
         scm_fp_sweep_free(sw);
+    return st;
+}
+
+/* ---- all k1 at a large M from a small one: continuation in M (issue 11) ---- */
+
+/* A chord-Newton corrector for solutions a small step from the last one:
+ * the Jacobian (forward differences, n residual evaluations) is kept from
+ * the previous point of the branch and refreshed only when it stops
+ * contracting, so a step costs a few residual evaluations. */
+typedef struct {
+    int n, valid, fresh; /* fresh: computed at the current iterate */
+    gsl_matrix *J;
+    gsl_permutation *perm;
+    gsl_vector *F, *dx;
+    double *xt, *Ft;
+    long evals;          /* residual evaluations, for the bench */
+    long hybrids;        /* fallbacks to scm_fp_solve */
+} chord;
+
+static void chord_free(chord *c)
+{
+    if (c->J)
+        gsl_matrix_free(c->J);
+    if (c->perm)
+        gsl_permutation_free(c->perm);
+    if (c->F)
+        gsl_vector_free(c->F);
+    if (c->dx)
+        gsl_vector_free(c->dx);
+    free(c->xt);
+    c->J = NULL;
+    c->perm = NULL;
+    c->F = c->dx = NULL;
+    c->xt = NULL;
+    c->n = c->valid = 0;
+}
+
+static int chord_size(chord *c, int n)
+{
+    if (c->n == n)
+        return 0;
+    long ev = c->evals, hy = c->hybrids;
+    chord_free(c);
+    c->evals = ev;
+    c->hybrids = hy;
+    c->J = gsl_matrix_alloc((size_t)n, (size_t)n);
+    c->perm = gsl_permutation_alloc((size_t)n);
+    c->F = gsl_vector_alloc((size_t)n);
+    c->dx = gsl_vector_alloc((size_t)n);
+    c->xt = malloc(sizeof(double) * (size_t)n * 2);
+    if (!c->J || !c->perm || !c->F || !c->dx || !c->xt) {
+        chord_free(c);
+        return -1;
+    }
+    c->Ft = c->xt + n;
+    c->n = n;
+    return 0;
+}
+
+/* Forward-difference Jacobian at x (F = F(x)) and its LU factors. */
+static int chord_refresh(chord *c, scm_blockflow *bf, const double *x, const double *F)
+{
+    int n = c->n, sg;
+    for (int j = 0; j < n; j++) {
+        memcpy(c->xt, x, sizeof(double) * (size_t)n);
+        double h = 1e-7 * fmax(1.0, fabs(x[j]));
+        c->xt[j] += h;
+        c->evals++;
+        if (scm_blockflow_residual(bf, c->xt, c->Ft, NULL))
+            return -1;
+        for (int i = 0; i < n; i++)
+            gsl_matrix_set(c->J, (size_t)i, (size_t)j, (c->Ft[i] - F[i]) / h);
+    }
+    if (gsl_linalg_LU_decomp(c->J, c->perm, &sg) != GSL_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (!(fabs(gsl_matrix_get(c->J, (size_t)i, (size_t)i)) > 1e-300))
+            return -1;
+    c->valid = c->fresh = 1;
+    return 0;
+}
+
+/* Correct x (overwritten) to a solution of the block residual: 0 and *res,
+ * *eps on success (max |F| < o->accept, iterated down to o->tol or until
+ * no decrease), -1 on failure. */
+static int chord_solve(chord *c, scm_blockflow *bf, double *x, const scm_fp_opts *o,
+                       double *res, double *eps)
+{
+    int n = scm_ansatz_inst_nscalars(scm_blockflow_inst(bf));
+    if (chord_size(c, n))
+        return -1;
+    c->fresh = 0;
+    double *F = c->F->data;
+    c->evals++;
+    if (scm_blockflow_residual(bf, x, F, eps))
+        return -1;
+    double r = 0.0;
+    for (int i = 0; i < n; i++)
+        r = fmax(r, fabs(F[i]));
+    for (int it = 0; it < 30 && r >= o->tol; it++) {
+        if (!c->valid && chord_refresh(c, bf, x, F)) {
+            c->valid = 0;
+            break;
+        }
+        if (gsl_linalg_LU_solve(c->J, c->perm, c->F, c->dx) != GSL_SUCCESS)
+            break;
+        for (int i = 0; i < n; i++)
+            c->xt[i] = x[i] - c->dx->data[i];
+        double e1, r1 = INFINITY;
+        c->evals++;
+        if (scm_blockflow_residual(bf, c->xt, c->Ft, &e1) == SCM_OK) {
+            r1 = 0.0;
+            for (int i = 0; i < n; i++)
+                r1 = fmax(r1, fabs(c->Ft[i]));
+        }
+        if (!(r1 < 0.5 * r) && !c->fresh) {
+            /* the kept Jacobian no longer contracts: refresh it here */
+            if (chord_refresh(c, bf, x, F)) {
+                c->valid = 0;
+                break;
+            }
+            if (!(r1 < r))
+                continue;
+        }
+        if (!(r1 < r))
+            break;
+        memcpy(x, c->xt, sizeof(double) * (size_t)n);
+        memcpy(F, c->Ft, sizeof(double) * (size_t)n);
+        *eps = e1;
+        r = r1;
+        c->fresh = 0;
+    }
+    *res = r;
+    return r < o->accept ? 0 : -1;
+}
+
+/* chord_solve, and where it fails GSL's hybrids (scm_fp_solve: a trust
+ * region, which also converges on a singular Jacobian, e.g. on a
+ * continuum of fixed points) from the same start. */
+static int corrector(chord *c, scm_blockflow *bf, double *x, const scm_fp_opts *o, double *res,
+                     double *eps)
+{
+    int n = scm_ansatz_inst_nscalars(scm_blockflow_inst(bf));
+    double x0[256];
+    memcpy(x0, x, sizeof(double) * (size_t)n);
+    if (chord_solve(c, bf, x, o, res, eps) == 0)
+        return 0;
+    memcpy(x, x0, sizeof(double) * (size_t)n);
+    scm_fp_opts oo = *o;
+    oo.max_iter = 30;
+    c->hybrids++;
+    if (scm_fp_solve(bf, x, &oo, res) != SCM_OK)
+        return -1;
+    c->valid = 0;
+    return scm_blockflow_residual(bf, x, NULL, eps) == SCM_OK ? 0 : -1;
+}
+
+/* Is x (loss eps) already in s (scalars within tol, or the same loss to
+ * 1e-10 relative: see merge_new)? */
+static int in_set(const scm_fp_set *s, const double *x, int n, double eps, double tol)
+{
+    for (int r = 0; r < s->n; r++) {
+        double d = 0.0;
+        for (int c = 0; c < n && d < tol; c++)
+            d = fmax(d, fabs(s->pt[r].x[c] - x[c]));
+        double e = s->pt[r].eps;
+        if (d < tol || fabs(eps - e) <= 1e-10 * fmax(1e-3, fabs(e)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Append a block-level solution to s (the full-space fields NaN). */
+static int set_add(scm_fp_set *s, const scm_ansatz_inst *in, const double *x, double eps,
+                   double res, double gmin)
+{
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 16;
+        scm_fp_point *np = realloc(s->pt, sizeof *np * (size_t)cap);
+        if (!np)
+            return -1;
+        s->pt = np;
+        s->cap = cap;
+    }
+    int n = scm_ansatz_inst_nscalars(in);
+    scm_fp_point *p = &s->pt[s->n];
+    memset(p, 0, sizeof *p);
+    if (!(p->x = malloc(sizeof(double) * (size_t)n)))
+        return -1;
+    memcpy(p->x, x, sizeof(double) * (size_t)n);
+    snprintf(p->ansatz, sizeof p->ansatz, "%s", scm_ansatz_inst_name(in));
+    p->K = in->K;
+    p->M = in->M;
+    p->k1 = in->k1;
+    p->nsc = n;
+    p->eps = eps;
+    p->res_block = res;
+    p->gram_min = gmin;
+    p->hits = 1;
+    p->jac_smin = p->jac_smax = p->res_full = p->inv_dev = p->block_vs_full = NAN;
+    p->eps_full = p->res_polish = p->eps_polish = p->polish_shift = NAN;
+    s->n++;
+    return 0;
+}
+
+/* Is the solution x of bf acceptable (PSD Gram matrix)? */
+static int psd_ok(scm_blockflow *bf, const double *x, const scm_fp_opts *o, double *gmin)
+{
+    return scm_blockflow_gram_min_eig(bf, x, gmin) == SCM_OK && *gmin >= -o->psd_tol;
+}
+
+/* The k1 of the path from base instance j (of lo0..hi0 at M0) at M: the
+ * ends keep k1 (j <= lo0 + 1) or K - k1 (j >= hi0 - 1) fixed, so their
+ * groups of size 0 or 1 keep their scalars; the others follow the straight
+ * line to k1_t = the nearest integer to j M1 / M0 (in proportion to the
+ * range), so both groups grow in proportion. */
+static double path_k1(int j, int lo0, int hi0, int lo1, int hi1, double M0, double M1,
+                      double M)
+{
+    double t;
+    if (j <= lo0 + 1)
+        t = lo1 + (j - lo0);
+    else if (j >= hi0 - 1)
+        t = hi1 - (hi0 - j);
+    else
+        t = lo1 + round((double)(j - lo0) * (hi1 - lo1) / (double)(hi0 - lo0));
+    return j + (t - j) * (M - M0) / (M1 - M0);
+}
+
+/* Follow solution x0 of instance (M0 + dK, M0, j) along its path to M1;
+ * on success y (of the instance at M1) holds the end point and 0 is
+ * returned; -1 if the branch ends (Newton fails, the PSD cone is left, the
+ * corrector jumps); -2 for no memory. */
+static int follow_M(const scm_ansatz *a, int dK, int j, int lo0, int hi0, int lo1, int hi1,
+                    int M0, int M1, const scm_ansatz_inst *in0, const double *x0,
+                    const scm_activation *act, const scm_fp_opts *o, chord *ch,
+                    scm_ansatz_inst *in1, double *y, long *steps)
+{
+    int n = scm_ansatz_inst_nscalars(in0);
+    if (scm_ansatz_inst_nscalars(in1) != n)
+        return -1;
+    double *xc = malloc(sizeof(double) * (size_t)n * 3);
+    if (!xc)
+        return -2;
+    double *xp = xc + n, *xt = xc + 2 * n;
+    memcpy(xc, x0, sizeof(double) * (size_t)n);
+    double Mc = M0, Mp = NAN, ratio = 1.25;
+    int rc = 0;
+    ch->valid = 0;
+    while (Mc < M1) {
+        double Mn = fmin(M1, Mc * ratio);
+        if (Mn - Mc < 1e-3 * Mc) {
+            rc = -1;
+            break;
+        }
+        for (int c = 0; c < n; c++)
+            xt[c] = isnan(Mp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (Mn - Mc) / (Mc - Mp);
+        scm_error e;
+        scm_ansatz_inst *in = Mn == M1 ? in1
+                                       : scm_ansatz_instantiate(a, Mn + dK, Mn,
+                                                                path_k1(j, lo0, hi0, lo1, hi1,
+                                                                        M0, M1, Mn),
+                                                                &e);
+        scm_blockflow *bf = in ? scm_blockflow_alloc(in, act) : NULL;
+        int ok = bf && scm_ansatz_inst_nscalars(in) == n;
+        double res, eps, gmin;
+        long ev0 = ch->evals;
+        ok = ok && corrector(ch, bf, xt, o, &res, &eps) == 0 && psd_ok(bf, xt, o, &gmin);
+        (*steps)++;
+        if (ok) { /* a jump to another branch: a correction much larger than the last step */
+            double corr = 0.0, last = 0.0;
+            for (int c = 0; c < n; c++) {
+                double pred = isnan(Mp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (Mn - Mc) / (Mc - Mp);
+                corr = fmax(corr, fabs(xt[c] - pred));
+                last = fmax(last, isnan(Mp) ? 0.0 : fabs(xc[c] - xp[c]));
+            }
+            ok = corr <= 0.05 + 2.0 * last;
+        }
+        scm_blockflow_free(bf);
+        if (in != in1)
+            scm_ansatz_inst_free(in);
+        if (!ok) {
+            ratio = 1.0 + 0.5 * (ratio - 1.0);
+            ch->valid = 0;
+            continue;
+        }
+        memcpy(xp, xc, sizeof(double) * (size_t)n);
+        memcpy(xc, xt, sizeof(double) * (size_t)n);
+        Mp = Mc;
+        Mc = Mn;
+        if (ch->evals - ev0 <= 4)
+            ratio = fmin(2.0, 1.0 + 1.5 * (ratio - 1.0));
+    }
+    if (!rc)
+        memcpy(y, xc, sizeof(double) * (size_t)n);
+    free(xc);
+    return rc;
+}
+
+/* Follow the solution at instance i of sw in direction dir (+-1) through
+ * the k1 instances at one M, with a secant predictor, while each step
+ * finds a new solution.  bfs[i] are the instances' block flows; buf holds
+ * 1024 doubles (four vectors of at most 256 scalars, checked by the
+ * caller).  Returns 0, or -1 for no memory. */
+static int follow_k1(scm_fp_sweep *sw, scm_blockflow **bfs, int i, int dir, const double *x0,
+                     const scm_fp_opts *o, chord *ch, double *buf, long *steps)
+{
+    const double *xprev = NULL;
+    int iprev = -1;
+    double *xcur = buf, *xold = buf + 256, *y = buf + 512, *yp = buf + 768;
+    memcpy(xcur, x0, sizeof(double) * (size_t)scm_ansatz_inst_nscalars(sw->inst[i]));
+    ch->valid = 0;
+    for (int k = i + dir; k >= 0 && k < sw->n; k += dir) {
+        const scm_ansatz_inst *to = sw->inst[k];
+        int n = scm_ansatz_inst_nscalars(to);
+        map_point(sw->inst[k - dir], xcur, to, y);
+        if (xprev) { /* secant: the last step again */
+            map_point(sw->inst[iprev], xprev, to, yp);
+            for (int c = 0; c < n; c++)
+                y[c] += y[c] - yp[c];
+        }
+        double res, eps, gmin;
+        (*steps)++;
+        sw->seeds[k]++;
+        if (corrector(ch, bfs[k], y, o, &res, &eps) || !psd_ok(bfs[k], y, o, &gmin)) {
+            sw->nothing_new[k]++;
+            return 0; /* the branch ends (a fold) */
+        }
+        if (in_set(&sw->set[k], y, n, eps, o->dedup_tol)) {
+            sw->nothing_new[k]++;
+            return 0; /* another branch's point: that branch goes on from here */
+        }
+        if (set_add(&sw->set[k], to, y, eps, res, gmin))
+            return -1;
+        memcpy(xold, xcur, sizeof(double) * 256);
+        memcpy(xcur, y, sizeof(double) * (size_t)n);
+        xprev = xold;
+        iprev = k - dir;
+    }
+    return 0;
+}
+
+scm_status scm_fp_sweep_grow(const scm_ansatz *a, int dK, int M0, int M1,
+                             const scm_activation *act, const scm_fp_opts *o,
+                             scm_fp_sweep *sw, scm_fp_grow_stats *gs, scm_error *err)
+{
+    memset(sw, 0, sizeof *sw);
+    if (gs)
+        memset(gs, 0, sizeof *gs);
+    scm_status st = scm_fp_opts_check(o, err);
+    if (st)
+        return st;
+    if (!(M0 >= 1 && M1 >= M0))
+        return scm_error_set(err, SCM_EINVAL, "continuation in M: need 1 <= M0 <= M1 (got %d, %d)",
+                             M0, M1);
+    int lo0, hi0, lo1, hi1;
+    if (scm_ansatz_applies(a, M0 + dK, M0, &lo0, &hi0) != 1 ||
+        scm_ansatz_applies(a, M1 + dK, M1, &lo1, &hi1) != 1)
+        return scm_error_set(err, SCM_EINVAL, "ansatz '%s' does not apply at K - M = %d, M = %d "
+                             "or %d", scm_ansatz_name(a), dK, M0, M1);
+    if (hi0 - lo0 < 3 && M1 > M0)
+        return scm_error_set(err, SCM_EINVAL, "continuation in M: the base M0 = %d has fewer "
+                             "than 4 k1 instances", M0);
+    /* the base: every k1 at M0 by random starts (o->n_random each) */
+    scm_fp_sweep base;
+    memset(&base, 0, sizeof base);
+    st = scm_fp_sweep_k1(a, M0 + dK, M0, act, o, 2, &base, err);
+    if (st)
+        return st;
+    chord ch;
+    memset(&ch, 0, sizeof ch);
+    double *buf = malloc(sizeof(double) * 1024);
+    scm_blockflow **bfs = NULL;
+    int n = hi1 - lo1 + 1;
+    sw->k1_min = lo1;
+    sw->k1_max = hi1;
+    sw->inst = calloc((size_t)n, sizeof *sw->inst);
+    sw->set = calloc((size_t)n, sizeof *sw->set);
+    sw->seeds = calloc((size_t)n, sizeof(int));
+    sw->nothing_new = calloc((size_t)n, sizeof(int));
+    bfs = calloc((size_t)n, sizeof *bfs);
+    if (!buf || !sw->inst || !sw->set || !sw->seeds || !sw->nothing_new || !bfs) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory in the continuation in M");
+        goto fail;
+    }
+    sw->n = n;
+    for (int i = 0; i < n; i++) {
+        if (!(sw->inst[i] = scm_ansatz_instantiate(a, M1 + dK, M1, lo1 + i, err))) {
+            st = err ? err->code : SCM_EINVAL;
+            goto fail;
+        }
+        if (scm_ansatz_inst_nscalars(sw->inst[i]) > 256) {
+            st = scm_error_set(err, SCM_EINVAL, "continuation in M: more than 256 scalars");
+            goto fail;
+        }
+        if (!(bfs[i] = scm_blockflow_alloc(sw->inst[i], act))) {
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory in the continuation in M");
+            goto fail;
+        }
+    }
+    if (gs)
+        for (int i = 0; i < base.n; i++)
+            gs->base += base.set[i].n;
+    /* anchors: every base solution carried along its path to M1 */
+    int *anchor_i = NULL, n_anchor = 0, cap_anchor = 0;
+    long steps = 0;
+    for (int j = 0; j < base.n; j++)
+        for (int p = 0; p < base.set[j].n; p++) {
+            int J = lo0 + j, i = j;
+            if (M1 > M0)
+                i = (int)lround(path_k1(J, lo0, hi0, lo1, hi1, M0, M1, M1)) - lo1;
+            double *y = buf + 512, res, eps, gmin;
+            int rc = M1 == M0 ? 0
+                              : follow_M(a, dK, J, lo0, hi0, lo1, hi1, M0, M1, base.inst[j],
+                                         base.set[j].pt[p].x, act, o, &ch, sw->inst[i], y, &steps);
+            if (M1 == M0)
+                memcpy(y, base.set[j].pt[p].x, sizeof(double) * (size_t)base.set[j].pt[p].nsc);
+            if (rc == -2) {
+                st = scm_error_set(err, SCM_ENOMEM, "out of memory in the continuation in M");
+                free(anchor_i);
+                goto fail;
+            }
+            if (rc)
+                continue;
+            if (gs)
+                gs->reached++;
+            int nn = scm_ansatz_inst_nscalars(sw->inst[i]);
+            double *Fy = buf + 768;
+            if (scm_blockflow_residual(bfs[i], y, Fy, &eps) ||
+                in_set(&sw->set[i], y, nn, eps, o->dedup_tol))
+                continue;
+            res = 0.0;
+            for (int c = 0; c < nn; c++)
+                res = fmax(res, fabs(Fy[c]));
+            if (!psd_ok(bfs[i], y, o, &gmin) || set_add(&sw->set[i], sw->inst[i], y, eps, res, gmin))
+                continue;
+            if (n_anchor == cap_anchor) {
+                cap_anchor = cap_anchor ? 2 * cap_anchor : 64;
+                int *na = realloc(anchor_i, sizeof(int) * (size_t)cap_anchor * 2);
+                if (!na) {
+                    free(anchor_i);
+                    st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+                    goto fail;
+                }
+                anchor_i = na;
+            }
+            anchor_i[2 * n_anchor] = i;
+            anchor_i[2 * n_anchor + 1] = sw->set[i].n - 1;
+            n_anchor++;
+        }
+    if (gs) {
+        gs->anchors = n_anchor;
+        gs->steps_M = steps;
+    }
+    /* the k1 sweep at M1 from the anchors, both ways */
+    steps = 0;
+    for (int q = 0; q < n_anchor; q++) {
+        int i = anchor_i[2 * q], p = anchor_i[2 * q + 1];
+        double x0[256];
+        memcpy(x0, sw->set[i].pt[p].x, sizeof(double) * (size_t)sw->set[i].pt[p].nsc);
+        for (int dir = -1; dir <= 1; dir += 2)
+            if (follow_k1(sw, bfs, i, dir, x0, o, &ch, buf, &steps)) {
+                free(anchor_i);
+                st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+                goto fail;
+            }
+    }
+    free(anchor_i);
+    if (gs) {
+        gs->steps_k1 = steps;
+        gs->evals = ch.evals;
+        gs->hybrids = ch.hybrids;
+    }
+    sw->passes = 1;
+    goto done;
+fail:
+    scm_fp_sweep_free(sw);
+done:
+    if (bfs)
+        for (int i = 0; i < n; i++)
+            scm_blockflow_free(bfs[i]);
+    free(bfs);
+    free(buf);
+    chord_free(&ch);
+    scm_fp_sweep_free(&base);
     return st;
 }

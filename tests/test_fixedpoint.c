@@ -14,8 +14,13 @@
  *    points whose losses are among the enumerated ones;
  *  - a deferred polish (scm_fp_point_polish) against the polish inside the
  *    enumeration, and the polish from a perturbed point back to it;
+ *  - the polish with the closed-form Jacobian against the one with central
+ *    differences, from the same perturbed points;
  *  - the k1 sweep (fpsweep.h): every solution's full-flow residual, and
- *    the k1 = 1 reference family reached at K = M = 7. */
+ *    the k1 = 1 reference family reached at K = M = 7;
+ *  - the continuation in M (scm_fp_sweep_grow): the reference point, the
+ *    full-flow residual of every solution, the plateau of every family
+ *    that random starts find. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_multimin.h>
@@ -507,6 +512,75 @@ static void test_deferred_polish(void)
     scm_ansatz_free(a);
 }
 
+/* The polish with the closed-form Jacobian (scm_fp_polish) against the
+ * central-difference one (scm_fp_polish_fd) from the same perturbed points
+ * (relu and erf, K = M = 6): where the differences converge the closed
+ * form converges to the same fixed point (loss to 1e-13, state to 1e-9);
+ * it may converge where they do not (counted and printed). */
+static void test_polish_jacobians(void)
+{
+    const scm_activation *acts[2] = {&scm_act_relu, &scm_act_erf};
+    scm_ansatz *a = load_builtin("k1");
+    for (int ia = 0; ia < 2; ia++) {
+        scm_error e;
+        scm_ansatz_inst *in = scm_ansatz_instantiate(a, 6, 6, 1, &e);
+        scm_fp_opts o;
+        scm_fp_opts_default(&o);
+        o.n_random = 30;
+        o.polish_defer = 1;
+        scm_fp_set s;
+        scm_fp_set_init(&s);
+        CHECK(scm_fp_enumerate(a, in, acts[ia], &o, NULL, 0, &s, &e) == SCM_OK, "%s", e.msg);
+        scm_model *m = scm_model_alloc(6, 6, acts[ia], NULL, NULL, NULL, &e);
+        scm_flow *fl = scm_flow_alloc(m);
+        int n_ok = 0, n_only = 0;
+        for (int p = 0; p < s.n; p++) {
+            double Qa[36], Ra[36], Qf[36], Rf[36], ra, rf, ea, ef;
+            memcpy(Qa, s.pt[p].Q, sizeof Qa);
+            memcpy(Ra, s.pt[p].R, sizeof Ra);
+            for (int i = 0; i < 36; i++)
+                Ra[i] += 1e-7 * (double)((i * 7) % 5 - 2);
+            memcpy(Qf, Qa, sizeof Qa);
+            memcpy(Rf, Ra, sizeof Ra);
+            scm_status sa = scm_fp_polish(fl, Qa, Ra, 6, 1e-14, &ra, &e);
+            scm_status sf = scm_fp_polish_fd(fl, Qf, Rf, 6, 1e-14, &rf, &e);
+            /* differences fail where a step of 1e-6 leaves the domain (erf's
+             * global minimum, R = Q = I, is on the Cauchy-Schwarz bound) or
+             * stall on their truncation error: the closed form must do at
+             * least as well */
+            CHECK(sa == SCM_OK || sf != SCM_OK,
+                  "%s eps %.10g: status %d (closed form) vs %d (differences)", acts[ia]->name,
+                  s.pt[p].eps, sa, sf);
+            if (sa == SCM_OK && sf != SCM_OK)
+                n_only++;
+            if (sa || sf)
+                continue;
+            n_ok++;
+            CHECK(scm_flow_loss(fl, Qa, Ra, &ea) == SCM_OK &&
+                      scm_flow_loss(fl, Qf, Rf, &ef) == SCM_OK,
+                  "loss");
+            CHECK(fabs(ea - ef) <= 1e-13, "%s: polished loss %.15g vs %.15g", acts[ia]->name, ea,
+                  ef);
+            double d = 0.0;
+            for (int i = 0; i < 36; i++)
+                d = fmax(d, fmax(fabs(Qa[i] - Qf[i]), fabs(Ra[i] - Rf[i])));
+            CHECK(d <= 1e-9, "%s eps %.10g: polished states differ by %g", acts[ia]->name,
+                  ea, d);
+            CHECK(ra < 1e-14 && rf < 1e-14, "residuals %g, %g", ra, rf);
+        }
+        CHECK(n_ok >= s.n / 2 && n_ok > 0, "%s: only %d of %d points polished", acts[ia]->name,
+              n_ok, s.n);
+        printf("polish K = M = 6, %s: %d points, %d the same with both Jacobians, %d polished "
+               "by the closed form only\n",
+               acts[ia]->name, s.n, n_ok, n_only);
+        scm_flow_free(fl);
+        scm_model_free(m);
+        scm_fp_set_free(&s);
+        scm_ansatz_inst_free(in);
+    }
+    scm_ansatz_free(a);
+}
+
 /* The k1 sweep at K = M = 7: each solution is a fixed point of the full
  * flow, and the published k1 = 1 point is among them. */
 static void test_sweep(void)
@@ -539,6 +613,107 @@ static void test_sweep(void)
     scm_ansatz_free(a);
 }
 
+/* Continuation in M (scm_fp_sweep_grow): from M0 = 6 to M1 = 7 the
+ * published k1 = 1 point is reached; every solution at M1 = 12 is a fixed
+ * point of the full flow (scm_ansatz_to_full + scm_flow_rhs, a different
+ * computation from the block residual: below the acceptance 1e-10 and
+ * equal to the block residual to 1e-12) with a PSD Gram matrix; at M1 =
+ * 12 the lowest loss of every family (n_anti) that 200 random starts per
+ * k1 find among specialised points is among the continuation's; bad
+ * arguments are refused. */
+static void test_grow(void)
+{
+    scm_ansatz *a = load_builtin("k1");
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.full_max_K = 0;
+    scm_fp_sweep sw;
+    scm_error e;
+    CHECK(scm_fp_sweep_grow(a, 0, 8, 7, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+          "M1 < M0 accepted");
+    CHECK(scm_fp_sweep_grow(a, 0, 2, 7, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+          "a base with 3 instances accepted");
+    CHECK(scm_fp_sweep_grow(a, 1, 6, 7, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+          "k1 ansatz at K = M + 1 accepted");
+    CHECK(scm_fp_sweep_grow(a, 0, 6, 7, &scm_act_relu, &o, &sw, NULL, &e) == SCM_OK, "%s", e.msg);
+    int ref = 0;
+    for (int p = 0; p < sw.set[1].n; p++)
+        ref |= fabs(sw.set[1].pt[p].eps - 0.0232027149136) < 1e-10;
+    CHECK(ref, "the k1 = 1 point eps = 0.0232027149136 not reached from M0 = 6");
+    scm_fp_sweep_free(&sw);
+
+    const int M = 12;
+    scm_fp_grow_stats gs;
+    CHECK(scm_fp_sweep_grow(a, 0, 8, M, &scm_act_relu, &o, &sw, &gs, &e) == SCM_OK, "%s", e.msg);
+    CHECK(gs.anchors > 0 && gs.reached >= gs.anchors && gs.base >= gs.reached, "stats %d %d %d",
+          gs.base, gs.reached, gs.anchors);
+    scm_model *m = scm_model_alloc(M, M, &scm_act_relu, NULL, NULL, NULL, &e);
+    scm_flow *fl = scm_flow_alloc(m);
+    double Q[M * M], R[M * M], FQ[M * M], FR[M * M], worst = 0.0, gworst = 0.0;
+    int total = 0;
+    for (int i = 0; i < sw.n; i++)
+        for (int p = 0; p < sw.set[i].n; p++) {
+            scm_fp_point *pt = &sw.set[i].pt[p];
+            total++;
+            CHECK((int)pt->k1 == i && pt->M == M, "point labelled k1 = %g, M = %g in set %d",
+                  pt->k1, pt->M, i);
+            double eps;
+            CHECK(scm_ansatz_to_full(sw.inst[i], pt->x, Q, R) == SCM_OK &&
+                      scm_flow_rhs(fl, Q, R, FQ, FR, &eps) == SCM_OK,
+                  "full flow at k1 = %d", i);
+            double r = 0.0;
+            for (int j = 0; j < M * M; j++)
+                r = fmax(r, fmax(fabs(FQ[j]), fabs(FR[j])));
+            worst = fmax(worst, r);
+            gworst = fmin(gworst, pt->gram_min);
+            CHECK(pt->res_block < o.accept && fabs(r - pt->res_block) <= 1e-12,
+                  "k1 = %d eps %.10g: full residual %g, block %g", i, pt->eps, r, pt->res_block);
+            CHECK(fabs(eps - pt->eps) <= 1e-12 * fmax(1.0, fabs(eps)), "loss %.15g vs %.15g",
+                  eps, pt->eps);
+            CHECK(pt->gram_min >= -o.psd_tol, "gram_min %g", pt->gram_min);
+        }
+    /* the plateau of each family found by random starts */
+    double best_rand[M + 1], best_grow[M + 1];
+    for (int f = 0; f <= M; f++)
+        best_rand[f] = best_grow[f] = INFINITY;
+    o.n_random = 200;
+    for (int i = 0; i < sw.n; i++) {
+        scm_fp_set s;
+        scm_fp_set_init(&s);
+        CHECK(scm_fp_enumerate(a, sw.inst[i], &scm_act_relu, &o, NULL, 0, &s, &e) == SCM_OK,
+              "%s", e.msg);
+        for (int src = 0; src < 2; src++) {
+            const scm_fp_set *t = src ? &sw.set[i] : &s;
+            for (int p = 0; p < t->n; p++) {
+                scm_fp_structure st;
+                CHECK(scm_fp_classify(sw.inst[i], t->pt[p].x, &st) == SCM_OK, "classify");
+                if (st.n_other != 0)
+                    continue;
+                double *b = src ? best_grow : best_rand;
+                int f = (int)st.n_anti;
+                b[f] = fmin(b[f], t->pt[p].eps);
+            }
+        }
+        scm_fp_set_free(&s);
+    }
+    int fam = 0;
+    for (int f = 0; f <= M; f++) {
+        if (!isfinite(best_rand[f]))
+            continue;
+        fam++;
+        CHECK(best_grow[f] <= best_rand[f] * (1 + 1e-10) + 1e-14,
+              "family %d: lowest loss %.12g by random starts, %.12g by continuation", f,
+              best_rand[f], best_grow[f]);
+    }
+    printf("continuation in M, M = 8 -> %d: %d solutions, worst full residual %.2g, worst Gram "
+           "eigenvalue %.2g; the plateaus of %d families as random starts find them\n",
+           M, total, worst, gworst, fam);
+    scm_flow_free(fl);
+    scm_model_free(m);
+    scm_fp_sweep_free(&sw);
+    scm_ansatz_free(a);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -552,6 +727,8 @@ int main(void)
     test_all_families(4, 3, "k1_extra", losses, &nloss);
     test_continuation();
     test_deferred_polish();
+    test_polish_jacobians();
+    test_grow();
     test_sweep();
     return TEST_SUMMARY();
 }

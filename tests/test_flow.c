@@ -6,6 +6,9 @@
  *    second layers;
  *  - the global minimum is a fixed point with eps = 0;
  *  - a dead ReLU student (zero row) is the same as no student;
+ *  - the Jacobian-vector product and the full Jacobian of (F_Q, F_R)
+ *    against central differences of the rhs (and the Jacobian against
+ *    the product);
  *  - error statuses: a state beyond Cauchy-Schwarz, NaN, bad T;
  *  - scm_flow_rhs_gv: the flow of scm_flow_rhs to the bit and the v
  *    gradient of scm_twolayer_grad_v (1e-14), a dead ReLU student included. */
@@ -383,6 +386,151 @@ static void test_jvp(gsl_rng *r)
     scm_model_free(m);
 }
 
+/* Pack (Q upper triangle, R) as scm_flow_jacobian's unknowns. */
+static void pack(int K, int M, const double *Q, const double *R, double *u)
+{
+    int p = 0;
+    for (int k = 0; k < K; k++)
+        for (int l = k; l < K; l++)
+            u[p++] = Q[k * K + l];
+    for (int i = 0; i < K * M; i++)
+        u[p++] = R[i];
+}
+
+static void unpack(int K, int M, const double *u, double *Q, double *R)
+{
+    int p = 0;
+    for (int k = 0; k < K; k++)
+        for (int l = k; l < K; l++)
+            Q[k * K + l] = Q[l * K + k] = u[p++];
+    for (int i = 0; i < K * M; i++)
+        R[i] = u[p++];
+}
+
+/* max |J - (central differences of the packed rhs, step h)| over the
+ * columns of live students; J is n x n. */
+static double jac_fd_diff(scm_flow *fl, int K, int M, const double *Q, const double *R,
+                          const double *J, const int *dead_col)
+{
+    const int n = K * (K + 1) / 2 + K * M;
+    double *u = malloc(sizeof(double) * (size_t)n * 4), *up = u + n, *fp = u + 2 * n,
+           *fm = u + 3 * n;
+    double *Qt = malloc(sizeof(double) * (size_t)(2 * K * K + 2 * K * M)), *Rt = Qt + K * K,
+           *FQ = Rt + K * M, *FR = FQ + K * K;
+    pack(K, M, Q, R, u);
+    double diff = 0.0;
+    for (int j = 0; j < n; j++) {
+        if (dead_col && dead_col[j])
+            continue;
+        const double h = 1e-5;
+        for (int side = 0; side < 2; side++) {
+            memcpy(up, u, sizeof(double) * (size_t)n);
+            up[j] += side ? -h : h;
+            unpack(K, M, up, Qt, Rt);
+            CHECK(scm_flow_rhs(fl, Qt, Rt, FQ, FR, NULL) == SCM_OK, "rhs next to the point");
+            pack(K, M, FQ, FR, side ? fm : fp);
+        }
+        for (int i = 0; i < n; i++)
+            diff = fmax(diff, fabs(J[i * n + j] - (fp[i] - fm[i]) / (2.0 * h)));
+    }
+    free(u);
+    free(Qt);
+    return diff;
+}
+
+/* The closed-form Jacobian (scm_flow_jacobian) against central differences
+ * of the rhs (step 1e-5: truncation ~1e-10 relative) and against
+ * scm_flow_jvp on every unit direction (the same second derivatives, a
+ * dense product: to round-off), at random states of each activation with
+ * K < M and K > M, T = I and a general T with general v, v*, and with a
+ * dead ReLU student (its rows and columns zero).  The tolerance resolves a
+ * change of one entry by 1e-6 of the largest: checked by perturbing one
+ * entry of J, which must fail the comparison. */
+static void test_jacobian(gsl_rng *r)
+{
+    const int sizes[2][2] = {{4, 3}, {3, 5}};
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+        for (int sz = 0; sz < 2; sz++)
+            for (int plain = 0; plain <= 1; plain++)
+                for (int dead = -1; dead < (acts[a] == &scm_act_relu ? 1 : 0); dead++) {
+                    const int K = sizes[sz][0], M = sizes[sz][1];
+                    const int n = K * (K + 1) / 2 + K * M;
+                    state s = random_state(r, K, M, K + M + 4, plain);
+                    scm_error e;
+                    scm_model *m = scm_model_alloc(K, M, acts[a], s.T, s.v, s.vs, &e);
+                    CHECK(m != NULL, "model: %s", e.msg);
+                    scm_flow *fl = scm_flow_alloc(m);
+                    int *dead_col = calloc((size_t)n, sizeof(int));
+                    if (dead >= 0) { /* student 1 dead */
+                        for (int l = 0; l < K; l++)
+                            s.Q[1 * K + l] = s.Q[l * K + 1] = 0.0;
+                        for (int t = 0; t < M; t++)
+                            s.R[1 * M + t] = 0.0;
+                        int p = 0;
+                        for (int k = 0; k < K; k++)
+                            for (int l = k; l < K; l++, p++)
+                                dead_col[p] = k == 1 || l == 1;
+                        for (int k = 0; k < K; k++)
+                            for (int t = 0; t < M; t++, p++)
+                                dead_col[p] = k == 1;
+                    }
+                    double *J = malloc(sizeof(double) * (size_t)n * (size_t)n);
+                    CHECK(scm_flow_jacobian(fl, s.Q, s.R, J) == SCM_OK, "jacobian status");
+                    double scale = maxabs(J, n * n);
+                    double diff = jac_fd_diff(fl, K, M, s.Q, s.R, J, dead_col);
+                    CHECK(diff <= 1e-7 * scale && scale > 1e-2,
+                          "%s K=%d M=%d plain=%d dead=%d: J vs differences %.3g (scale %.3g)",
+                          acts[a]->name, K, M, plain, dead, diff, scale);
+                    /* the dead student's columns are zero */
+                    double dz = 0.0;
+                    for (int j = 0; j < n; j++)
+                        if (dead_col[j])
+                            for (int i = 0; i < n; i++)
+                                dz = fmax(dz, fabs(J[i * n + j]));
+                    CHECK(dz == 0.0, "dead columns not zero (%g)", dz);
+                    /* against the Jacobian-vector product, column by column */
+                    double dQ[25], dR[25], JQ[25], JR[25], u[64], uz[64], jv = 0.0;
+                    for (int j = 0; j < n; j++) {
+                        memset(uz, 0, sizeof uz);
+                        uz[j] = 1.0;
+                        unpack(K, M, uz, dQ, dR);
+                        CHECK(scm_flow_jvp(fl, s.Q, s.R, dQ, dR, JQ, JR) == SCM_OK, "jvp");
+                        pack(K, M, JQ, JR, u);
+                        for (int i = 0; i < n; i++)
+                            jv = fmax(jv, fabs(J[i * n + j] - u[i]));
+                    }
+                    CHECK(jv <= 1e-13 * scale, "%s: J vs Jv %.3g (scale %.3g)", acts[a]->name,
+                          jv, scale);
+                    /* the comparison's resolution: one entry off by 1e-6 of the scale */
+                    int i0 = (int)gsl_rng_uniform_int(r, (unsigned long)n);
+                    int j0 = (int)gsl_rng_uniform_int(r, (unsigned long)n);
+                    while (dead_col[j0])
+                        j0 = (j0 + 1) % n;
+                    J[i0 * n + j0] += 1e-6 * scale;
+                    CHECK(jac_fd_diff(fl, K, M, s.Q, s.R, J, dead_col) > 1e-7 * scale,
+                          "a perturbed entry passes the comparison");
+                    free(J);
+                    free(dead_col);
+                    scm_flow_free(fl);
+                    scm_model_free(m);
+                    free_state(&s);
+                }
+    /* two parallel students: not resolved in closed form; set_v: refused */
+    double Q[4] = {1, 1, 1, 1}, R[2] = {0.3, 0.3}, J[25], T[1] = {1}, v[2] = {1, 2};
+    scm_error e;
+    scm_model *m = scm_model_alloc(2, 1, &scm_act_relu, T, NULL, NULL, &e);
+    scm_flow *fl = scm_flow_alloc(m);
+    CHECK(scm_flow_jacobian(fl, Q, R, J) == SCM_ESINGULAR,
+          "parallel students: jacobian not SCM_ESINGULAR");
+    double Q2[4] = {1, 0.2, 0.2, 1.3};
+    scm_flow_set_v(fl, v);
+    CHECK(scm_flow_jacobian(fl, Q2, R, J) == SCM_EINVAL, "set_v: jacobian not SCM_EINVAL");
+    scm_flow_set_v(fl, NULL);
+    CHECK(scm_flow_jacobian(fl, Q2, R, J) == SCM_OK, "jacobian after set_v(NULL)");
+    scm_flow_free(fl);
+    scm_model_free(m);
+}
+
 /* scm_flow_rhs_gv: (F_Q, F_R) and eps to the bit those of scm_flow_rhs, gv
  * those of scm_twolayer_grad_v (which evaluates the kernels again) to
  * 1e-14, at random states of every activation with a second layer other
@@ -433,6 +581,7 @@ int main(void)
     test_dead_student(r);
     test_cs_clamp();
     test_jvp(r);
+    test_jacobian(r);
     test_rhs_gv(r);
     test_loss_mc(r);
     gsl_rng_free(r);

@@ -9,7 +9,7 @@
  * [[T, R^T], [R, Q]] is not PSD are rejected, and each is checked in the
  * full (Q, R) space: the full flow's residual and its distance from the
  * ansatz (invariance), and optionally a Newton polish on F_Q = F_R = 0
- * with a dense finite-difference Jacobian and a rank-revealing
+ * with a dense closed-form Jacobian and a rank-revealing
  * least-squares step (complete orthogonal decomposition), so that a
  * degenerate solution manifold still converges.
  *
@@ -115,9 +115,19 @@ scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act,
 /* Newton on the full F_Q = F_R = 0 from (Q, R) (overwritten), at most
  * max_iter steps; *res gets max |F| at the result.  SCM_OK when the
  * residual fell below tol; SCM_ENOCONV otherwise (Q, R then hold the best
- * iterate); a flow failure status if the start itself is invalid. */
+ * iterate); a flow failure status if the start itself is invalid.  The
+ * Jacobian of each step is the closed form scm_flow_jacobian (flow.h);
+ * where that is not resolved (near-parallel ReLU neurons, a second layer
+ * set with scm_flow_set_v) it is central differences of the flow, n = K (K
+ * + 1) / 2 + K M pairs of evaluations. */
 scm_status scm_fp_polish(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
                          double *res, scm_error *err);
+
+/* The same with central-difference Jacobians only (the method before the
+ * closed form; kept as the reference of test_fixedpoint and of
+ * bench/bench_fixedpoint --only=polish). */
+scm_status scm_fp_polish_fd(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
+                            double *res, scm_error *err);
 
 /* Linear stability, as the largest real part of the eigenvalues of a
  * central-difference Jacobian (GSL's nonsymmetric eigensolver).

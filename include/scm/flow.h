@@ -86,6 +86,20 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
 scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const double *dQ,
                         const double *dR, double *JQ, double *JR);
 
+/* The Jacobian of (F_Q, F_R) at (Q, R) in closed form: the products of
+ * scm_flow_jvp with every unit direction, assembled with the directions'
+ * sparsity (a unit direction changes O(K + M) entries of A and B), so a
+ * column costs O(K (K + M)) flops after one linearisation (O(K (K + M))
+ * second derivatives of the kernels) and the whole matrix O(n K (K + M)).
+ * Unknowns and residual are packed alike: the upper triangle of Q row by
+ * row (an off-diagonal unknown moves Q_kl and Q_lk together), then R row
+ * by row; n = K (K + 1) / 2 + K M, and J (n x n, row-major) gets
+ * J[i n + j] = d(F packed)_i / du_j.  A dead student's columns and rows
+ * are zero (as in scm_flow_jvp).  Status as scm_flow_jvp (SCM_ESINGULAR
+ * near parallel neurons: use difference quotients there), and SCM_EINVAL
+ * while scm_flow_set_v is in force (the linearisation uses the model's v). */
+scm_status scm_flow_jacobian(scm_flow *fl, const double *Q, const double *R, double *J);
+
 /* The squared norm of the weight-space gradient in flow units,
  * sum_k |dw_k/dtau|^2 / d = tr(S Q S + 2 S R B^T + B T B^T); along the flow
  * d eps / dtau equals minus this.  It is a sum of cancelling traces, so at

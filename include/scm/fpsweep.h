@@ -38,4 +38,49 @@ scm_status scm_fp_sweep_k1(const scm_ansatz *a, int K, int M, const scm_activati
                            scm_error *err);
 void scm_fp_sweep_free(scm_fp_sweep *sw);
 
+/* All k1 at a large M1 by continuation in M from a small base M0 (K - M =
+ * dK throughout), block level (issue 11):
+ *  1. the base: every k1 at M0 by scm_fp_sweep_k1 (o->n_random random
+ *     starts per instance plus the neighbours' solutions);
+ *  2. continuation in M: each base solution of instance j is followed
+ *     from M0 to M1 along a path in (M, k1) with real group sizes: the
+ *     first two and last two k1 keep k1 (or K - k1) fixed, so that their
+ *     groups of size 0 or 1 keep their scalars; the others follow the
+ *     straight line to the integer nearest j M1 / M0 (both groups grow in
+ *     proportion).  Natural-parameter steps in M (ratio 1.25, adapted),
+ *     secant predictor, a chord-Newton corrector that keeps the Jacobian
+ *     of the previous point (GSL's hybrids where it fails); a branch ends where Newton fails, the PSD
+ *     cone is left or the corrector jumps (a fold in M);
+ *  3. the k1 sweep at M1: each end point (an anchor) is followed through
+ *     k1 + 1, k1 + 2, ... and k1 - 1, ... with the secant predictor until
+ *     the branch ends or meets a point another branch found.
+ * Every start is a continuation of a solution, none is random at M1; the
+ * cost is the base's plus a few residual evaluations per solution at M1,
+ * and the block residual does not depend on K or M.  It is not a proof of
+ * completeness: a family born at a fold in M between M0 and M1 that no
+ * anchor's k1 branch passes through is missed (bench_fixedpoint
+ * --only=grow compares it with random starts).  Points are deduplicated
+ * per instance as in scm_fp_sweep_k1 (scalars within o->dedup_tol, or an
+ * equal loss); their full-space fields are NaN (block level only).
+ * sw->seeds counts the k1 continuation steps tried into each instance,
+ * sw->nothing_new those that ended a branch there.  gs (may be NULL) gets
+ * the counts below.  SCM_EINVAL if the ansatz does not apply at M0 or M1
+ * or M0 has fewer than 4 k1 instances (when M1 > M0) or an instance has
+ * more than 256 scalars; otherwise errors
+ * only for bad options or no memory. */
+typedef struct {
+    int base;       /* solutions at M0 */
+    int reached;    /* of them, continued to M1 */
+    int anchors;    /* distinct end points at M1 */
+    long steps_M;   /* corrector calls in the continuation in M */
+    long steps_k1;  /* corrector calls in the k1 sweep at M1 */
+    long evals;     /* block residual evaluations of both by the chord corrector (the
+                       base's not counted) */
+    long hybrids;   /* corrector calls that fell back to scm_fp_solve */
+} scm_fp_grow_stats;
+
+scm_status scm_fp_sweep_grow(const scm_ansatz *a, int dK, int M0, int M1,
+                             const scm_activation *act, const scm_fp_opts *o,
+                             scm_fp_sweep *sw, scm_fp_grow_stats *gs, scm_error *err);
+
 #endif
