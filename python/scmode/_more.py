@@ -13,7 +13,7 @@ class _FpOpts(ctypes.Structure):
     _fields_ = [("n_random", c_int), ("seed", ctypes.c_ulong), ("max_iter", c_int),
                 ("tol", c_double), ("accept", c_double), ("dedup_tol", c_double),
                 ("psd_tol", c_double), ("polish_max_K", c_int), ("full_max_K", c_int),
-                ("polish_defer", c_int), ("polish_tol", c_double)]
+                ("polish_defer", c_int), ("polish_tol", c_double), ("deflate", c_int)]
 
 
 class _FpPoint(ctypes.Structure):
@@ -30,7 +30,7 @@ class _FpPoint(ctypes.Structure):
 class _FpSet(ctypes.Structure):
     _fields_ = [("n", c_int), ("cap", c_int), ("pt", ctypes.POINTER(_FpPoint))] + \
         [(n, c_int) for n in ("n_starts", "n_converged", "n_noprog", "n_maxiter", "n_domain",
-                              "n_notpsd")]
+                              "n_notpsd", "n_deflated", "n_deflated_new")]
 
 
 _NSIG = 8    # SCM_STAB_MAX_SIGMA

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "fp_list.h"
 #include "commands.h"
 #include "scm/fixedpoint.h"
 #include "scm/output.h"
@@ -39,6 +40,9 @@ static void fp_usage(FILE *f)
             "  --activation NAME  relu (default), erf or linear\n"
             "  --starts N         random Newton starts per (ansatz, k1) (default 200)\n"
             "  --seed S           seed of the random starts (default 1)\n"
+            "  --deflate N        deflated Newton: a start that finds nothing new is\n"
+            "                     solved again with the roots found removed, up to N\n"
+            "                     times (default " SCM_STR(SCM_FP_CLI_DEFLATE) "; 0: off)\n"
             "  --polish-max-K N   full-space Newton polish when K <= N (default 24)\n"
             "  --continue-to M1   follow each solution in M (group sizes real) up to M1\n"
             "  --all              list every solution of every ansatz (no merging)\n"
@@ -139,6 +143,7 @@ static int cmp_sol(const void *pa, const void *pb)
 int scm_cmd_fixed_points(int argc, char **argv)
 {
     long K = -1, M = -1, k1 = -1, starts = 200, seed = 1, polish = 24, cont = -1;
+    long deflate = SCM_FP_CLI_DEFLATE;
     double max_res = 1e-12;
     int all = 0, quiet = 0, na = 0, stability = 0;
     const char *files[MAX_ANSATZ], *out = NULL, *actname = "relu";
@@ -177,6 +182,8 @@ int scm_cmd_fixed_points(int argc, char **argv)
             bad = cli_opt_long("scm fixed-points", a, v, 0, 1000000, &starts);
         else if (strcmp(a, "--seed") == 0)
             bad = cli_opt_long("scm fixed-points", a, v, 0, 2147483647L, &seed);
+        else if (strcmp(a, "--deflate") == 0)
+            bad = cli_opt_long("scm fixed-points", a, v, 0, 1000, &deflate);
         else if (strcmp(a, "--polish-max-K") == 0)
             bad = cli_opt_long("scm fixed-points", a, v, 0, 100000, &polish);
         else if (strcmp(a, "--continue-to") == 0)
@@ -257,6 +264,7 @@ int scm_cmd_fixed_points(int argc, char **argv)
     o.n_random = (int)starts;
     o.seed = (unsigned long)seed;
     o.polish_max_K = (int)polish;
+    o.deflate = (int)deflate;
     /* polish after merging: one representative per family of permuted copies */
     o.polish_defer = 1;
     scm_fp_set set;
@@ -314,6 +322,8 @@ int scm_cmd_fixed_points(int argc, char **argv)
             cJSON_AddNumberToObject(r, "rejected_not_psd", one.n_notpsd);
             cJSON_AddNumberToObject(r, "distinct", one.n);
             cJSON_AddNumberToObject(r, "found_nothing_new", one.n_starts - one.n);
+            cJSON_AddNumberToObject(r, "deflated_solves", one.n_deflated);
+            cJSON_AddNumberToObject(r, "found_by_deflation", one.n_deflated_new);
             cJSON_AddItemToArray(runs, r);
             /* move the points into the common set */
             for (int p = 0; p < one.n; p++) {

@@ -9,6 +9,12 @@
 
 #include "scm/fixedpoint.h"
 
+/* The deflation default of `scm fixed-points` (scm_fp_opts.deflate), which
+ * `scm crosscheck` enumerates with too. */
+#define SCM_FP_CLI_DEFLATE 2
+#define SCM_STR_(x) #x
+#define SCM_STR(x) SCM_STR_(x)
+
 typedef struct {
     double eps, trQ, normR2, n_anti;
     double *Q, *R;   /* K x K, K x M (owned) */
