@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scm/fpsweep.h"
 #include "scm/init.h"
 #include "scm/sweep.h"
 #include "scm/weights.h"
@@ -98,9 +99,49 @@ static int same_orbit(const cand *a, const cand *b)
            fabs(a->st.normR2 - b->st.normR2) <= tol * fmax(1.0, fabs(a->st.normR2));
 }
 
+/* Append the instance in (owned from now on) and its solutions one (moved
+ * out) to inst and set; owner[p] gets the instance of point p. */
+static scm_status take_instance(scm_ansatz_inst *in, scm_fp_set *one, scm_ansatz_inst ***inst,
+                                int *ninst, int *capinst, scm_fp_set *set, int **owner,
+                                scm_error *err)
+{
+    if (*ninst == *capinst) {
+        int cap = *capinst ? 2 * *capinst : 32;
+        scm_ansatz_inst **ni = realloc(*inst, sizeof *ni * (size_t)cap);
+        if (!ni) {
+            scm_ansatz_inst_free(in);
+            scm_fp_set_free(one);
+            return scm_error_set(err, SCM_ENOMEM, "out of memory");
+        }
+        *inst = ni;
+        *capinst = cap;
+    }
+    (*inst)[(*ninst)++] = in;
+    if (one->n == 0)
+        return SCM_OK;
+    scm_fp_point *np = realloc(set->pt, sizeof *np * (size_t)(set->n + one->n));
+    int *no = realloc(*owner, sizeof *no * (size_t)(set->n + one->n));
+    if (np)
+        set->pt = np;
+    if (no)
+        *owner = no;
+    if (!np || !no) {
+        scm_fp_set_free(one);
+        return scm_error_set(err, SCM_ENOMEM, "out of memory");
+    }
+    set->cap = set->n + one->n;
+    for (int p = 0; p < one->n; p++) {
+        (*owner)[set->n] = *ninst - 1;
+        set->pt[set->n++] = one->pt[p];
+    }
+    free(one->pt);
+    scm_fp_set_init(one);
+    return SCM_OK;
+}
+
 scm_status scm_xc_enumerate(int K, int M, scm_ansatz *const *ans, int n_ans,
-                            const scm_activation *act, const scm_fp_opts *o, scm_xc_list *l,
-                            scm_error *err)
+                            const scm_activation *act, const scm_fp_opts *o, int sweep_passes,
+                            scm_xc_list *l, scm_error *err)
 {
     memset(l, 0, sizeof *l);
     l->K = K;
@@ -118,34 +159,32 @@ scm_status scm_xc_enumerate(int K, int M, scm_ansatz *const *ans, int n_ans,
         int lo, hi;
         if (scm_ansatz_applies(ans[a], K, M, &lo, &hi) != 1)
             continue;
+        if (sweep_passes >= 2 && hi > lo) {
+            scm_fp_sweep sw;
+            if ((st = scm_fp_sweep_k1(ans[a], K, M, act, o, sweep_passes, &sw, err)))
+                break;
+            for (int i = 0; i < sw.n && !st; i++) {
+                scm_ansatz_inst *in = sw.inst[i];
+                sw.inst[i] = NULL;
+                st = take_instance(in, &sw.set[i], &inst, &ninst, &capinst, &set, &owner, err);
+            }
+            scm_fp_sweep_free(&sw);
+            continue;
+        }
         for (int k1 = lo; k1 <= hi && !st; k1++) {
             scm_ansatz_inst *in = scm_ansatz_instantiate(ans[a], K, M, k1, err);
             if (!in) {
                 st = err ? err->code : SCM_EINVAL;
                 break;
             }
-            if (ninst == capinst) {
-                capinst = capinst ? 2 * capinst : 32;
-                scm_ansatz_inst **ni = realloc(inst, sizeof *ni * (size_t)capinst);
-                if (!ni) {
-                    scm_ansatz_inst_free(in);
-                    st = scm_error_set(err, SCM_ENOMEM, "out of memory");
-                    break;
-                }
-                inst = ni;
-            }
-            inst[ninst++] = in;
-            int first = set.n;
-            if ((st = scm_fp_enumerate(ans[a], in, act, o, NULL, 0, &set, err)))
-                break;
-            int *no = realloc(owner, sizeof *no * ((size_t)set.n + 1));
-            if (!no) {
-                st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+            scm_fp_set one;
+            scm_fp_set_init(&one);
+            if ((st = scm_fp_enumerate(ans[a], in, act, o, NULL, 0, &one, err))) {
+                scm_fp_set_free(&one);
+                scm_ansatz_inst_free(in);
                 break;
             }
-            owner = no;
-            for (int p = first; p < set.n; p++)
-                owner[p] = ninst - 1;
+            st = take_instance(in, &one, &inst, &ninst, &capinst, &set, &owner, err);
         }
     }
     l->n_instances = ninst;

@@ -115,7 +115,7 @@ static void test_complete_small(void)
     fp_opts(&fo);
     scm_xc_list l;
     scm_error e;
-    CHECK(scm_xc_enumerate(5, 5, &a, 1, &scm_act_relu, &fo, &l, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_xc_enumerate(5, 5, &a, 1, &scm_act_relu, &fo, 8, &l, &e) == SCM_OK, "%s", e.msg);
     CHECK(l.n > 10 && l.n_instances == 6, "%d points, %d instances", l.n, l.n_instances);
     for (int i = 1; i < l.n; i++)
         CHECK(l.pt[i].eps >= l.pt[i - 1].eps, "list not sorted by loss");
@@ -143,8 +143,8 @@ static void test_restricted(void)
     scm_fp_opts fo;
     fp_opts(&fo);
     scm_xc_list lr, lf;
-    CHECK(scm_xc_enumerate(8, 8, &r0, 1, &scm_act_relu, &fo, &lr, &e) == SCM_OK, "%s", e.msg);
-    CHECK(scm_xc_enumerate(8, 8, &a, 1, &scm_act_relu, &fo, &lf, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_xc_enumerate(8, 8, &r0, 1, &scm_act_relu, &fo, 8, &lr, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_xc_enumerate(8, 8, &a, 1, &scm_act_relu, &fo, 8, &lf, &e) == SCM_OK, "%s", e.msg);
     CHECK(lr.n_instances == 1 && lf.n_instances == 9, "instances %d, %d", lr.n_instances,
           lf.n_instances);
     int sp;
@@ -217,8 +217,8 @@ static void test_overparam(void)
     fp_opts(&fo);
     scm_xc_list l9, l8;
     scm_error e;
-    CHECK(scm_xc_enumerate(7, 6, ans, 2, &scm_act_relu, &fo, &l9, &e) == SCM_OK, "%s", e.msg);
-    CHECK(scm_xc_enumerate(6, 6, ans, 2, &scm_act_relu, &fo, &l8, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_xc_enumerate(7, 6, ans, 2, &scm_act_relu, &fo, 8, &l9, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_xc_enumerate(6, 6, ans, 2, &scm_act_relu, &fo, 8, &l8, &e) == SCM_OK, "%s", e.msg);
     scm_xc_opts o;
     scm_xc_opts_default(&o);
     int nc = 0;

@@ -65,13 +65,16 @@ typedef struct {
 } scm_xc_list;
 
 /* Enumerate every instance of every applicable ansatz of ans[0..n_ans) at
- * (K, M) with options o, merge solutions with the same loss, tr Q and
- * ||R||_F^2 (1e-9 relative, as `scm fixed-points`), and sort by loss.
+ * (K, M) with options o, as `scm fixed-points` does: with sweep_passes >= 2
+ * the k1 instances of an ansatz (more than one) seed each other
+ * (scm_fp_sweep_k1, at most sweep_passes passes), else each instance runs
+ * on its own starts (scm_fp_enumerate); solutions with the same loss, tr Q
+ * and ||R||_F^2 (1e-9 relative) are merged, and the list sorted by loss.
  * No ansatz applying gives an empty list, not an error.  Errors: bad
  * options, no memory. */
 scm_status scm_xc_enumerate(int K, int M, scm_ansatz *const *ans, int n_ans,
-                            const scm_activation *act, const scm_fp_opts *o, scm_xc_list *l,
-                            scm_error *err);
+                            const scm_activation *act, const scm_fp_opts *o, int sweep_passes,
+                            scm_xc_list *l, scm_error *err);
 void scm_xc_list_free(scm_xc_list *l);
 
 /* ---- runs ------------------------------------------------------------- */

@@ -43,6 +43,7 @@ static void xc_usage(FILE *f)
             "  --starts N         random Newton starts per (ansatz, k1) (default 200)\n"
             "  --fp-seed S        seed of those starts (default 1)\n"
             "  --deflate N        deflated Newton rounds (default " SCM_STR(SCM_FP_CLI_DEFLATE) ")\n"
+            "  --sweep-passes P   k1 sweep passes (default " SCM_STR(SCM_FP_CLI_SWEEP_PASSES) ")\n"
             "  --gd-max-iter N    GD iteration budget (default 200000)\n"
             "  -o FILE            JSON result file\n"
             "  -q, --quiet        no per-point listing (the counts only)\n"
@@ -58,6 +59,7 @@ typedef struct {
     int n_ans;
     const scm_activation *act;
     scm_fp_opts o;
+    int sweep_passes;
     scm_xc_list *lists; /* [K + 1] */
     int *done;
 } lists_cache;
@@ -65,7 +67,8 @@ typedef struct {
 static const scm_xc_list *get_list(lists_cache *c, int K, scm_error *err, int *failed)
 {
     if (!c->done[K]) {
-        if (scm_xc_enumerate(K, c->M, c->ans, c->n_ans, c->act, &c->o, &c->lists[K], err)) {
+        if (scm_xc_enumerate(K, c->M, c->ans, c->n_ans, c->act, &c->o, c->sweep_passes,
+                             &c->lists[K], err)) {
             *failed = 1;
             return NULL;
         }
@@ -138,7 +141,7 @@ typedef struct {
 int scm_cmd_crosscheck(int argc, char **argv)
 {
     long K = -1, M = -1, runs = 200, seed = 1, first = 0, starts = 200, fpseed = 1;
-    long deflate = SCM_FP_CLI_DEFLATE, gdmax = 200000;
+    long deflate = SCM_FP_CLI_DEFLATE, gdmax = 200000, sweep_passes = SCM_FP_CLI_SWEEP_PASSES;
     int quiet = 0, na = 0, meth_lo = 0, meth_hi = 1;
     const char *files[XC_MAX_ANSATZ], *out = NULL, *actname = "relu";
     for (int i = 1; i < argc; i++) {
@@ -174,6 +177,8 @@ int scm_cmd_crosscheck(int argc, char **argv)
             bad = cli_opt_long(XC_ME, a, v, 0, 2147483647L, &fpseed);
         else if (strcmp(a, "--deflate") == 0)
             bad = cli_opt_long(XC_ME, a, v, 0, 1000, &deflate);
+        else if (strcmp(a, "--sweep-passes") == 0)
+            bad = cli_opt_long(XC_ME, a, v, 0, 1000, &sweep_passes);
         else if (strcmp(a, "--gd-max-iter") == 0)
             bad = cli_opt_long(XC_ME, a, v, 1, 100000000L, &gdmax);
         else if (strcmp(a, "--method") == 0) {
@@ -248,6 +253,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
     cache.o.seed = (unsigned long)fpseed;
     cache.o.polish_defer = 1; /* as scm fixed-points: polish the listed points */
     cache.o.deflate = (int)deflate;
+    cache.sweep_passes = (int)sweep_passes;
     cache.lists = calloc((size_t)K + 1, sizeof *cache.lists);
     cache.done = calloc((size_t)K + 1, sizeof *cache.done);
     scm_xc_opts xo;
@@ -345,8 +351,8 @@ int scm_cmd_crosscheck(int argc, char **argv)
     printf("scm crosscheck: K = %ld, M = %ld, %s, T = I, v = v* = 1; runs %ld..%ld, seed %ld\n",
            K, M, act->name, first, first + runs - 1, seed);
     printf("enumeration: %d fixed points from %d (ansatz, k1) instances (starts %ld, fp-seed "
-           "%ld, deflate %ld)\n",
-           main_list->n, main_list->n_instances, starts, fpseed, deflate);
+           "%ld, deflate %ld, sweep passes %ld)\n",
+           main_list->n, main_list->n_instances, starts, fpseed, deflate, sweep_passes);
     for (int me = meth_lo; me <= meth_hi; me++)
         printf("%-4s %ld runs: converged %ld (global minimum %ld, matched %ld, unmatched %ld; "
                "invariants differ %ld), not converged %ld; with dead students %ld\n",
@@ -423,6 +429,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
         cJSON_AddNumberToObject(en, "starts", (double)starts);
         cJSON_AddNumberToObject(en, "fp_seed", (double)fpseed);
         cJSON_AddNumberToObject(en, "deflate", (double)deflate);
+        cJSON_AddNumberToObject(en, "sweep_passes", (double)sweep_passes);
         cJSON_AddNumberToObject(en, "seconds", t_enum);
         cJSON *ansa = cJSON_AddArrayToObject(en, "ansatze");
         for (int i = 0; i < nans; i++)
