@@ -43,7 +43,7 @@ static void fp_usage(FILE *f)
             "  --seed S           seed of the random starts (default 1)\n"
             "  --sweep-passes P   without --k1, each ansatz's k1 instances seed each\n"
             "                     other (scm_fp_sweep_k1), at most P passes (default\n"
-            "                     " SCM_STR(SCM_FP_CLI_SWEEP_PASSES) "; 0 or 1: each k1 on its own starts only)\n"
+            "                     " SCM_STR(SCM_FP_CLI_SWEEP_PASSES) "; 0 or 1: each k1 alone)\n"
             "  --deflate N        deflated Newton: a start that finds nothing new is\n"
             "                     solved again with the roots found removed, up to N\n"
             "                     times (default " SCM_STR(SCM_FP_CLI_DEFLATE) "; 0: off)\n"
