@@ -325,7 +325,18 @@ static scm_status gd_run(int K, int M, const scm_activation *act, unsigned long 
                 fmax_ = fmax(fmax_, fabs(s));
             }
         r->res = fmax_;
-        if (eps < o->traj.eps_stop || fmax_ < o->gd_tol) {
+        /* the test scaled by a small student's Q_kk (as the ODE's
+         * continuation): its rows of F scale with its norm */
+        double qsmall = 1.0;
+        for (int k = 0; k < nlive; k++) {
+            double qk = 0.0;
+            for (int i = 0; i < M; i++)
+                qk += Wl[k * M + i] * Wl[k * M + i];
+            qk /= (double)d;
+            if (qk <= o->dead_q)
+                qsmall = fmin(qsmall, qk);
+        }
+        if (eps < o->traj.eps_stop || fmax_ < o->gd_tol * qsmall) {
             r->converged = 1;
             r->why[0] = '\0';
             break;
@@ -454,25 +465,14 @@ static scm_status finish(int K, int M, const scm_activation *act, const double *
     if (!idx)
         return scm_error_set(err, SCM_ENOMEM, "out of memory");
     int n = 0;
-    double vanishing = 0.0;
     for (int k = 0; k < K; k++) {
-        if (Q[k * K + k] > o->dead_q)
+        if (Q[k * K + k] > o->traj.dead_tol)
             idx[n++] = k;
-        else if (Q[k * K + k] > o->traj.dead_tol)
-            vanishing = fmax(vanishing, Q[k * K + k]);
+        if (Q[k * K + k] > o->traj.dead_tol && Q[k * K + k] <= o->dead_q)
+            r->n_small++;
     }
     r->K_live = n;
     r->n_dead = K - n;
-    if (r->converged && vanishing > 0.0) {
-        /* A student on its way to zero: its rows of F are proportional to
-         * its norm, so the stopping test passes while the state still moves
-         * (and the others with it); the limit is not known. */
-        r->converged = 0;
-        snprintf(r->why, sizeof r->why,
-                 "vanishing student: Q_kk = %.3g <= %g but not dead; the stopping test "
-                 "passed on a state still moving",
-                 vanishing, o->dead_q);
-    }
     r->Q = malloc(sizeof(double) * ((size_t)n * n + 1));
     r->R = malloc(sizeof(double) * ((size_t)n * M + 1));
     scm_alignment *kind = malloc(sizeof *kind * ((size_t)n + 1));
@@ -542,6 +542,17 @@ done:
     return st;
 }
 
+/* The smallest Q_kk of a small student (dead_tol < Q_kk <= dead_q), or 1
+ * when there is none. */
+static double small_min(int K, const double *Q, const scm_xc_opts *o)
+{
+    double q = 1.0;
+    for (int k = 0; k < K; k++)
+        if (Q[k * K + k] > o->traj.dead_tol && Q[k * K + k] <= o->dead_q)
+            q = fmin(q, Q[k * K + k]);
+    return q;
+}
+
 scm_status scm_xc_run_one(int K, int M, const scm_activation *act, scm_xc_method meth,
                           uint64_t base, long index, const scm_xc_opts *o, scm_xc_run *r,
                           scm_error *err)
@@ -574,15 +585,57 @@ scm_status scm_xc_run_one(int K, int M, const scm_activation *act, scm_xc_method
             free(Q);
             return st;
         }
-        r->converged = tr.stop == SCM_STOP_FIXED_POINT || tr.stop == SCM_STOP_EPS;
-        if (!r->converged)
-            snprintf(r->why, sizeof r->why, "%s%s%.200s", scm_stop_reason_str(tr.stop),
-                     tr.stop == SCM_STOP_FAILED ? ": " : "",
-                     tr.stop == SCM_STOP_FAILED ? tr.err.msg : "");
         r->work = tr.n_steps;
-        memcpy(Q, tr.Q, sizeof(double) * (size_t)K * K);
-        memcpy(R, tr.R, sizeof(double) * (size_t)K * M);
-        scm_traj_result_free(&tr);
+        double t_used = tr.t, q_before = 1.0;
+        int vanishing = 0;
+        for (int stage = 0;; stage++) {
+            scm_stop_reason stop = tr.stop;
+            r->converged = stop == SCM_STOP_FIXED_POINT || stop == SCM_STOP_EPS;
+            if (!r->converged)
+                snprintf(r->why, sizeof r->why, "%s%s%.200s%s", scm_stop_reason_str(stop),
+                         stop == SCM_STOP_FAILED ? ": " : "",
+                         stop == SCM_STOP_FAILED ? tr.err.msg : "",
+                         stage ? " (continuing a run with a small student)" : "");
+            memcpy(Q, tr.Q, sizeof(double) * (size_t)K * K);
+            memcpy(R, tr.R, sizeof(double) * (size_t)K * M);
+            scm_traj_result_free(&tr);
+            /* A small student's rows of F scale with its norm, so the
+             * absolute stopping test passes while it may still vanish: go
+             * on with the test scaled by its Q_kk, until it dies (zeroed
+             * by the integrator) or stops shrinking (stationary at its own
+             * scale: Q_kk kept more than half of its value over a stage). */
+            double qs = small_min(K, Q, o);
+            vanishing = stage > 0 && qs < 0.5 * q_before;
+            if (!r->converged || stop == SCM_STOP_EPS || qs >= 1.0 || (stage > 0 && !vanishing))
+                break;
+            if (stage == SCM_XC_SMALL_STAGES) {
+                r->converged = 0;
+                snprintf(r->why, sizeof r->why, "a small student still vanishing after %d "
+                         "continuations (Q_kk = %.3g)", SCM_XC_SMALL_STAGES, qs);
+                break;
+            }
+            q_before = qs;
+            scm_traj_opts t2 = o->traj;
+            t2.grad_stop = o->traj.grad_stop * qs;
+            t2.t_max = o->traj.t_max - t_used;
+            t2.max_steps = o->traj.max_steps - r->work;
+            if (t2.t_max <= 0.0 || t2.max_steps < 1) {
+                r->converged = 0;
+                snprintf(r->why, sizeof r->why, "a small student (Q_kk = %.3g) and no time "
+                         "or steps left to settle it", qs);
+                break;
+            }
+            if (t2.t_first > t2.t_max)
+                t2.t_first = t2.t_max;
+            if ((st = scm_traj_run(m, &scm_rule_gd, Q, R, &t2, &tr, err))) {
+                scm_model_free(m);
+                free(Q);
+                return st;
+            }
+            r->work += tr.n_steps;
+            t_used += tr.t;
+            r->stages++;
+        }
         scm_model_free(m);
     } else {
         if ((st = gd_run(K, M, act, r->seed, o, Q, R, r, err))) {

@@ -15,14 +15,17 @@
  *     Barzilai-Borwein with an Armijo backtracking safeguard (the loss
  *     never increases), until the flow residual max |F_Q|, |F_R| at the
  *     overlaps falls below gd_tol.
- * Each end point is then
- *   - stripped of its dead students (Q_kk <= dead_q), which are not fixed
- *     points of the K-student ansätze: the live part is a state with
- *     K_live students, classified against the enumeration at (K_live, M).
- *     A student with dead_q >= Q_kk > traj.dead_tol (not set to zero by
- *     the integrator) is vanishing: F is proportional to its norm, so the
- *     stopping test passes while the state still moves; such a run is not
- *     converged (why says so);
+ * A student with traj.dead_tol < Q_kk <= dead_q is small: its rows of F
+ * scale with its norm, so an absolute stopping test passes while it may
+ * still be vanishing.  A run that stops with a small student goes on with
+ * the test scaled by that Q_kk (ODE: up to SCM_XC_SMALL_STAGES more
+ * integrations with grad_stop * Q_kk; GD: its test is gd_tol * Q_kk from
+ * the start), until the student dies (zeroed, below traj.dead_tol) or is
+ * stationary at its own scale; a run that runs out of stages, time or
+ * steps first is not converged.  Each end point is then
+ *   - stripped of its dead students (zero rows): the live part is a state
+ *     with K_live students, classified against the enumeration at
+ *     (K_live, M);
  *   - polished by Newton on the full F_Q = F_R = 0 (scm_fp_polish; K_live
  *     <= polish_max_K, loss above global_eps);
  *   - matched: to the enumerated point whose loss is within
@@ -80,6 +83,7 @@ void scm_xc_list_free(scm_xc_list *l);
 /* ---- runs ------------------------------------------------------------- */
 
 typedef enum { SCM_XC_ODE, SCM_XC_GD } scm_xc_method;
+#define SCM_XC_SMALL_STAGES 4
 const char *scm_xc_method_str(scm_xc_method m); /* "ode", "gd" */
 
 typedef struct {
@@ -93,8 +97,8 @@ typedef struct {
                              ODE's grad_stop) */
     long gd_max_iter;     /* iteration budget (default 200000) */
     /* classification */
-    double dead_q;        /* a student with Q_kk <= dead_q is dead (default 1e-3,
-                             the sweeps') */
+    double dead_q;        /* a live student with Q_kk <= dead_q is small (default
+                             1e-3, the sweeps' dead threshold) */
     int polish_max_K;     /* polish when K_live <= this (default 32) */
     double global_eps;    /* loss below this: the global minimum (default 1e-10) */
     double match_rtol, match_atol; /* loss match (default 1e-8, 1e-10) */
@@ -120,6 +124,8 @@ typedef struct {
     int polish_ok;          /* and reached its target */
     int K_live;             /* students alive at the end */
     int n_dead;
+    int n_small;            /* live students with Q_kk <= dead_q */
+    int stages;             /* ODE continuations for a small student */
     double trQ, normR2;     /* invariants of the live state */
     int n_anti, n_aligned, n_unpaired, n_none; /* scm_model_align of the live state */
     double *Q, *R;          /* live end state, K_live x K_live and K_live x M (owned) */

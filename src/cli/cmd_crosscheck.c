@@ -290,7 +290,8 @@ int scm_cmd_crosscheck(int argc, char **argv)
         goto cleanup;
     }
     long n_conv[2] = {0, 0}, n_match[2] = {0, 0}, n_global[2] = {0, 0}, n_um[2] = {0, 0},
-         n_nc[2] = {0, 0}, n_inv[2] = {0, 0}, n_deadrun[2] = {0, 0}, work[2] = {0, 0};
+         n_nc[2] = {0, 0}, n_inv[2] = {0, 0}, n_deadrun[2] = {0, 0}, work[2] = {0, 0},
+         n_smallrun[2] = {0, 0};
     double t_meth[2] = {0.0, 0.0};
     for (int me = meth_lo; me <= meth_hi; me++) {
         double tm = cli_now();
@@ -305,6 +306,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
             nrun++;
             work[me] += r->work;
             n_deadrun[me] += r->n_dead > 0;
+            n_smallrun[me] += r->n_small > 0;
             if (!r->converged) {
                 n_nc[me]++;
                 continue;
@@ -356,9 +358,10 @@ int scm_cmd_crosscheck(int argc, char **argv)
            main_list->n, main_list->n_instances, starts, fpseed, deflate, sweep_passes);
     for (int me = meth_lo; me <= meth_hi; me++)
         printf("%-4s %ld runs: converged %ld (global minimum %ld, matched %ld, unmatched %ld; "
-               "invariants differ %ld), not converged %ld; with dead students %ld\n",
+               "invariants differ %ld), not converged %ld; with dead students %ld, with small "
+               "students %ld\n",
                me ? "gd" : "ode", runs, n_conv[me], n_global[me], n_match[me], n_um[me],
-               n_inv[me], n_nc[me], n_deadrun[me]);
+               n_inv[me], n_nc[me], n_deadrun[me], n_smallrun[me]);
     if (!quiet) {
         printf("\nmatched fixed points (K = %ld):\n", K);
         printf("  %-18s %-10s %4s %5s %5s %5s %6s %6s\n", "loss", "ansatz", "k1", "anti",
@@ -446,6 +449,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
             cJSON_AddNumberToObject(j, "invariants_differ", (double)n_inv[me]);
             cJSON_AddNumberToObject(j, "not_converged", (double)n_nc[me]);
             cJSON_AddNumberToObject(j, "with_dead_students", (double)n_deadrun[me]);
+            cJSON_AddNumberToObject(j, "with_small_students", (double)n_smallrun[me]);
             cJSON_AddNumberToObject(j, "work_mean", runs ? (double)work[me] / (double)runs : 0.0);
             cJSON_AddNumberToObject(j, "seconds", t_meth[me]);
         }
@@ -488,6 +492,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
             cJSON_AddBoolToObject(x, "polish_converged", r->polish_ok);
             cJSON_AddNumberToObject(x, "K_live", r->K_live);
             cJSON_AddNumberToObject(x, "dead", r->n_dead);
+            cJSON_AddNumberToObject(x, "small", r->n_small);
             cJSON_AddNumberToObject(x, "anti", r->n_anti);
             cJSON_AddNumberToObject(x, "aligned", r->n_aligned);
             cJSON_AddNumberToObject(x, "unpaired", r->n_unpaired);
