@@ -12,8 +12,8 @@
  *    that fails if unmatched points were dropped or matched loosely);
  *  - the groups of equal overlaps of an enumerated point against the
  *    scalars of its ansatz (group sizes k1 and K - k1, Q_kk, own overlap);
- *  - at K = M + 1, every GD run either matches or is not converged with a
- *    reason (a vanishing student). */
+ *  - at K = M + 1, every GD and ODE run either matches or is not converged
+ *    with a reason, and no dead student is kept in a live state. */
 #include <gsl/gsl_errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,22 +221,27 @@ static void test_overparam(void)
     CHECK(scm_xc_enumerate(6, 6, ans, 2, &scm_act_relu, &fo, 8, &l8, &e) == SCM_OK, "%s", e.msg);
     scm_xc_opts o;
     scm_xc_opts_default(&o);
-    int nc = 0;
-    for (long i = 0; i < 30; i++) {
+    int nc = 0, small = 0;
+    for (long i = 0; i < 38; i++) {
         scm_xc_run r;
-        CHECK(scm_xc_run_one(7, 6, &scm_act_relu, SCM_XC_GD, 1, i, &o, &r, &e) == SCM_OK, "%s",
+        scm_xc_method me = i < 30 ? SCM_XC_GD : SCM_XC_ODE;
+        CHECK(scm_xc_run_one(7, 6, &scm_act_relu, me, 1, i % 30, &o, &r, &e) == SCM_OK, "%s",
               e.msg);
+        small += r.n_small > 0;
+        for (int k = 0; k < r.K_live; k++)
+            CHECK(r.Q[k * r.K_live + k] > o.traj.dead_tol, "a dead student kept");
         if (!r.converged) {
             CHECK(r.why[0] != '\0', "run %ld: not converged without a reason", i);
             nc++;
         } else {
             scm_xc_match(&r, r.K_live == 7 ? &l9 : &l8, &o);
-            CHECK(r.match >= 0 || r.global, "K = 7, M = 6, GD run %ld: loss %.12g unmatched", i,
-                  r.eps);
+            CHECK(r.match >= 0 || r.global, "K = 7, M = 6, %s run %ld: loss %.12g unmatched",
+                  scm_xc_method_str(me), i % 30, r.eps);
         }
         scm_xc_run_free(&r);
     }
-    printf("# K = 7, M = 6: %d of 30 GD runs not converged\n", nc);
+    printf("# K = 7, M = 6: %d of 30 GD and 8 ODE runs not converged, %d with a small "
+           "student\n", nc, small);
     scm_xc_list_free(&l9);
     scm_xc_list_free(&l8);
     scm_ansatz_free(ans[0]);
