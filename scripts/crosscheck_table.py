@@ -14,23 +14,24 @@ def main():
     rows = []
     for f in glob.glob(os.path.join(d, "K*_M*.json")):
         r = json.load(open(f))
-        row = [r["K"], r["M"], r["runs"], r["enumeration"]["points"], r["enumeration"]["deflate"]]
+        e = r["enumeration"]
+        row = [r["K"], r["M"], r["runs"], e["points"], e["deflate"], e.get("sweep_passes", 0),
+               "+".join(e["ansatze"])]
         for m in ("ode", "gd"):
             s = r["summary"].get(m)
             if s is None:
-                row += [""] * 6
+                row += [""] * 7
                 continue
-            van = sum(1 for p in r["not_converged"]
-                      if p["method"] == m and p["why"].startswith("vanishing"))
             row += [s["converged"], s["global_minimum"], s["matched"], s["unmatched"],
-                    s["not_converged"], van]
+                    s["not_converged"], s.get("with_small_students", ""),
+                    s.get("with_dead_students", "")]
         losses = sorted({round(p["loss"], 10) for p in r["unmatched_points"]})
         row.append(" ".join("%.10g" % x for x in losses))
         rows.append(row)
     rows.sort(key=lambda x: (x[1], x[0]))
-    print("K,M,runs,enumerated,deflate,ode_converged,ode_global,ode_matched,ode_unmatched,"
-          "ode_not_converged,ode_vanishing,gd_converged,gd_global,gd_matched,gd_unmatched,"
-          "gd_not_converged,gd_vanishing,unmatched_losses")
+    print("K,M,runs,enumerated,deflate,sweep_passes,ansatze,ode_converged,ode_global,ode_matched,ode_unmatched,"
+          "ode_not_converged,ode_small,ode_dead,gd_converged,gd_global,gd_matched,gd_unmatched,"
+          "gd_not_converged,gd_small,gd_dead,unmatched_losses")
     for row in rows:
         print(",".join(str(x) for x in row))
 
