@@ -291,7 +291,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
     }
     long n_conv[2] = {0, 0}, n_match[2] = {0, 0}, n_global[2] = {0, 0}, n_um[2] = {0, 0},
          n_nc[2] = {0, 0}, n_inv[2] = {0, 0}, n_deadrun[2] = {0, 0}, work[2] = {0, 0},
-         n_smallrun[2] = {0, 0};
+         n_smallrun[2] = {0, 0}, n_lower[2] = {0, 0};
     double t_meth[2] = {0.0, 0.0};
     for (int me = meth_lo; me <= meth_hi; me++) {
         double tm = cli_now();
@@ -327,6 +327,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
             if (r->match >= 0 || r->global) {
                 n_match[me]++;
                 n_inv[me] += r->match >= 0 && !r->global && !r->inv_agree;
+                n_lower[me] += l != main_list;
                 if (l == main_list && r->match >= 0)
                     counts[r->match * 2 + me]++;
                 continue;
@@ -358,10 +359,10 @@ int scm_cmd_crosscheck(int argc, char **argv)
            main_list->n, main_list->n_instances, starts, fpseed, deflate, sweep_passes);
     for (int me = meth_lo; me <= meth_hi; me++)
         printf("%-4s %ld runs: converged %ld (global minimum %ld, matched %ld, unmatched %ld; "
-               "invariants differ %ld), not converged %ld; with dead students %ld, with small "
-               "students %ld\n",
+               "invariants differ %ld), not converged %ld; with dead students %ld (matched at "
+               "K_live < K %ld), with small students %ld\n",
                me ? "gd" : "ode", runs, n_conv[me], n_global[me], n_match[me], n_um[me],
-               n_inv[me], n_nc[me], n_deadrun[me], n_smallrun[me]);
+               n_inv[me], n_nc[me], n_deadrun[me], n_lower[me], n_smallrun[me]);
     if (!quiet) {
         printf("\nmatched fixed points (K = %ld):\n", K);
         printf("  %-18s %-10s %4s %5s %5s %5s %6s %6s\n", "loss", "ansatz", "k1", "anti",
@@ -450,6 +451,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
             cJSON_AddNumberToObject(j, "not_converged", (double)n_nc[me]);
             cJSON_AddNumberToObject(j, "with_dead_students", (double)n_deadrun[me]);
             cJSON_AddNumberToObject(j, "with_small_students", (double)n_smallrun[me]);
+            cJSON_AddNumberToObject(j, "matched_below_K", (double)n_lower[me]);
             cJSON_AddNumberToObject(j, "work_mean", runs ? (double)work[me] / (double)runs : 0.0);
             cJSON_AddNumberToObject(j, "seconds", t_meth[me]);
         }
