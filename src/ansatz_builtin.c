@@ -40,7 +40,9 @@ static const struct {
      "  \"students\": {\"anti\": \"k1\", \"one\": \"1\", \"al\": \"K - k1 - 1\"},\n"
      "  \"teachers\": {\"tanti\": \"k1\", \"tone\": \"1\", \"tal\": \"M - k1 - 1\"},\n"
      "  \"pairs\": {\"anti\": \"tanti\", \"one\": \"tone\", \"al\": \"tal\"},\n"
-     "  \"guess\": {\"R[anti,tanti].diag\": -0.75, \"R[anti,tanti].off\": 0.2, \"R[one,tone].diag\": -0.26, \"R[one,tanti]\": 0.375, \"R[anti,tone]\": 0.33}\n"
+     "  \"guess\": {\"R[anti,tanti].diag\": -0.8, \"R[anti,tanti].off\": 0.15, \"R[anti,tone]\": 0.3, \"R[anti,tal]\": 0.015,\n"
+     "            \"R[one,tone].diag\": -0.2, \"R[one,tanti]\": 0.34, \"R[one,tal]\": -0.08,\n"
+     "            \"R[al,tal].diag\": 1.02, \"R[al,tal].off\": -0.004, \"R[al,tanti]\": 0.03, \"R[al,tone]\": -0.07}\n"
      "}\n"
     },
 };
