@@ -31,6 +31,20 @@ static const struct {
      "  \"guess\": {\"R[anti,tanti].diag\": -0.6, \"R[extra,tanti]\": 0.4, \"Q[extra,extra].diag\": 0.9}\n"
      "}\n"
     },
+    {"ansatz/k1_one.json",
+     "{\n"
+     "  \"name\": \"k1_one\",\n"
+     "  \"description\": \"K = M: k1 students anti-aligned with their teachers, one more student anti-aligned on its own terms (a smaller own overlap, a positive overlap with the k1 anti-aligned teachers, whose students overlap its teacher), and K - k1 - 1 aligned; found missing by scm crosscheck (GD, K = M = 20, loss 0.0597534191121 at k1 = 6: own overlaps -0.746 and -0.261, overlap 0.375 of the odd student with the six)\",\n"
+     "  \"require\": [\"K - M\"],\n"
+     "  \"k1\": [\"0\", \"M - 1\"],\n"
+     "  \"students\": {\"anti\": \"k1\", \"one\": \"1\", \"al\": \"K - k1 - 1\"},\n"
+     "  \"teachers\": {\"tanti\": \"k1\", \"tone\": \"1\", \"tal\": \"M - k1 - 1\"},\n"
+     "  \"pairs\": {\"anti\": \"tanti\", \"one\": \"tone\", \"al\": \"tal\"},\n"
+     "  \"guess\": {\"R[anti,tanti].diag\": -0.8, \"R[anti,tanti].off\": 0.15, \"R[anti,tone]\": 0.3, \"R[anti,tal]\": 0.015,\n"
+     "            \"R[one,tone].diag\": -0.2, \"R[one,tanti]\": 0.34, \"R[one,tal]\": -0.08,\n"
+     "            \"R[al,tal].diag\": 1.02, \"R[al,tal].off\": -0.004, \"R[al,tanti]\": 0.03, \"R[al,tone]\": -0.07}\n"
+     "}\n"
+    },
 };
 
 int scm_ansatz_builtin_count(void) { return (int)(sizeof builtin / sizeof *builtin); }

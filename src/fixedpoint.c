@@ -30,6 +30,7 @@ void scm_fp_opts_default(scm_fp_opts *o)
     o->full_max_K = 400;
     o->polish_defer = 0;
     o->polish_tol = 0.0;
+    o->deflate = 0;
 }
 
 scm_status scm_fp_opts_check(const scm_fp_opts *o, scm_error *err)
@@ -41,6 +42,8 @@ scm_status scm_fp_opts_check(const scm_fp_opts *o, scm_error *err)
     if (!(o->tol > 0.0) || !(o->accept >= o->tol))
         return scm_error_set(err, SCM_EINVAL, "need 0 < tol <= accept (got %g, %g)", o->tol,
                              o->accept);
+    if (o->deflate < 0)
+        return scm_error_set(err, SCM_EINVAL, "deflate must be >= 0, got %d", o->deflate);
     if (!(o->dedup_tol > 0.0) || !(o->psd_tol >= 0.0))
         return scm_error_set(err, SCM_EINVAL, "dedup_tol must be > 0 and psd_tol >= 0");
     return SCM_OK;
@@ -72,10 +75,34 @@ static double max_abs(const double *x, long n)
 
 /* ---- block-level Newton ---- */
 
+/* The residual Newton sees: F at block level, or, with roots, the deflated
+ * F(x) prod_r (1 / ||x - r||_2^2 + 1) (Farrell, Birkisson and Funke,
+ * SIAM J. Sci. Comput. 37 (2015) A2026, with power 2 and shift 1): it
+ * vanishes where F does except at the roots r, next to which it grows like
+ * 1 / ||x - r||, so a solve cannot converge to a root already found. */
+typedef struct {
+    scm_blockflow *bf;
+    const scm_fp_set *roots; /* NULL: plain F */
+    int first, n;            /* the roots are roots->pt[first .. roots->n) */
+} resid_params;
+
+static double deflation_factor(const resid_params *p, const double *x)
+{
+    double f = 1.0;
+    for (int r = p->first; p->roots && r < p->roots->n; r++) {
+        const double *y = p->roots->pt[r].x;
+        double d2 = 0.0;
+        for (int c = 0; c < p->n; c++)
+            d2 += (x[c] - y[c]) * (x[c] - y[c]);
+        f *= 1.0 / d2 + 1.0;
+    }
+    return f;
+}
+
 static int gsl_resid(const gsl_vector *x, void *params, gsl_vector *f)
 {
-    scm_blockflow *bf = params;
-    scm_status st = scm_blockflow_residual(bf, x->data, f->data, NULL);
+    const resid_params *p = params;
+    scm_status st = scm_blockflow_residual(p->bf, x->data, f->data, NULL);
     if (st == SCM_ENOTPSD || st == SCM_EDEAD) {
         /* Outside the domain (a correlation beyond 1, a dead neuron): a
          * large residual makes the trust-region solver reject the step and
@@ -84,17 +111,28 @@ static int gsl_resid(const gsl_vector *x, void *params, gsl_vector *f)
             f->data[i] = 1e3;
         return GSL_SUCCESS;
     }
+    if (st == SCM_OK && p->roots) {
+        double m = deflation_factor(p, x->data);
+        for (size_t i = 0; i < f->size; i++)
+            f->data[i] *= m;
+        if (!isfinite(m))
+            return GSL_EDOM; /* exactly at a known root */
+    }
     return st == SCM_OK ? GSL_SUCCESS : GSL_EDOM;
 }
 
-scm_status scm_fp_solve(scm_blockflow *bf, double *x, const scm_fp_opts *o, double *res)
+/* scm_fp_solve on the residual of p (plain or deflated). */
+static scm_status solve_resid(resid_params *p, double *x, const scm_fp_opts *o, double *res)
 {
-    int n = scm_ansatz_inst_nscalars(scm_blockflow_inst(bf));
+    int n = p->n;
     *res = NAN;
     gsl_vector *F = gsl_vector_alloc((size_t)n);
     if (!F)
         return SCM_ENOMEM;
-    scm_status st = scm_blockflow_residual(bf, x, F->data, NULL);
+    gsl_vector_view xv = gsl_vector_view_array(x, (size_t)n);
+    scm_status st = scm_blockflow_residual(p->bf, x, NULL, NULL);
+    if (!st && gsl_resid(&xv.vector, p, F) != GSL_SUCCESS)
+        st = SCM_ENOTPSD; /* exactly at a known root */
     if (st) {
         gsl_vector_free(F);
         return st;
@@ -110,13 +148,12 @@ scm_status scm_fp_solve(scm_blockflow *bf, double *x, const scm_fp_opts *o, doub
         gsl_vector_free(F);
         return SCM_ENOMEM;
     }
-    gsl_multiroot_function fn = {gsl_resid, (size_t)n, bf};
-    gsl_vector_view xv = gsl_vector_view_array(x, (size_t)n);
+    gsl_multiroot_function fn = {gsl_resid, (size_t)n, p};
     int gst = gsl_multiroot_fsolver_set(s, &fn, &xv.vector);
     int it = 0;
     scm_status out = SCM_ENOCONV;
     if (gst != GSL_SUCCESS)
-        out = SCM_EDEAD == st ? st : SCM_ENOTPSD;
+        out = SCM_ENOTPSD;
     while (gst == GSL_SUCCESS && it++ < o->max_iter) {
         gst = gsl_multiroot_fsolver_iterate(s);
         double r = max_abs(s->f->data, n);
@@ -140,6 +177,12 @@ scm_status scm_fp_solve(scm_blockflow *bf, double *x, const scm_fp_opts *o, doub
     if (*res < o->accept)
         return SCM_OK;
     return out;
+}
+
+scm_status scm_fp_solve(scm_blockflow *bf, double *x, const scm_fp_opts *o, double *res)
+{
+    resid_params p = {bf, NULL, 0, scm_ansatz_inst_nscalars(scm_blockflow_inst(bf))};
+    return solve_resid(&p, x, o, res);
 }
 
 /* Singular values of the central-difference block Jacobian at x. */
@@ -609,6 +652,60 @@ done:
     return st;
 }
 
+/* Book-keeping of one solve: failures counted, a converged PSD solution
+ * merged with a known one (dedup_tol) or appended (*is_new = 1).  Errors
+ * only for no memory. */
+static scm_status take_result(scm_fp_set *out, int first, const scm_ansatz_inst *in,
+                              scm_blockflow *bf, const scm_fp_opts *o, scm_status ss,
+                              const double *x, double res, double *F, int *is_new,
+                              scm_error *err)
+{
+    int n = in->nsc;
+    *is_new = 0;
+    if (ss == SCM_ENOMEM)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory in the solver");
+    if (ss == SCM_ESINGULAR) {
+        out->n_noprog++;
+        return SCM_OK;
+    }
+    if (ss == SCM_ENOCONV) {
+        out->n_maxiter++;
+        return SCM_OK;
+    }
+    if (ss) {
+        out->n_domain++;
+        return SCM_OK;
+    }
+    double gmin;
+    if (scm_blockflow_gram_min_eig(bf, x, &gmin) || gmin < -o->psd_tol) {
+        out->n_notpsd++;
+        return SCM_OK;
+    }
+    out->n_converged++;
+    for (int p = first; p < out->n; p++) {
+        double d = 0.0;
+        for (int c = 0; c < n; c++)
+            d = fmax(d, fabs(out->pt[p].x[c] - x[c]));
+        if (d < o->dedup_tol) {
+            out->pt[p].hits++;
+            if (res < out->pt[p].res_block) {
+                memcpy(out->pt[p].x, x, sizeof(double) * (size_t)n);
+                out->pt[p].res_block = res;
+                out->pt[p].gram_min = gmin;
+            }
+            return SCM_OK;
+        }
+    }
+    double eps;
+    if (scm_blockflow_residual(bf, x, F, &eps))
+        return SCM_OK;
+    if (add_point(out, in, x, eps, res))
+        return scm_error_set(err, SCM_ENOMEM, "out of memory storing a fixed point");
+    out->pt[out->n - 1].gram_min = gmin;
+    *is_new = 1;
+    return SCM_OK;
+}
+
 scm_status scm_fp_enumerate(const scm_ansatz *a, const scm_ansatz_inst *in,
                             const scm_activation *act, const scm_fp_opts *o,
                             const double *starts, int n_starts, scm_fp_set *out,
@@ -629,6 +726,11 @@ scm_status scm_fp_enumerate(const scm_ansatz *a, const scm_ansatz_inst *in,
     double *F = x + n;
     gsl_rng_set(rng, o->seed);
     int total = n_starts + 1 + o->n_random;
+    double *x0 = malloc(sizeof(double) * (size_t)n + 1);
+    if (!x0) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory enumerating '%s'", in->name);
+        goto done;
+    }
     for (int s = 0; s < total; s++) {
         if (s < n_starts)
             memcpy(x, starts + (size_t)s * (size_t)n, sizeof(double) * (size_t)n);
@@ -636,57 +738,41 @@ scm_status scm_fp_enumerate(const scm_ansatz *a, const scm_ansatz_inst *in,
             guess_start(a, bf, x);
         else
             random_start(bf, rng, x);
+        memcpy(x0, x, sizeof(double) * (size_t)n);
         out->n_starts++;
         double res;
+        int is_new = 0;
         scm_status ss = scm_fp_solve(bf, x, o, &res);
-        if (ss == SCM_ENOMEM) {
-            st = scm_error_set(err, SCM_ENOMEM, "out of memory in the solver");
-            goto done;
-        }
-        if (ss == SCM_ESINGULAR) {
-            out->n_noprog++;
-            continue;
-        }
-        if (ss == SCM_ENOCONV) {
-            out->n_maxiter++;
-            continue;
-        }
-        if (ss) {
-            out->n_domain++;
-            continue;
-        }
-        double gmin;
-        if (scm_blockflow_gram_min_eig(bf, x, &gmin) || gmin < -o->psd_tol) {
-            out->n_notpsd++;
-            continue;
-        }
-        out->n_converged++;
-        int dup = -1;
-        for (int p = first; p < out->n && dup < 0; p++) {
-            double d = 0.0;
-            for (int c = 0; c < n; c++)
-                d = fmax(d, fabs(out->pt[p].x[c] - x[c]));
-            if (d < o->dedup_tol)
-                dup = p;
-        }
-        if (dup >= 0) {
-            out->pt[dup].hits++;
-            if (res < out->pt[dup].res_block) {
-                memcpy(out->pt[dup].x, x, sizeof(double) * (size_t)n);
-                out->pt[dup].res_block = res;
-                out->pt[dup].gram_min = gmin;
+        if ((st = take_result(out, first, in, bf, o, ss, x, res, F, &is_new, err)))
+            break;
+        /* deflation: solve again from the same start, the roots found so
+         * far removed, while that finds new ones */
+        int more = !is_new;
+        for (int round = 0; more && round < o->deflate && out->n > first; round++) {
+            resid_params p = {bf, out, first, n};
+            memcpy(x, x0, sizeof(double) * (size_t)n);
+            out->n_deflated++;
+            ss = solve_resid(&p, x, o, &res);
+            if (ss == SCM_ENOMEM) {
+                st = scm_error_set(err, SCM_ENOMEM, "out of memory in the solver");
+                break;
             }
-            continue;
+            if (ss)
+                break; /* no further root from this start */
+            /* refine on F itself: the deflated residual is small, F too */
+            ss = scm_fp_solve(bf, x, o, &res);
+            int before = out->n;
+            if ((st = take_result(out, first, in, bf, o, ss, x, res, F, &is_new, err)))
+                break;
+            out->n_deflated_new += out->n - before;
+            more = is_new; /* go on only after a new root */
         }
-        double eps;
-        if (scm_blockflow_residual(bf, x, F, &eps))
-            continue;
-        if ((st = add_point(out, in, x, eps, res))) {
-            scm_error_set(err, st, "out of memory storing a fixed point");
-            goto done;
-        }
-        out->pt[out->n - 1].gram_min = gmin;
+        if (st)
+            break;
     }
+    free(x0);
+    if (st)
+        goto done;
     /* per solution: Jacobian conditioning, full-space checks and polish */
     for (int p = first; p < out->n; p++) {
         scm_fp_point *pt = &out->pt[p];

@@ -93,6 +93,8 @@ static int merge_new(scm_fp_set *dst, scm_fp_set *src, double tol)
     dst->n_maxiter += src->n_maxiter;
     dst->n_domain += src->n_domain;
     dst->n_notpsd += src->n_notpsd;
+    dst->n_deflated += src->n_deflated;
+    dst->n_deflated_new += src->n_deflated_new;
     free(src->pt);
     scm_fp_set_init(src);
     return moved;

@@ -44,11 +44,19 @@ typedef struct {
     double polish_tol;   /* polish target (<= 0: the roundoff floor of F,
                             max(1e-14, 5e-16 (K + M))); a point already below it
                             is left as it is */
+    int deflate;         /* deflated Newton (0: off): a start whose plain solve
+                            fails or lands on a known root is solved again, up to
+                            this many times, on the deflated residual
+                            F(x) prod_r (1 / ||x - r||^2 + 1) over the roots r
+                            found so far in the instance (Farrell, Birkisson and
+                            Funke 2015, p = 2, shift 1), each result refined on F
+                            itself; the plain solves are unchanged, so deflation
+                            only adds roots */
 } scm_fp_opts;
 
 /* Defaults: 200 random starts, seed 1, 300 iterations, tol 1e-14, accept
  * 1e-10, dedup 1e-6, psd_tol 1e-9, polish up to K = 24 (not deferred, to
- * the roundoff floor), full check up to K = 400. */
+ * the roundoff floor), full check up to K = 400, no deflation. */
 void scm_fp_opts_default(scm_fp_opts *o);
 scm_status scm_fp_opts_check(const scm_fp_opts *o, scm_error *err);
 
@@ -81,6 +89,8 @@ typedef struct {
     scm_fp_point *pt;
     /* what happened to the starts */
     int n_starts, n_converged, n_noprog, n_maxiter, n_domain, n_notpsd;
+    int n_deflated;      /* deflated solves run (opts.deflate) */
+    int n_deflated_new;  /* distinct solutions they added */
 } scm_fp_set;
 
 void scm_fp_set_init(scm_fp_set *s);

@@ -170,14 +170,21 @@ def test_trajectory_vs_cli(tmp):
 
 
 def test_fixed_points_vs_cli(tmp):
-    r = run_cli(["fixed-points", "--K", "3", "--M", "3", "-o", "fp.json"], tmp)
-    check(r.returncode == 0, "scm fixed-points: %s" % r.stderr)
-    ref = json.load(open(os.path.join(tmp, "fp.json")))["fixed_points"]
+    # fixed_points runs each (ansatz, k1) on its own starts, with deflate
+    # rounds of deflated Newton (default 0): the CLI with --sweep-passes 0
+    # and the same --deflate
+    for deflate in (0, 2):
+        r = run_cli(["fixed-points", "--K", "3", "--M", "3", "--sweep-passes", "0", "--deflate",
+                     str(deflate), "-o", "fp.json"], tmp)
+        check(r.returncode == 0, "scm fixed-points: %s" % r.stderr)
+        ref = json.load(open(os.path.join(tmp, "fp.json")))["fixed_points"]
+        pts2 = scmode.fixed_points(3, 3, deflate=deflate)
+        # The CLI merges a point found in several ansätze: compare the loss sets.
+        mine = sorted(set(round(p["eps"], 9) + 0.0 for p in pts2))
+        theirs = sorted(set(round(p["loss"], 9) + 0.0 for p in ref))
+        check(mine == theirs, "deflate %d: fixed-point losses %s vs CLI %s"
+              % (deflate, mine, theirs))
     pts = scmode.fixed_points(3, 3)
-    # The CLI merges a point found in several ansätze: compare the loss sets.
-    mine = sorted(set(round(p["eps"], 9) + 0.0 for p in pts))
-    theirs = sorted(set(round(p["loss"], 9) + 0.0 for p in ref))
-    check(mine == theirs, "fixed-point losses %s vs CLI %s" % (mine, theirs))
     m = scmode.Model(3, 3)
     worst = max(np.abs(np.concatenate([x.ravel() for x in m.rhs(p["Q"], p["R"])])).max()
                 for p in pts)

@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "fp_list.h"
 #include "commands.h"
 #include "scm/fixedpoint.h"
+#include "scm/fpsweep.h"
 #include "scm/output.h"
 #include "scm/stability.h"
 #include "scm_version.h"
@@ -39,6 +41,12 @@ static void fp_usage(FILE *f)
             "  --activation NAME  relu (default), erf or linear\n"
             "  --starts N         random Newton starts per (ansatz, k1) (default 200)\n"
             "  --seed S           seed of the random starts (default 1)\n"
+            "  --sweep-passes P   without --k1, each ansatz's k1 instances seed each\n"
+            "                     other (scm_fp_sweep_k1), at most P passes (default\n"
+            "                     " SCM_STR(SCM_FP_CLI_SWEEP_PASSES) "; 0 or 1: each k1 alone)\n"
+            "  --deflate N        deflated Newton: a start that finds nothing new is\n"
+            "                     solved again with the roots found removed, up to N\n"
+            "                     times (default " SCM_STR(SCM_FP_CLI_DEFLATE) "; 0: off)\n"
             "  --polish-max-K N   full-space Newton polish when K <= N (default 24)\n"
             "  --continue-to M1   follow each solution in M (group sizes real) up to M1\n"
             "  --all              list every solution of every ansatz (no merging)\n"
@@ -139,6 +147,7 @@ static int cmp_sol(const void *pa, const void *pb)
 int scm_cmd_fixed_points(int argc, char **argv)
 {
     long K = -1, M = -1, k1 = -1, starts = 200, seed = 1, polish = 24, cont = -1;
+    long deflate = SCM_FP_CLI_DEFLATE, sweep_passes = SCM_FP_CLI_SWEEP_PASSES;
     double max_res = 1e-12;
     int all = 0, quiet = 0, na = 0, stability = 0;
     const char *files[MAX_ANSATZ], *out = NULL, *actname = "relu";
@@ -177,6 +186,10 @@ int scm_cmd_fixed_points(int argc, char **argv)
             bad = cli_opt_long("scm fixed-points", a, v, 0, 1000000, &starts);
         else if (strcmp(a, "--seed") == 0)
             bad = cli_opt_long("scm fixed-points", a, v, 0, 2147483647L, &seed);
+        else if (strcmp(a, "--sweep-passes") == 0)
+            bad = cli_opt_long("scm fixed-points", a, v, 0, 1000, &sweep_passes);
+        else if (strcmp(a, "--deflate") == 0)
+            bad = cli_opt_long("scm fixed-points", a, v, 0, 1000, &deflate);
         else if (strcmp(a, "--polish-max-K") == 0)
             bad = cli_opt_long("scm fixed-points", a, v, 0, 100000, &polish);
         else if (strcmp(a, "--continue-to") == 0)
@@ -257,10 +270,13 @@ int scm_cmd_fixed_points(int argc, char **argv)
     o.n_random = (int)starts;
     o.seed = (unsigned long)seed;
     o.polish_max_K = (int)polish;
+    o.deflate = (int)deflate;
     /* polish after merging: one representative per family of permuted copies */
     o.polish_defer = 1;
     scm_fp_set set;
     scm_fp_set_init(&set);
+    scm_fp_sweep sw;
+    memset(&sw, 0, sizeof sw);
     int nsol = 0, cap = 0, applied = 0;
     solution *sol = NULL;
     cJSON *runs = cJSON_CreateArray();
@@ -283,26 +299,48 @@ int scm_cmd_fixed_points(int argc, char **argv)
             }
             continue;
         }
+        /* every k1: the k1 sweep, each instance seeded with its neighbours'
+         * solutions (fpsweep.h) */
+        int use_sweep = k1 < 0 && sweep_passes >= 2 && hi > lo;
+        if (use_sweep && scm_fp_sweep_k1(ans[a], (int)K, (int)M, act, &o, (int)sweep_passes,
+                                         &sw, &err)) {
+            fprintf(stderr, "scm fixed-points: %s\n", err.msg);
+            rc = 1;
+            goto cleanup_set;
+        }
         for (int kk = lo; kk <= hi; kk++) {
             if (k1 >= 0 && kk != k1)
                 continue;
-            scm_ansatz_inst *in = scm_ansatz_instantiate(ans[a], (double)K, (double)M, kk, &err);
-            if (!in) {
-                fprintf(stderr, "scm fixed-points: %s\n", err.msg);
-                rc = 2;
-                goto cleanup_set;
+            scm_ansatz_inst *in;
+            scm_fp_set one;
+            int seeds = 0, nothing_new;
+            if (use_sweep) {
+                /* take the instance and its solutions out of the sweep */
+                in = sw.inst[kk - lo];
+                sw.inst[kk - lo] = NULL;
+                one = sw.set[kk - lo];
+                scm_fp_set_init(&sw.set[kk - lo]);
+                seeds = sw.seeds[kk - lo];
+                nothing_new = sw.nothing_new[kk - lo];
+            } else {
+                in = scm_ansatz_instantiate(ans[a], (double)K, (double)M, kk, &err);
+                if (!in) {
+                    fprintf(stderr, "scm fixed-points: %s\n", err.msg);
+                    rc = 2;
+                    goto cleanup_set;
+                }
+                scm_fp_set_init(&one);
+                if (scm_fp_enumerate(ans[a], in, act, &o, NULL, 0, &one, &err)) {
+                    fprintf(stderr, "scm fixed-points: %s\n", err.msg);
+                    scm_fp_set_free(&one);
+                    scm_ansatz_inst_free(in);
+                    rc = 1;
+                    goto cleanup_set;
+                }
+                nothing_new = one.n_starts - one.n;
             }
             applied++;
             int first = set.n;
-            scm_fp_set one;
-            scm_fp_set_init(&one);
-            if (scm_fp_enumerate(ans[a], in, act, &o, NULL, 0, &one, &err)) {
-                fprintf(stderr, "scm fixed-points: %s\n", err.msg);
-                scm_fp_set_free(&one);
-                scm_ansatz_inst_free(in);
-                rc = 1;
-                goto cleanup_set;
-            }
             cJSON *r = cJSON_CreateObject();
             cJSON_AddStringToObject(r, "ansatz", scm_ansatz_name(ans[a]));
             cJSON_AddNumberToObject(r, "k1", kk);
@@ -313,7 +351,10 @@ int scm_cmd_fixed_points(int argc, char **argv)
             cJSON_AddNumberToObject(r, "left_domain", one.n_domain);
             cJSON_AddNumberToObject(r, "rejected_not_psd", one.n_notpsd);
             cJSON_AddNumberToObject(r, "distinct", one.n);
-            cJSON_AddNumberToObject(r, "found_nothing_new", one.n_starts - one.n);
+            cJSON_AddNumberToObject(r, "neighbour_seeds", seeds);
+            cJSON_AddNumberToObject(r, "found_nothing_new", nothing_new);
+            cJSON_AddNumberToObject(r, "deflated_solves", one.n_deflated);
+            cJSON_AddNumberToObject(r, "found_by_deflation", one.n_deflated_new);
             cJSON_AddItemToArray(runs, r);
             /* move the points into the common set */
             for (int p = 0; p < one.n; p++) {
@@ -357,6 +398,7 @@ int scm_cmd_fixed_points(int argc, char **argv)
                 for (int p = first + 1; p < set.n; p++)
                     sol[nsol - (set.n - p)].in = sol[nsol - (set.n - first)].in;
         }
+        scm_fp_sweep_free(&sw);
     }
     if (applied == 0) {
         fprintf(stderr, "scm fixed-points: no ansatz applies at K = %ld, M = %ld%s\n", K, M,
@@ -579,6 +621,7 @@ cleanup_set:
         free(sol);
     }
     cJSON_Delete(runs);
+    scm_fp_sweep_free(&sw);
     scm_fp_set_free(&set);
 cleanup:
     for (int i = 0; i < nans; i++)

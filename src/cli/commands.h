@@ -21,5 +21,7 @@ int scm_cmd_simulate(int argc, char **argv);
 int scm_cmd_lintarget(int argc, char **argv);
 int scm_cmd_split(int argc, char **argv);
 int scm_cmd_staircase(int argc, char **argv);
+/* scm crosscheck: exit 3 when an end point is unmatched */
+int scm_cmd_crosscheck(int argc, char **argv);
 
 #endif

@@ -9,6 +9,15 @@
 
 #include "scm/fixedpoint.h"
 
+/* The deflation default of `scm fixed-points` (scm_fp_opts.deflate), which
+ * `scm crosscheck` enumerates with too. */
+#define SCM_FP_CLI_DEFLATE 2
+/* Passes of the k1 sweep (scm_fp_sweep_k1) of `scm fixed-points` without
+ * --k1, and of `scm crosscheck` */
+#define SCM_FP_CLI_SWEEP_PASSES 8
+#define SCM_STR_(x) #x
+#define SCM_STR(x) SCM_STR_(x)
+
 typedef struct {
     double eps, trQ, normR2, n_anti;
     double *Q, *R;   /* K x K, K x M (owned) */

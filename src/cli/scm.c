@@ -21,6 +21,7 @@ static void usage(FILE *f)
             "commands:\n"
             "  run CONFIG.json       integrate the (Q, R) flow from one initial condition\n"
             "  fixed-points          enumerate the block-symmetric fixed-point families\n"
+            "  crosscheck            random runs (ODE, weight-space GD) vs the enumeration\n"
             "  sweep CONFIG.json     many random initialisations, classified (JSON lines)\n"
             "  merge RUNS.jsonl...   combine sweep shards into a summary\n"
             "  compare               sweeps for several K side by side: a report\n"
@@ -69,6 +70,8 @@ int scm_main(int argc, char **argv)
         return scm_cmd_staircase(argc - 1, argv + 1);
     if (strcmp(cmd, "split") == 0)
         return scm_cmd_split(argc - 1, argv + 1);
+    if (strcmp(cmd, "crosscheck") == 0)
+        return scm_cmd_crosscheck(argc - 1, argv + 1);
     if (strcmp(cmd, "fixed-points") == 0)
         return scm_cmd_fixed_points(argc - 1, argv + 1);
     fprintf(stderr, "scm: unknown command '%s' (see scm --help)\n", cmd);

@@ -1,0 +1,182 @@
+/* crosscheck.h: is the fixed-point enumeration complete?  (issue 11)
+ *
+ * The enumeration (fixedpoint.h) finds the fixed points inside the
+ * block-symmetric ansätze it is given, from a finite number of Newton
+ * starts.  A cross-check trains from random initial conditions in two
+ * independent ways and classifies every end point against the enumerated
+ * list:
+ *   - ODE: the (Q, R) flow of MATH.md section 3 integrated by CVODE
+ *     (traj.h) from scm_init_random at dimension d, run i seeded with
+ *     scm_sweep_seed(base, i), as a sweep run is;
+ *   - GD: gradient descent in weight space, d = M (the teacher rows
+ *     sqrt(M) e_m, so T = I), the students' entries drawn i.i.d.
+ *     N(0, gd_sigma^2) with a mt19937 seeded by scm_sweep_seed(base, i),
+ *     the closed-form population gradient of weights.h, steps chosen by
+ *     Barzilai-Borwein with an Armijo backtracking safeguard (the loss
+ *     never increases), until the flow residual max |F_Q|, |F_R| at the
+ *     overlaps falls below gd_tol.
+ * A student with traj.dead_tol < Q_kk <= dead_q is small: its rows of F
+ * scale with its norm, so an absolute stopping test passes while it may
+ * still be vanishing.  A run that stops with a small student goes on with
+ * the test scaled by that Q_kk (ODE: up to SCM_XC_SMALL_STAGES more
+ * integrations with grad_stop * Q_kk; GD: its test is gd_tol * Q_kk from
+ * the start), until the student dies (zeroed, below traj.dead_tol) or is
+ * stationary at its own scale; a run that runs out of stages, time or
+ * steps first is not converged.  Each end point is then
+ *   - stripped of its dead students (zero rows): the live part is a state
+ *     with K_live students, classified against the enumeration at
+ *     (K_live, M);
+ *   - polished by Newton on the full F_Q = F_R = 0 (scm_fp_polish; K_live
+ *     <= polish_max_K, loss above global_eps);
+ *   - matched: to the enumerated point whose loss is within
+ *     match_rtol |L| + match_atol (the sweeps' rule, sweep.h); an end point
+ *     with loss below global_eps matches the global minimum;
+ *     the invariants tr Q and ||R||_F^2 are compared too and reported
+ *     (they differ legitimately on the continua of ReLU fixed points,
+ *     e.g. two parallel students sharing one teacher);
+ *   - described: its alignment (scm_model_align) and its groups of
+ *     students with equal overlaps (scm_xc_groups), the shape an ansatz
+ *     needs to hold it.
+ * A run that does not converge (ODE: not stopped at a fixed point or the
+ * global minimum; GD: the iteration budget spent) is reported as such and
+ * never matched.  Setting: T = I, v = v* = 1, as fixedpoint.h.  Nothing
+ * here prints, exits or keeps global state. */
+#ifndef SCM_CROSSCHECK_H
+#define SCM_CROSSCHECK_H
+
+#include <stdint.h>
+
+#include "scm/fixedpoint.h"
+#include "scm/traj.h"
+
+/* ---- the enumerated list --------------------------------------------- */
+
+typedef struct {
+    double eps, trQ, normR2;  /* loss (polished if polished) and invariants */
+    double res;               /* residual (polished, full or block) */
+    double n_anti, n_aligned, n_other; /* scm_fp_classify */
+    char ansatz[64];          /* where first found */
+    int k1;
+    int copies;               /* solutions merged into this one */
+} scm_xc_point;
+
+typedef struct {
+    int K, M;
+    int n;
+    scm_xc_point *pt;         /* sorted by loss */
+    int n_instances;          /* (ansatz, k1) instances enumerated */
+} scm_xc_list;
+
+/* Enumerate every instance of every applicable ansatz of ans[0..n_ans) at
+ * (K, M) with options o, as `scm fixed-points` does: with sweep_passes >= 2
+ * the k1 instances of an ansatz (more than one) seed each other
+ * (scm_fp_sweep_k1, at most sweep_passes passes), else each instance runs
+ * on its own starts (scm_fp_enumerate); solutions with the same loss, tr Q
+ * and ||R||_F^2 (1e-9 relative) are merged, and the list sorted by loss.
+ * No ansatz applying gives an empty list, not an error.  Errors: bad
+ * options, no memory. */
+scm_status scm_xc_enumerate(int K, int M, scm_ansatz *const *ans, int n_ans,
+                            const scm_activation *act, const scm_fp_opts *o, int sweep_passes,
+                            scm_xc_list *l, scm_error *err);
+void scm_xc_list_free(scm_xc_list *l);
+
+/* ---- runs ------------------------------------------------------------- */
+
+typedef enum { SCM_XC_ODE, SCM_XC_GD } scm_xc_method;
+#define SCM_XC_SMALL_STAGES 4
+const char *scm_xc_method_str(scm_xc_method m); /* "ode", "gd" */
+
+typedef struct {
+    /* ODE */
+    long d;               /* dimension of the random init (default 1000) */
+    double sigma;         /* student weight scale (default 1) */
+    scm_traj_opts traj;   /* integrator (default scm_traj_opts_default, no record) */
+    /* GD */
+    double gd_sigma;      /* student entries N(0, gd_sigma^2) (default 1) */
+    double gd_tol;        /* stop at max |F| below this (default 1e-10, the
+                             ODE's grad_stop) */
+    long gd_max_iter;     /* iteration budget (default 200000) */
+    /* classification */
+    double dead_q;        /* a live student with Q_kk <= dead_q is small (default
+                             1e-3, the sweeps' dead threshold) */
+    int polish_max_K;     /* polish when K_live <= this (default 32) */
+    double global_eps;    /* loss below this: the global minimum (default 1e-10) */
+    double match_rtol, match_atol; /* loss match (default 1e-8, 1e-10) */
+    double inv_rtol;      /* invariants agree (default 1e-6 relative) */
+    double group_tol;     /* overlaps equal in scm_xc_groups (default 1e-6,
+                             relative to the overlap scale) */
+} scm_xc_opts;
+
+void scm_xc_opts_default(scm_xc_opts *o);
+scm_status scm_xc_opts_check(const scm_xc_opts *o, scm_error *err);
+
+/* One run's end point. */
+typedef struct {
+    scm_xc_method method;
+    long index;
+    unsigned long seed;
+    int converged;          /* 1 if it reached a fixed point (or the global minimum) */
+    char why[256];          /* not converged: why */
+    double eps;             /* loss at the end (after the polish when polished) */
+    double res;             /* max |F_Q|, |F_R| there (live students) */
+    long work;              /* CVODE steps or GD iterations */
+    int polished;           /* the polish ran */
+    int polish_ok;          /* and reached its target */
+    int K_live;             /* students alive at the end */
+    int n_dead;
+    int n_small;            /* live students with Q_kk <= dead_q */
+    int stages;             /* ODE continuations for a small student */
+    double trQ, normR2;     /* invariants of the live state */
+    int n_anti, n_aligned, n_unpaired, n_none; /* scm_model_align of the live state */
+    double *Q, *R;          /* live end state, K_live x K_live and K_live x M (owned) */
+    /* classification (scm_xc_match) */
+    int match;              /* index in the list, -1: unmatched or not converged */
+    int global;             /* matched as the global minimum (loss < global_eps) */
+    int inv_agree;          /* the matched point's invariants agree too */
+} scm_xc_run;
+
+void scm_xc_run_free(scm_xc_run *r);
+
+/* Run index of method meth for (K, M) (activation act) from base seed
+ * base.  Fills r up to the classification (r->match = -1).  Errors: bad
+ * options, no memory; a run that fails numerically is a run with
+ * converged = 0 and why filled. */
+scm_status scm_xc_run_one(int K, int M, const scm_activation *act, scm_xc_method meth,
+                          uint64_t base, long index, const scm_xc_opts *o, scm_xc_run *r,
+                          scm_error *err);
+
+/* Match a converged run against l (which must be the list at
+ * (r->K_live, M)): sets r->match, r->global, r->inv_agree. */
+void scm_xc_match(scm_xc_run *r, const scm_xc_list *l, const scm_xc_opts *o);
+
+/* ---- block structure of a state ---------------------------------------- */
+
+/* Students with equal overlaps: two students are in one group when their
+ * alignment kinds agree and Q_kk, their overlap with their partner
+ * teacher and the sorted list of their other overlaps with the teachers
+ * agree to tol relative to the overlap scale.  Per group: its size, kind,
+ * Q_kk, own overlap (NaN when unpaired) and the distinct values of its
+ * other R entries with how often each occurs in one student's row. */
+#define SCM_XC_MAX_VALUES 8
+typedef struct {
+    int size;
+    int kind;               /* scm_alignment */
+    double q, own;
+    int n_values;           /* distinct other overlaps (capped at SCM_XC_MAX_VALUES;
+                               more_values counts the rest) */
+    double value[SCM_XC_MAX_VALUES];
+    int count[SCM_XC_MAX_VALUES];
+    int more_values;
+    int first;              /* the lowest student index of the group */
+} scm_xc_group;
+
+typedef struct {
+    int n;
+    scm_xc_group *g;        /* by decreasing size, then first student */
+} scm_xc_groups;
+
+scm_status scm_xc_group_students(int K, int M, const double *Q, const double *R, double tol,
+                                 scm_xc_groups *g);
+void scm_xc_groups_free(scm_xc_groups *g);
+
+#endif

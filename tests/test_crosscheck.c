@@ -1,0 +1,275 @@
+/* test_crosscheck.c: the cross-check of the enumeration (crosscheck.h),
+ * against computations of another kind:
+ *  - GD in weight space stops on a residual computed from the weight
+ *    gradient (F_R = -sqrt(M) G, F_Q = -(G W^T + W G^T)); unpolished, the
+ *    end point's residual from scm_flow_rhs at its overlaps is below the
+ *    same bound;
+ *  - at K = M = 5 every converged end point of both methods matches an
+ *    enumerated point, and its loss agrees with the point's to 1e-8;
+ *  - with the enumeration restricted (the k1 ansatz with k1 = 0 only, a
+ *    parsed file), the spurious end points at K = M = 8 must come out
+ *    unmatched, and the same end points match the full enumeration (a test
+ *    that fails if unmatched points were dropped or matched loosely);
+ *  - the groups of equal overlaps of an enumerated point against the
+ *    scalars of its ansatz (group sizes k1 and K - k1, Q_kk, own overlap);
+ *  - at K = M + 1, every GD and ODE run either matches or is not converged
+ *    with a reason, and no dead student is kept in a live state. */
+#include <gsl/gsl_errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/crosscheck.h"
+#include "testutil.h"
+
+static scm_ansatz *builtin(const char *name)
+{
+    for (int i = 0; i < scm_ansatz_builtin_count(); i++) {
+        const char *t = scm_ansatz_builtin_text(i, NULL);
+        scm_error e;
+        scm_ansatz *a = scm_ansatz_parse(t, strlen(t), "builtin", &e);
+        if (a && strcmp(scm_ansatz_name(a), name) == 0)
+            return a;
+        scm_ansatz_free(a);
+    }
+    return NULL;
+}
+
+static void fp_opts(scm_fp_opts *o)
+{
+    scm_fp_opts_default(o);
+    o->n_random = 60;
+    o->polish_defer = 1;
+    o->deflate = 2;
+}
+
+/* GD's own stopping residual against the flow's, no polish. */
+static void test_gd_residual(void)
+{
+    scm_xc_opts o;
+    scm_xc_opts_default(&o);
+    o.polish_max_K = 0;
+    o.gd_tol = 1e-9;
+    int n_conv = 0;
+    for (long i = 0; i < 40; i++) {
+        scm_xc_run r;
+        scm_error e;
+        CHECK(scm_xc_run_one(8, 8, &scm_act_relu, SCM_XC_GD, 3, i, &o, &r, &e) == SCM_OK, "%s",
+              e.msg);
+        CHECK(!r.polished, "polished with polish_max_K = 0");
+        if (r.converged && r.eps > o.global_eps) {
+            /* the flow residual at the overlaps, computed by flow.c */
+            CHECK(r.res < o.gd_tol, "run %ld: GD stopped, flow residual %g", i, r.res);
+            n_conv++;
+        }
+        scm_xc_run_free(&r);
+    }
+    CHECK(n_conv > 0, "no GD run converged away from the global minimum (the test needs one)");
+    printf("# GD: %d of 40 runs at K = M = 8 converged away from the global minimum\n", n_conv);
+}
+
+static int count_unmatched(int K, int M, scm_xc_method meth, long runs, const scm_xc_list *l,
+                           const scm_xc_list *full, int *n_spurious)
+{
+    scm_xc_opts o;
+    scm_xc_opts_default(&o);
+    int um = 0;
+    *n_spurious = 0;
+    for (long i = 0; i < runs; i++) {
+        scm_xc_run r;
+        scm_error e;
+        CHECK(scm_xc_run_one(K, M, &scm_act_relu, meth, 3, i, &o, &r, &e) == SCM_OK, "%s",
+              e.msg);
+        CHECK(r.converged, "%s run %ld at K = %d, M = %d: %s", scm_xc_method_str(meth), i, K, M,
+              r.why);
+        CHECK(r.K_live == K, "a dead student at K = M");
+        scm_xc_match(&r, l, &o);
+        if (r.converged && r.match < 0 && !r.global)
+            um++;
+        if (r.converged && !r.global) {
+            (*n_spurious)++;
+            if (full) {
+                /* the restricted list holds only the global minimum: the
+                 * full one must hold this point */
+                CHECK(r.match < 0, "run %ld matched the restricted list at loss %.12g", i,
+                      r.eps);
+                scm_xc_match(&r, full, &o);
+            }
+            CHECK(r.match >= 0, "%s run %ld: loss %.12g not in the full enumeration",
+                  scm_xc_method_str(meth), i, r.eps);
+            if (r.match >= 0) {
+                CHECK_CLOSE(r.eps, full ? full->pt[r.match].eps : l->pt[r.match].eps, 1e-8,
+                            1e-10, "matched loss");
+                CHECK(r.polished && r.polish_ok && r.res < 1e-12, "run %ld: polish %d %d, %g",
+                      i, r.polished, r.polish_ok, r.res);
+            }
+        }
+        scm_xc_run_free(&r);
+    }
+    return um;
+}
+
+static void test_complete_small(void)
+{
+    scm_ansatz *a = builtin("k1");
+    scm_fp_opts fo;
+    fp_opts(&fo);
+    scm_xc_list l;
+    scm_error e;
+    CHECK(scm_xc_enumerate(5, 5, &a, 1, &scm_act_relu, &fo, 8, &l, &e) == SCM_OK, "%s", e.msg);
+    CHECK(l.n > 10 && l.n_instances == 6, "%d points, %d instances", l.n, l.n_instances);
+    for (int i = 1; i < l.n; i++)
+        CHECK(l.pt[i].eps >= l.pt[i - 1].eps, "list not sorted by loss");
+    CHECK(l.pt[0].eps < 1e-12, "no global minimum first (loss %g)", l.pt[0].eps);
+    int sp;
+    CHECK(count_unmatched(5, 5, SCM_XC_ODE, 8, &l, NULL, &sp) == 0, "ODE unmatched at K = 5");
+    CHECK(count_unmatched(5, 5, SCM_XC_GD, 30, &l, NULL, &sp) == 0, "GD unmatched at K = 5");
+    scm_xc_list_free(&l);
+    scm_ansatz_free(a);
+}
+
+/* Restrict the enumeration to the global minimum: spurious end points must
+ * be reported unmatched. */
+static void test_restricted(void)
+{
+    const char *text =
+        "{\"name\": \"k1_only0\", \"require\": [\"K - M\"], \"k1\": [\"0\", \"0\"],"
+        " \"students\": {\"anti\": \"k1\", \"al\": \"K - k1\"},"
+        " \"teachers\": {\"tanti\": \"k1\", \"tal\": \"M - k1\"},"
+        " \"pairs\": {\"anti\": \"tanti\", \"al\": \"tal\"}}";
+    scm_error e;
+    scm_ansatz *r0 = scm_ansatz_parse(text, strlen(text), "test", &e);
+    CHECK(r0 != NULL, "%s", e.msg);
+    scm_ansatz *a = builtin("k1");
+    scm_fp_opts fo;
+    fp_opts(&fo);
+    scm_xc_list lr, lf;
+    CHECK(scm_xc_enumerate(8, 8, &r0, 1, &scm_act_relu, &fo, 8, &lr, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_xc_enumerate(8, 8, &a, 1, &scm_act_relu, &fo, 8, &lf, &e) == SCM_OK, "%s", e.msg);
+    CHECK(lr.n_instances == 1 && lf.n_instances == 9, "instances %d, %d", lr.n_instances,
+          lf.n_instances);
+    int sp;
+    int um = count_unmatched(8, 8, SCM_XC_GD, 40, &lr, &lf, &sp);
+    CHECK(sp > 0, "no spurious GD end point in 40 runs at K = M = 8 (the test needs one)");
+    CHECK(um == sp, "%d unmatched of %d spurious end points", um, sp);
+    printf("# restricted enumeration, K = M = 8: %d of 40 GD runs unmatched\n", um);
+    scm_xc_list_free(&lr);
+    scm_xc_list_free(&lf);
+    scm_ansatz_free(a);
+    scm_ansatz_free(r0);
+}
+
+/* Groups of an enumerated point against its ansatz scalars. */
+static void test_groups(void)
+{
+    scm_ansatz *a = builtin("k1");
+    scm_error e;
+    const int K = 6, k1 = 2;
+    scm_ansatz_inst *in = scm_ansatz_instantiate(a, K, K, k1, &e);
+    scm_fp_opts fo;
+    fp_opts(&fo);
+    fo.polish_max_K = 0;
+    scm_fp_set s;
+    scm_fp_set_init(&s);
+    CHECK(scm_fp_enumerate(a, in, &scm_act_relu, &fo, NULL, 0, &s, &e) == SCM_OK, "%s", e.msg);
+    int tested = 0;
+    int qa = scm_ansatz_inst_find(in, "Q[anti,anti].diag");
+    int ra = scm_ansatz_inst_find(in, "R[anti,tanti].diag");
+    int ql = scm_ansatz_inst_find(in, "Q[al,al].diag");
+    int rl = scm_ansatz_inst_find(in, "R[al,tal].diag");
+    CHECK(qa >= 0 && ra >= 0 && ql >= 0 && rl >= 0, "scalar names");
+    for (int p = 0; p < s.n && qa >= 0; p++) {
+        scm_fp_structure st;
+        scm_fp_classify(in, s.pt[p].x, &st);
+        const double *x = s.pt[p].x;
+        /* a specialised point with distinct groups */
+        if (st.n_anti != k1 || st.n_aligned != K - k1 || !(fabs(x[qa] - x[ql]) > 1e-3))
+            continue;
+        scm_xc_groups g;
+        CHECK(scm_xc_group_students(K, K, s.pt[p].Q, s.pt[p].R, 1e-6, &g) == SCM_OK, "groups");
+        CHECK(g.n == 2, "%d groups, want 2 (loss %.12g)", g.n, s.pt[p].eps);
+        if (g.n == 2) {
+            /* by decreasing size: the aligned group first */
+            CHECK(g.g[0].size == K - k1 && g.g[0].kind == SCM_ALIGN_ALIGNED, "aligned group");
+            CHECK(g.g[1].size == k1 && g.g[1].kind == SCM_ALIGN_ANTI, "anti group");
+            CHECK_CLOSE(g.g[0].q, x[ql], 1e-12, 1e-14, "aligned Q_kk");
+            CHECK_CLOSE(g.g[1].q, x[qa], 1e-12, 1e-14, "anti Q_kk");
+            CHECK_CLOSE(g.g[0].own, x[rl], 1e-12, 1e-14, "aligned own overlap");
+            CHECK_CLOSE(g.g[1].own, x[ra], 1e-12, 1e-14, "anti own overlap");
+            int cnt = 0;
+            for (int v = 0; v < g.g[1].n_values; v++)
+                cnt += g.g[1].count[v];
+            CHECK(cnt == K - 1, "anti: %d other overlaps", cnt);
+        }
+        scm_xc_groups_free(&g);
+        tested++;
+    }
+    CHECK(tested > 0, "no specialised k1 = 2 point at K = M = 6");
+    scm_fp_set_free(&s);
+    scm_ansatz_inst_free(in);
+    scm_ansatz_free(a);
+}
+
+/* K = M + 1: matched, or not converged with a reason. */
+static void test_overparam(void)
+{
+    scm_ansatz *ans[2] = {builtin("k1"), builtin("k1_extra")};
+    scm_fp_opts fo;
+    fp_opts(&fo);
+    scm_xc_list l9, l8;
+    scm_error e;
+    CHECK(scm_xc_enumerate(7, 6, ans, 2, &scm_act_relu, &fo, 8, &l9, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_xc_enumerate(6, 6, ans, 2, &scm_act_relu, &fo, 8, &l8, &e) == SCM_OK, "%s", e.msg);
+    scm_xc_opts o;
+    scm_xc_opts_default(&o);
+    int nc = 0, small = 0;
+    for (long i = 0; i < 38; i++) {
+        scm_xc_run r;
+        scm_xc_method me = i < 30 ? SCM_XC_GD : SCM_XC_ODE;
+        CHECK(scm_xc_run_one(7, 6, &scm_act_relu, me, 1, i % 30, &o, &r, &e) == SCM_OK, "%s",
+              e.msg);
+        small += r.n_small > 0;
+        for (int k = 0; k < r.K_live; k++)
+            CHECK(r.Q[k * r.K_live + k] > o.traj.dead_tol, "a dead student kept");
+        if (!r.converged) {
+            CHECK(r.why[0] != '\0', "run %ld: not converged without a reason", i);
+            nc++;
+        } else {
+            scm_xc_match(&r, r.K_live == 7 ? &l9 : &l8, &o);
+            CHECK(r.match >= 0 || r.global, "K = 7, M = 6, %s run %ld: loss %.12g unmatched",
+                  scm_xc_method_str(me), i % 30, r.eps);
+        }
+        scm_xc_run_free(&r);
+    }
+    printf("# K = 7, M = 6: %d of 30 GD and 8 ODE runs not converged, %d with a small "
+           "student\n", nc, small);
+    scm_xc_list_free(&l9);
+    scm_xc_list_free(&l8);
+    scm_ansatz_free(ans[0]);
+    scm_ansatz_free(ans[1]);
+}
+
+static void test_errors(void)
+{
+    scm_xc_opts o;
+    scm_xc_opts_default(&o);
+    scm_error e;
+    CHECK(scm_xc_opts_check(&o, &e) == SCM_OK, "defaults rejected: %s", e.msg);
+    o.gd_tol = 0.0;
+    CHECK(scm_xc_opts_check(&o, &e) == SCM_EINVAL, "gd_tol 0 accepted");
+    scm_xc_opts_default(&o);
+    scm_xc_run r;
+    CHECK(scm_xc_run_one(3, 3, &scm_act_relu, SCM_XC_GD, 1, -1, &o, &r, &e) == SCM_EINVAL,
+          "index -1 accepted");
+}
+
+int main(void)
+{
+    gsl_set_error_handler_off();
+    test_errors();
+    test_gd_residual();
+    test_groups();
+    test_complete_small();
+    test_restricted();
+    test_overparam();
+    return TEST_SUMMARY();
+}
