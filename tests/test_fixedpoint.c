@@ -716,6 +716,7 @@ static void test_grow(void)
     scm_model_free(m);
     scm_fp_sweep_free(&sw);
     scm_ansatz_free(a);
+}
 
 /* Deflation (scm_fp_opts.deflate) with the same starts as plain Newton. */
 static int deflation_case(const char *name, int K, int M, int k1, int n_random)
