@@ -2,12 +2,27 @@
 imported from their directory, the source tree's scripts/ or the installed
 share/scmode/): the input error, matplotlib's import with the message that
 says how to get it, and the atomic PNG writer.  docs/plots.md."""
+import json
 import os
 import sys
 
 
 class InputError(Exception):
     """Bad input; the message names the file and the key (or line, column)."""
+
+
+def load_json_object(path):
+    """The JSON object in path; InputError naming the file otherwise."""
+    try:
+        with open(path) as f:
+            obj = json.load(f)
+    except OSError as e:
+        raise InputError("%s: cannot read: %s" % (path, e.strerror))
+    except ValueError as e:
+        raise InputError("%s: not JSON: %s" % (path, e))
+    if not isinstance(obj, dict):
+        raise InputError("%s: not a JSON object" % path)
+    return obj
 
 
 def import_pyplot(me, argv):

@@ -15,11 +15,10 @@ Writes (OUTPREFIX defaults to REPORT without .json):
 Exit status: 0 written, 2 bad input (the message names the file and the key),
 3 matplotlib missing (apt-get install python3-matplotlib).  Uses the Agg
 backend: no display needed.  docs/plots.md."""
-import json
 import math
 import sys
 
-from plot_common import InputError, import_pyplot, save
+from plot_common import InputError, import_pyplot, load_json_object, save
 
 ME = "plot_compare.py"
 COLORS = ["C0", "C1", "C2", "C4", "C5", "C6", "C8", "C9"]
@@ -46,15 +45,7 @@ def num(obj, key, where, allow_none=False):
 
 def load_report(path):
     """The report, with every key the figures use checked."""
-    try:
-        with open(path) as f:
-            rep = json.load(f)
-    except OSError as e:
-        raise InputError("%s: cannot read: %s" % (path, e.strerror))
-    except ValueError as e:
-        raise InputError("%s: not JSON: %s" % (path, e))
-    if not isinstance(rep, dict):
-        raise InputError("%s: not a JSON object" % path)
+    rep = load_json_object(path)
     num(rep, "M", path), num(rep, "runs", path)
     Ks = need(rep, "K", list, path)
     if not Ks or not all(isinstance(k, int) for k in Ks):

@@ -14,11 +14,10 @@ converge") draws published figures as black diamonds (open circles at 0 for
 Exit status: 0 written, 2 bad input (the message names the file and the key),
 3 matplotlib missing (apt-get install python3-matplotlib).  docs/rules.md."""
 import csv
-import json
 import math
 import sys
 
-from plot_common import InputError, import_pyplot, save
+from plot_common import InputError, import_pyplot, load_json_object, save
 
 ME = "plot_rules.py"
 COLORS = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8"]
@@ -41,15 +40,7 @@ def frac(cell, key, where):
 
 def load_rules(path):
     """{rule: {K: {key: (fraction, lo, hi)}}}, the K list and M, every key checked."""
-    try:
-        with open(path) as f:
-            rep = json.load(f)
-    except OSError as e:
-        raise InputError("%s: cannot read: %s" % (path, e.strerror))
-    except ValueError as e:
-        raise InputError("%s: not JSON: %s" % (path, e))
-    if not isinstance(rep, dict):
-        raise InputError("%s: not a JSON object" % path)
+    rep = load_json_object(path)
     Ks, M, rules = rep.get("K"), rep.get("M"), rep.get("rules")
     if not isinstance(Ks, list) or not Ks or not all(isinstance(k, int) for k in Ks):
         raise InputError("%s: key 'K' must be a non-empty list of integers" % path)
