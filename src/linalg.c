@@ -3,6 +3,8 @@
 
 #include <gsl/gsl_eigen.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 int scm_linalg_cholesky(double *A, int n)
 {
@@ -142,4 +144,136 @@ void scm_linalg_lu_solve(const double *A, long n, const long *piv, double *b)
         for (long i = 0; i < k; i++)
             b[i] -= ck[i] * bk;
     }
+}
+
+scm_status scm_csr_from_dense(const double *A, long m, long n, scm_csr *S)
+{
+    long nnz = 0;
+    for (long i = 0; i < m * n; i++)
+        nnz += A[i] != 0.0;
+    S->m = m;
+    S->n = n;
+    S->nnz = nnz;
+    S->row_ptr = malloc(sizeof(long) * (size_t)(m + 1));
+    S->col = malloc(sizeof(long) * (size_t)(nnz ? nnz : 1));
+    S->val = malloc(sizeof(double) * (size_t)(nnz ? nnz : 1));
+    if (!S->row_ptr || !S->col || !S->val) {
+        scm_csr_free(S);
+        return SCM_ENOMEM;
+    }
+    long p = 0;
+    for (long i = 0; i < m; i++) {
+        S->row_ptr[i] = p;
+        for (long j = 0; j < n; j++)
+            if (A[i * n + j] != 0.0) {
+                S->col[p] = j;
+                S->val[p++] = A[i * n + j];
+            }
+    }
+    S->row_ptr[m] = p;
+    return SCM_OK;
+}
+
+void scm_csr_free(scm_csr *S)
+{
+    free(S->row_ptr);
+    free(S->col);
+    free(S->val);
+    S->row_ptr = S->col = NULL;
+    S->val = NULL;
+    S->nnz = 0;
+}
+
+static double norm2(const double *x, long n)
+{
+    double s = 0.0;
+    for (long i = 0; i < n; i++)
+        s += x[i] * x[i];
+    return sqrt(s);
+}
+
+/* y = A x - a y */
+static void csr_mv(const scm_csr *A, const double *x, double a, double *y)
+{
+    for (long i = 0; i < A->m; i++) {
+        double s = 0.0;
+        for (long p = A->row_ptr[i]; p < A->row_ptr[i + 1]; p++)
+            s += A->val[p] * x[A->col[p]];
+        y[i] = s - a * y[i];
+    }
+}
+
+/* y = A^T x - a y */
+static void csr_mtv(const scm_csr *A, const double *x, double a, double *y)
+{
+    for (long j = 0; j < A->n; j++)
+        y[j] *= -a;
+    for (long i = 0; i < A->m; i++)
+        for (long p = A->row_ptr[i]; p < A->row_ptr[i + 1]; p++)
+            y[A->col[p]] += A->val[p] * x[i];
+}
+
+scm_status scm_linalg_lsqr(const scm_csr *A, const double *b, double *x, double tol,
+                           long max_iter, long *iters)
+{
+    long m = A->m, n = A->n;
+    double *u = malloc(sizeof(double) * (size_t)(m + 2 * n));
+    *iters = 0;
+    if (!u)
+        return SCM_ENOMEM;
+    double *v = u + m, *w = v + n;
+    memset(x, 0, sizeof(double) * (size_t)n);
+    memcpy(u, b, sizeof(double) * (size_t)m);
+    double beta = norm2(u, m), bnorm = beta;
+    if (beta == 0.0) {
+        free(u);
+        return SCM_OK; /* x = 0 */
+    }
+    for (long i = 0; i < m; i++)
+        u[i] /= beta;
+    memset(v, 0, sizeof(double) * (size_t)n);
+    csr_mtv(A, u, 0.0, v);
+    double alpha = norm2(v, n);
+    if (alpha == 0.0) {
+        free(u);
+        return SCM_OK; /* b orthogonal to the range: x = 0 */
+    }
+    for (long j = 0; j < n; j++)
+        v[j] /= alpha;
+    memcpy(w, v, sizeof(double) * (size_t)n);
+    double phibar = beta, rhobar = alpha, anorm2 = 0.0;
+    scm_status st = SCM_ENOCONV;
+    for (long it = 1; it <= max_iter; it++) {
+        *iters = it;
+        /* bidiagonalisation: beta u = A v - alpha u, alpha v = A^T u - beta v */
+        csr_mv(A, v, alpha, u);
+        beta = norm2(u, m);
+        anorm2 += alpha * alpha + beta * beta;
+        if (beta > 0.0) {
+            for (long i = 0; i < m; i++)
+                u[i] /= beta;
+            csr_mtv(A, u, beta, v);
+            alpha = norm2(v, n);
+            if (alpha > 0.0)
+                for (long j = 0; j < n; j++)
+                    v[j] /= alpha;
+        }
+        /* plane rotation eliminating beta */
+        double rho = hypot(rhobar, beta), c = rhobar / rho, s = beta / rho;
+        double theta = s * alpha, phi = c * phibar;
+        rhobar = -c * alpha;
+        phibar = s * phibar;
+        for (long j = 0; j < n; j++) {
+            x[j] += (phi / rho) * w[j];
+            w[j] = v[j] - (theta / rho) * w[j];
+        }
+        double anorm = sqrt(anorm2), rnorm = phibar, arnorm = phibar * alpha * fabs(c);
+        if (rnorm <= tol * (bnorm + anorm * norm2(x, n)) || arnorm <= tol * anorm * rnorm ||
+            beta == 0.0 || alpha == 0.0) {
+            st = SCM_OK;
+            break;
+        }
+    }
+    free(u);
+    return st;
 }

@@ -36,4 +36,29 @@ double scm_linalg_max_abs(const double *x, long n);
  * SCM_ESOLVER when GSL's eigensolver fails. */
 scm_status scm_linalg_re_range(gsl_matrix *J, double *re_max, double *re_min);
 
+/* A matrix in compressed-row form: row i holds val[row_ptr[i] .. row_ptr[i + 1] - 1]
+ * in the columns col[...]. */
+typedef struct {
+    long m, n, nnz;
+    long *row_ptr, *col;
+    double *val;
+} scm_csr;
+
+/* S = the non-zero entries of the m x n row-major matrix A.  SCM_ENOMEM
+ * (S then holds nothing to free). */
+scm_status scm_csr_from_dense(const double *A, long m, long n, scm_csr *S);
+void scm_csr_free(scm_csr *S);
+
+/* LSQR (Paige and Saunders 1982): x = the minimum-norm least-squares
+ * solution of A x = b, iterated from x = 0 until ||A^T r|| <= tol ||A|| ||r||
+ * (a least-squares solution) or ||r|| <= tol (||b|| + ||A|| ||x||) (a
+ * solution), with the running estimates of ||A|| and ||r||, or max_iter
+ * iterations.  From x = 0 the iterates stay in the row space of A, so a
+ * rank-deficient A gives the minimum-norm solution, as a complete
+ * orthogonal decomposition would.  *iters gets the iterations made.
+ * SCM_OK when a test was met, SCM_ENOCONV at max_iter (x holds the last
+ * iterate), SCM_ENOMEM. */
+scm_status scm_linalg_lsqr(const scm_csr *A, const double *b, double *x, double tol,
+                           long max_iter, long *iters);
+
 #endif

@@ -27,6 +27,7 @@
  *    others, and more distinct roots for the same number of starts. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_blas.h>
+#include <gsl/gsl_linalg.h>
 #include <gsl/gsl_multimin.h>
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #include "scm/fpsweep.h"
 #include "scm/init.h"
 #include "scm/traj.h"
+#include "linalg.h"
 #include "testutil.h"
 
 static scm_ansatz *load_builtin(const char *name)
@@ -516,6 +518,99 @@ static void test_deferred_polish(void)
     scm_ansatz_free(a);
 }
 
+/* The minimum-norm least-squares solution by GSL's complete orthogonal
+ * decomposition (the dense method the polish used before LSQR). */
+static void cod_lssolve(const double *A, long m, long n, const double *b, double *x)
+{
+    gsl_matrix *T = gsl_matrix_alloc((size_t)m, (size_t)n);
+    gsl_vector *tq = gsl_vector_alloc((size_t)(m < n ? m : n));
+    gsl_vector *tz = gsl_vector_alloc((size_t)(m < n ? m : n));
+    gsl_vector *work = gsl_vector_alloc((size_t)n), *res = gsl_vector_alloc((size_t)m);
+    gsl_permutation *perm = gsl_permutation_alloc((size_t)n);
+    memcpy(T->data, A, sizeof(double) * (size_t)(m * n));
+    gsl_vector_const_view bv = gsl_vector_const_view_array(b, (size_t)m);
+    gsl_vector_view xv = gsl_vector_view_array(x, (size_t)n);
+    size_t rank = 0;
+    CHECK(gsl_linalg_COD_decomp_e(T, tq, tz, perm, 1e-10, &rank, work) == GSL_SUCCESS &&
+              gsl_linalg_COD_lssolve(T, tq, tz, perm, rank, &bv.vector, &xv.vector,
+                                     res) == GSL_SUCCESS,
+          "COD");
+    gsl_matrix_free(T);
+    gsl_vector_free(tq);
+    gsl_vector_free(tz);
+    gsl_vector_free(work);
+    gsl_vector_free(res);
+    gsl_permutation_free(perm);
+}
+
+/* scm_linalg_lsqr (the polish's Newton step) against the dense COD on
+ * sparse systems: full rank, rank deficient and consistent (the minimum
+ * norm solution, not just any solution), and inconsistent (the
+ * least-squares solution); an iteration cap is reported as SCM_ENOCONV. */
+static void test_lsqr(void)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 11);
+    enum { M = 60, N = 40 };
+    static double A[M * N], B[M * N], b[M], x[N], y[N], x0[N];
+    for (int kind = 0; kind < 3; kind++) {
+        long m = kind == 2 ? M : N, n = N;
+        memset(A, 0, sizeof A);
+        if (kind == 1) { /* rank 12: A = U V with sparse U, V */
+            static double U[N * 12], V[12 * N];
+            for (int i = 0; i < N * 12; i++)
+                U[i] = gsl_rng_uniform(r) < 0.3 ? gsl_rng_uniform(r) - 0.5 : 0.0;
+            for (int i = 0; i < 12 * N; i++)
+                V[i] = gsl_rng_uniform(r) < 0.3 ? gsl_rng_uniform(r) - 0.5 : 0.0;
+            for (long i = 0; i < m; i++)
+                for (long j = 0; j < n; j++)
+                    for (int k = 0; k < 12; k++)
+                        A[i * n + j] += U[i * 12 + k] * V[k * N + j];
+        } else {
+            for (long i = 0; i < m; i++)
+                for (long j = 0; j < n; j++)
+                    A[i * n + j] = (i == j ? 2.0 : 0.0) +
+                                   (gsl_rng_uniform(r) < 0.15 ? gsl_rng_uniform(r) - 0.5 : 0.0);
+        }
+        if (kind == 1) { /* consistent: b in the range */
+            for (long j = 0; j < n; j++)
+                x0[j] = gsl_rng_uniform(r) - 0.5;
+            for (long i = 0; i < m; i++) {
+                b[i] = 0.0;
+                for (long j = 0; j < n; j++)
+                    b[i] += A[i * n + j] * x0[j];
+            }
+        } else {
+            for (long i = 0; i < m; i++)
+                b[i] = gsl_rng_uniform(r) - 0.5;
+        }
+        scm_csr S;
+        CHECK(scm_csr_from_dense(A, m, n, &S) == SCM_OK, "csr");
+        memcpy(B, A, sizeof B);
+        long it = 0;
+        CHECK(scm_linalg_lsqr(&S, b, x, 1e-14, 20 * n, &it) == SCM_OK, "kind %d: LSQR: %ld", kind,
+              it);
+        cod_lssolve(B, m, n, b, y);
+        double d = 0.0, ny = 0.0;
+        for (long j = 0; j < n; j++) {
+            d = fmax(d, fabs(x[j] - y[j]));
+            ny = fmax(ny, fabs(y[j]));
+        }
+        CHECK(d <= 1e-9 * ny, "kind %d: LSQR vs COD %g (|x| %g, %ld iterations)", kind, d, ny, it);
+        if (kind == 1) { /* the minimum norm: smaller than the x0 that made b */
+            double nx = 0.0, n0 = 0.0;
+            for (long j = 0; j < n; j++)
+                nx += x[j] * x[j], n0 += x0[j] * x0[j];
+            CHECK(nx < n0 * (1.0 - 1e-3), "kind 1: |x|^2 %g vs %g", nx, n0);
+        }
+        CHECK(scm_linalg_lsqr(&S, b, x, 1e-14, 2, &it) == SCM_ENOCONV && it == 2,
+              "kind %d: cap of 2 iterations", kind);
+        printf("lsqr kind %d (%ld x %ld, nnz %ld): max |x - x_COD| %.2g\n", kind, m, n, S.nnz, d);
+        scm_csr_free(&S);
+    }
+    gsl_rng_free(r);
+}
+
 /* The polish with the closed-form Jacobian (scm_fp_polish) against the
  * central-difference one (scm_fp_polish_fd) from the same perturbed points
  * (relu and erf, K = M = 6): where the differences converge the closed
@@ -797,6 +892,7 @@ int main(void)
     test_all_families(4, 3, "k1_extra", losses, &nloss);
     test_continuation();
     test_deferred_polish();
+    test_lsqr();
     test_polish_jacobians();
     test_grow();
     test_sweep();
