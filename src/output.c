@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -52,22 +53,45 @@ scm_status scm_output_write_atomic(const char *path, const char *data, size_t le
     return SCM_OK;
 }
 
+/* The exact decimal forms already made: fixed-point states repeat a few
+ * values many times (a block-symmetric Q of 400 entries has about five),
+ * and the shortest round-trip form costs up to three printf and strtod. */
+enum { EXACT_CACHE = 512 };
+typedef struct {
+    uint64_t bits[EXACT_CACHE];
+    char text[EXACT_CACHE][32];
+    unsigned char used[EXACT_CACHE];
+} exact_cache;
+
+/* The shortest of %.15g, %.16g, %.17g that reads back as x. */
+static const char *exact_form(exact_cache *c, double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    unsigned h = (unsigned)((b * 0x9E3779B97F4A7C15u) >> 55) % EXACT_CACHE;
+    if (c->used[h] && c->bits[h] == b)
+        return c->text[h];
+    char *buf = c->text[h];
+    for (int p = 15; p <= 17; p++) {
+        snprintf(buf, sizeof c->text[h], "%.*g", p, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    c->bits[h] = b;
+    c->used[h] = 1;
+    return buf;
+}
+
 /* Replace, below parent, every number that is not a small integer (those
  * cJSON prints exactly) by a raw item with its exact decimal form. */
-static int exact_numbers(cJSON *parent)
+static int exact_numbers(cJSON *parent, exact_cache *c)
 {
     cJSON *it = parent->child;
     while (it) {
         cJSON *next = it->next;
         double x = it->valuedouble;
         if (cJSON_IsNumber(it) && isfinite(x) && !(fabs(x) < 2e9 && x == (double)(long)x)) {
-            char buf[32];
-            for (int p = 15; p <= 17; p++) {
-                snprintf(buf, sizeof buf, "%.*g", p, x);
-                if (strtod(buf, NULL) == x)
-                    break;
-            }
-            cJSON *raw = cJSON_CreateRaw(buf);
+            cJSON *raw = cJSON_CreateRaw(exact_form(c, x));
             /* an object member keeps its key (the replacement has none;
              * cJSON frees it with the item, by free() without hooks) */
             if (raw && it->string && !(raw->string = strdup(it->string))) {
@@ -78,7 +102,7 @@ static int exact_numbers(cJSON *parent)
                 cJSON_Delete(raw);
                 return -1;
             }
-        } else if ((cJSON_IsArray(it) || cJSON_IsObject(it)) && exact_numbers(it)) {
+        } else if ((cJSON_IsArray(it) || cJSON_IsObject(it)) && exact_numbers(it, c)) {
             return -1;
         }
         it = next;
@@ -89,9 +113,11 @@ static int exact_numbers(cJSON *parent)
 char *scm_output_print(const cJSON *json, int compact)
 {
     cJSON *copy = cJSON_Duplicate(json, 1);
+    exact_cache *c = calloc(1, sizeof *c);
     char *text = NULL;
-    if (copy && exact_numbers(copy) == 0)
+    if (copy && c && exact_numbers(copy, c) == 0)
         text = compact ? cJSON_PrintUnformatted(copy) : cJSON_Print(copy);
+    free(c);
     cJSON_Delete(copy);
     return text;
 }

@@ -17,10 +17,13 @@
  * - the summary counts against a direct count of the records. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_linalg.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "scm/flow.h"
+#include "scm/output.h"
 #include "scm/sweep.h"
 #include "scm/traj.h"
 #include "testutil.h"
@@ -594,6 +597,44 @@ static void test_summary(void)
     scm_sweep_summary_free(s);
 }
 
+/* scm_output_print: every number exact and in its shortest round-trip
+ * form, through the cache of forms already made: 4000 doubles, half of
+ * them repeats, far more distinct values than cache slots (so slots are
+ * shared and overwritten), compared with a form made here independently. */
+static void test_output_exact(void)
+{
+    enum { N = 4000 };
+    static double x[N];
+    unsigned long s = 12345;
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < N; i++) {
+        s = s * 6364136223846793005UL + 1442695040888963407UL;
+        if (i % 2 && i > 10)
+            x[i] = x[(s >> 33) % (unsigned long)i]; /* a repeat */
+        else
+            x[i] = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * pow(10.0, (double)(i % 13) - 6);
+        cJSON_AddItemToArray(arr, cJSON_CreateNumber(x[i]));
+    }
+    char *text = scm_output_print(arr, 1);
+    CHECK(text != NULL, "print");
+    const char *p = text ? text + 1 : "";
+    int ok = 1;
+    for (int i = 0; i < N && ok && text; i++) {
+        char want[32];
+        for (int d = 15; d <= 17; d++) {
+            snprintf(want, sizeof want, "%.*g", d, x[i]);
+            if (strtod(want, NULL) == x[i])
+                break;
+        }
+        size_t len = strcspn(p, ",]");
+        ok = len == strlen(want) && strncmp(p, want, len) == 0 && strtod(p, NULL) == x[i];
+        CHECK(ok, "number %d: '%.*s', want '%s'", i, (int)len, p, want);
+        p += len + 1;
+    }
+    free(text);
+    cJSON_Delete(arr);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -601,6 +642,7 @@ int main(void)
     test_seeds();
     test_classify();
     test_families_parse();
+    test_output_exact();
     test_record_json();
     test_determinism();
     test_known_states();
