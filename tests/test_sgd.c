@@ -687,6 +687,45 @@ static void test_g_reference(gsl_rng *rng, const scm_activation *act, double tol
     printf("%s G vs the term-by-term scm_sgd_i4 sums: worst %.3g relative\n", act->name, worst);
 }
 
+/* Two states of a ReLU K = M = 3 sgd run (eta = 0.1, seed 784653434 of a
+ * sweep) approaching the global minimum: at tau = 58.8 (loss 2e-6) G is a
+ * Gram matrix and accepted; at tau = 88.9 (loss 1e-7, the Gram matrix of
+ * (Q, R, T) PSD only to -1e-7) the ReLU reduction loses the cancellation of
+ * its O(1) terms (I4(a, b, c, e) and I4(b, a, e, c) differ by 6e-5 there)
+ * and G has E[delta_k^2] < 0: scm_sgd_term must refuse it by name, where
+ * before it returned the numbers and the run stalled for 1e5 steps at a
+ * loss of -5.8e-7. */
+static void test_g_near_minimum(void)
+{
+    static const double Q1[9] = {1.0018031360408495, 5.594075389717009e-07, 2.2536661587178284e-07,
+                                 5.594075389717009e-07, 1.0009382145236636, 4.2579690974328175e-06,
+                                 2.2536661587178284e-07, 4.2579690974328175e-06, 0.9972516478513898};
+    static const double R1[9] = {0.0025347680888788858, 1.00089647112866, -0.0016275774348309881,
+                                 1.0004610953905482, -0.002528145128441252, 0.0030104466875058703,
+                                 -0.0029964136139429415, 0.0016317300482024688, 0.9986188780643287};
+    static const double Q2[9] = {1.0001176268882266, 1.758952123997673e-07, -2.6010473582363846e-08,
+                                 1.758952123997673e-07, 1.0000616816923318, 5.014298324070485e-09,
+                                 -2.6010473582363846e-08, 5.014298324070485e-09, 0.9998207489799368};
+    static const double R2[9] = {0.00016563310096729354, 1.0000588613343575, -0.00010672524005152989,
+                                 1.0000306470094082, -0.0001656397383813117, 0.00019635014444661963,
+                                 -0.0001962909729427655, 0.00010675230503717032, 0.9999103886347891};
+    const double v[3] = {1, 1, 1};
+    scm_error e;
+    scm_model *m = scm_model_alloc(3, 3, &scm_act_relu, NULL, NULL, NULL, &e);
+    scm_sgd_work *w = scm_sgd_work_alloc(3, 3);
+    double G[9];
+    CHECK(scm_sgd_term(m, Q1, R1, v, 0.0, G, w, &e) == SCM_OK, "tau 58.8: %s", e.msg);
+    for (int k = 0; k < 3; k++)
+        for (int l = 0; l < 3; l++)
+            CHECK(G[k * 3 + k] > 0.0 && G[k * 3 + l] * G[k * 3 + l] <= G[k * 3 + k] * G[l * 3 + l],
+                  "tau 58.8: G not a Gram matrix at (%d, %d)", k, l);
+    CHECK(scm_sgd_term(m, Q2, R2, v, 0.0, G, w, &e) == SCM_ENOTPSD &&
+              strstr(e.msg, "lost its accuracy"),
+          "tau 88.9: G accepted (%s)", e.msg);
+    scm_sgd_work_free(w);
+    scm_model_free(m);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -703,6 +742,7 @@ int main(void)
     test_bad(rng);
     test_g_reference(rng, &scm_act_erf, 1e-13);
     test_g_reference(rng, &scm_act_relu, 1e-10);
+    test_g_near_minimum();
     scm_sgd_work_free(w);
     gsl_rng_free(rng);
     return TEST_SUMMARY();
