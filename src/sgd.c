@@ -11,11 +11,14 @@
  *    forms (Plackett's identity), done with GSL's cquad. */
 #include "scm/sgd.h"
 
+#include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_integration.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "linalg.h"
 
 /* A correlation this close to +-1 (relative determinant 1 - rho^2 below
  * MERGE_SIN2, an angle below 3e-8) makes two ReLU indicators equal (or
@@ -404,6 +407,66 @@ static void joint_cov(const scm_model *m, const double *Q, const double *R, doub
         }
 }
 
+/* The sgd term is defined for a PSD joint covariance only.  An integrated
+ * state is PSD to its integration error (psd_tol, 1e-6), and near the
+ * global minimum the covariance is nearly singular, so the state drifts
+ * outside the cone by ~1e-7; there the ReLU reduction, which conditions on
+ * single variables, returns numbers that are not four-point expectations
+ * of any Gaussian (I4(a, b, c, e) and I4(b, a, e, c) 0.05 apart on a
+ * K = M = 3 state 1e-8 outside), and G stopped being a Gram matrix.  So a
+ * covariance that fails Cholesky is replaced by its nearest PSD matrix
+ * (Frobenius; the negative eigenvalues set to zero), a change of the size
+ * of the state's own error; after it the same pairs agree to 1e-12. */
+static scm_status psd_project(double *J, int n)
+{
+    double *A = malloc(sizeof(double) * (size_t)n * (size_t)n * 2);
+    if (!A)
+        return SCM_ENOMEM;
+    /* PSD up to round-off (singular ones included: a dead student's zero
+     * row, parallel units) passes with a shift of 1e-13 of the scale */
+    double scale = 0.0;
+    for (int i = 0; i < n; i++)
+        scale = fmax(scale, J[i * n + i]);
+    memcpy(A, J, sizeof(double) * (size_t)n * (size_t)n);
+    for (int i = 0; i < n; i++)
+        A[i * n + i] += 1e-13 * scale;
+    if (scm_linalg_cholesky(A, n) < 0) {
+        free(A);
+        return SCM_OK;
+    }
+    double *Vd = A + (size_t)n * (size_t)n;
+    memcpy(A, J, sizeof(double) * (size_t)n * (size_t)n);
+    gsl_matrix_view av = gsl_matrix_view_array(A, (size_t)n, (size_t)n);
+    gsl_matrix_view vv = gsl_matrix_view_array(Vd, (size_t)n, (size_t)n);
+    gsl_vector *ev = gsl_vector_alloc((size_t)n);
+    gsl_eigen_symmv_workspace *ws = gsl_eigen_symmv_alloc((size_t)n);
+    scm_status st = SCM_OK;
+    if (!ev || !ws)
+        st = SCM_ENOMEM;
+    else if (gsl_eigen_symmv(&av.matrix, ev, &vv.matrix, ws) != GSL_SUCCESS)
+        st = SCM_ESOLVER;
+    else
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j <= i; j++) {
+                double s = 0.0;
+                for (int a = 0; a < n; a++) {
+                    double l = gsl_vector_get(ev, (size_t)a);
+                    if (l > 0.0)
+                        s += l * Vd[i * n + a] * Vd[j * n + a];
+                }
+                /* a zero-variance unit (a dead student) stays exactly zero */
+                if (J[i * n + i] == 0.0 || J[j * n + j] == 0.0)
+                    s = 0.0;
+                J[i * n + j] = J[j * n + i] = s;
+            }
+    if (ev)
+        gsl_vector_free(ev);
+    if (ws)
+        gsl_eigen_symmv_free(ws);
+    free(A);
+    return st;
+}
+
 /* Binomial coefficient C(x, r) for r <= 4 (0 when x < r). */
 static long binom(long x, int r)
 {
@@ -591,6 +654,9 @@ scm_status scm_sgd_term(const scm_model *m, const double *Q, const double *R, co
     for (int i = 0; i < n; i++)
         u[i] = i < K ? v[i] : -m->vs[i - K];
     joint_cov(m, Q, R, w->J);
+    if ((st = psd_project(w->J, n)))
+        return scm_error_set(err, st, "sgd term: %s projecting the joint covariance",
+                             scm_status_str(st));
     int relu = m->act == &scm_act_relu, erf = m->act == &scm_act_erf;
     if (relu)
         p4_reset(w);

@@ -26,7 +26,10 @@
 #include <string.h>
 
 #include "scm/flow.h"
+#include "scm/init.h"
+#include "scm/rule.h"
 #include "scm/sgd.h"
+#include "scm/traj.h"
 #include "scm/weights.h"
 #include "testutil.h"
 
@@ -688,13 +691,16 @@ static void test_g_reference(gsl_rng *rng, const scm_activation *act, double tol
 }
 
 /* Two states of a ReLU K = M = 3 sgd run (eta = 0.1, seed 784653434 of a
- * sweep) approaching the global minimum: at tau = 58.8 (loss 2e-6) G is a
- * Gram matrix and accepted; at tau = 88.9 (loss 1e-7, the Gram matrix of
- * (Q, R, T) PSD only to -1e-7) the ReLU reduction loses the cancellation of
- * its O(1) terms (I4(a, b, c, e) and I4(b, a, e, c) differ by 6e-5 there)
- * and G has E[delta_k^2] < 0: scm_sgd_term must refuse it by name, where
- * before it returned the numbers and the run stalled for 1e5 steps at a
- * loss of -5.8e-7. */
+ * sweep) approaching the global minimum: tau = 58.8 (loss 2e-6, PSD) and
+ * tau = 88.9 (loss 1e-7; the Gram matrix of (Q, R, T) is PSD only to
+ * -1.1e-7, the integration error).  On the second the ReLU reduction used
+ * to return E[delta_1^2] = -3.4e-5 (I4(a, b, c, e) and I4(b, a, e, c) 6e-5
+ * apart), which drove the run outside the PSD cone: 1e5 steps to tau =
+ * 100.8, ending at a loss of -5.8e-7.  Now the joint covariance is
+ * projected onto the PSD cone first.  Independent bound: with v = 1 and no
+ * label noise, E[delta_k^2] = E[g'(lambda_k)^2 Delta^2] <= E[Delta^2] =
+ * 2 eps; and G is a Gram matrix.  Then the whole run from that seed must
+ * reach eps_stop in a few hundred steps. */
 static void test_g_near_minimum(void)
 {
     static const double Q1[9] = {1.0018031360408495, 5.594075389717009e-07, 2.2536661587178284e-07,
@@ -710,19 +716,97 @@ static void test_g_near_minimum(void)
                                  1.0000306470094082, -0.0001656397383813117, 0.00019635014444661963,
                                  -0.0001962909729427655, 0.00010675230503717032, 0.9999103886347891};
     const double v[3] = {1, 1, 1};
+    const double *Qs[2] = {Q1, Q2}, *Rs[2] = {R1, R2};
     scm_error e;
     scm_model *m = scm_model_alloc(3, 3, &scm_act_relu, NULL, NULL, NULL, &e);
+    scm_flow *fl = scm_flow_alloc(m);
     scm_sgd_work *w = scm_sgd_work_alloc(3, 3);
-    double G[9];
-    CHECK(scm_sgd_term(m, Q1, R1, v, 0.0, G, w, &e) == SCM_OK, "tau 58.8: %s", e.msg);
-    for (int k = 0; k < 3; k++)
-        for (int l = 0; l < 3; l++)
-            CHECK(G[k * 3 + k] > 0.0 && G[k * 3 + l] * G[k * 3 + l] <= G[k * 3 + k] * G[l * 3 + l],
-                  "tau 58.8: G not a Gram matrix at (%d, %d)", k, l);
-    CHECK(scm_sgd_term(m, Q2, R2, v, 0.0, G, w, &e) == SCM_ENOTPSD &&
-              strstr(e.msg, "lost its accuracy"),
-          "tau 88.9: G accepted (%s)", e.msg);
+    for (int s = 0; s < 2; s++) {
+        double G[9], eps = NAN;
+        CHECK(scm_sgd_term(m, Qs[s], Rs[s], v, 0.0, G, w, &e) == SCM_OK, "state %d: %s", s,
+              e.msg);
+        if (s == 0) {
+            CHECK(scm_flow_loss(fl, Qs[s], Rs[s], &eps) == SCM_OK, "loss");
+        } else {
+            /* the state is outside the cone: project its joint covariance
+             * here (eigenvalues clipped by GSL), and take the loss and G of
+             * the projected model (T included), a PSD state */
+            double C[36], V[36], P[36];
+            for (int a = 0; a < 6; a++)
+                for (int b = 0; b < 6; b++)
+                    C[a * 6 + b] = a < 3 && b < 3 ? Qs[s][a * 3 + b]
+                                   : a < 3        ? Rs[s][a * 3 + b - 3]
+                                   : b < 3        ? Rs[s][b * 3 + a - 3]
+                                                  : (a == b);
+            gsl_matrix_view cv = gsl_matrix_view_array(C, 6, 6), vv = gsl_matrix_view_array(V, 6, 6);
+            gsl_vector *ev = gsl_vector_alloc(6);
+            gsl_eigen_symmv_workspace *ws = gsl_eigen_symmv_alloc(6);
+            gsl_eigen_symmv(&cv.matrix, ev, &vv.matrix, ws);
+            CHECK(gsl_vector_min(ev) < -1e-8, "state 1 is outside the cone (%g)",
+                  gsl_vector_min(ev));
+            for (int a = 0; a < 6; a++)
+                for (int b = 0; b < 6; b++) {
+                    P[a * 6 + b] = 0.0;
+                    for (int c = 0; c < 6; c++)
+                        if (gsl_vector_get(ev, (size_t)c) > 0.0)
+                            P[a * 6 + b] += gsl_vector_get(ev, (size_t)c) * V[a * 6 + c] * V[b * 6 + c];
+                }
+            gsl_vector_free(ev);
+            gsl_eigen_symmv_free(ws);
+            double Qp[9], Rp[9], Tp[9], Gp[9];
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 3; b++) {
+                    Qp[a * 3 + b] = P[a * 6 + b];
+                    Rp[a * 3 + b] = P[a * 6 + b + 3];
+                    Tp[a * 3 + b] = P[(a + 3) * 6 + b + 3];
+                }
+            scm_model *mp = scm_model_alloc(3, 3, &scm_act_relu, Tp, NULL, NULL, &e);
+            scm_flow *fp = mp ? scm_flow_alloc(mp) : NULL;
+            CHECK(fp && scm_flow_loss(fp, Qp, Rp, &eps) == SCM_OK, "projected loss");
+            CHECK(fp && scm_sgd_term(mp, Qp, Rp, v, 0.0, Gp, w, &e) == SCM_OK, "projected G: %s",
+                  e.msg);
+            double d = 0.0;
+            for (int i = 0; i < 9; i++)
+                d = fmax(d, fabs(G[i] - Gp[i]));
+            CHECK(d <= 1e-12, "G of the state vs of its projection here: %g", d);
+            scm_flow_free(fp);
+            scm_model_free(mp);
+        }
+        for (int k = 0; k < 3; k++) {
+            CHECK(G[k * 3 + k] >= 0.0 && G[k * 3 + k] <= 2.0 * fabs(eps) * 1.01 + 1e-12,
+                  "state %d: E[delta_%d^2] = %g outside [0, 2 eps = %g]", s, k, G[k * 3 + k],
+                  2.0 * eps);
+            for (int l = 0; l < 3; l++)
+                CHECK(G[k * 3 + l] * G[k * 3 + l] <= G[k * 3 + k] * G[l * 3 + l] * (1 + 1e-6) + 1e-24,
+                      "state %d: G not a Gram matrix at (%d, %d)", s, k, l);
+        }
+    }
+    /* the run itself, with scm compare's integrator settings */
+    double Q0[9], R0[9];
+    CHECK(scm_init_random(m, 1000, 1.0, 784653434UL, Q0, R0, &e) == SCM_OK, "init");
+    scm_traj_opts o;
+    scm_traj_opts_default(&o);
+    o.linsol = SCM_LINSOL_GMRES;
+    o.rtol = 1e-8;
+    o.atol = 1e-10;
+    o.t_max = 1e5;
+    o.eps_stop = 1e-10;
+    o.grad_stop = 1e-10;
+    o.max_steps = 3000;
+    o.loose_rtol = 1e-6;
+    o.loose_atol = 1e-8;
+    o.loose_until = 1e-6;
+    o.record = 0;
+    o.rule_params.eta = 0.1;
+    scm_traj_result res;
+    CHECK(scm_traj_run(m, &scm_rule_sgd, Q0, R0, &o, &res, &e) == SCM_OK, "run: %s", e.msg);
+    CHECK(res.stop == SCM_STOP_EPS && res.eps >= -1e-12 && res.eps < 1e-10,
+          "sgd ReLU run to the global minimum: stop %s, eps %g, %ld steps (%s)",
+          scm_stop_reason_str(res.stop), res.eps, res.n_steps,
+          res.stop == SCM_STOP_FAILED ? res.err.msg : "");
+    scm_traj_result_free(&res);
     scm_sgd_work_free(w);
+    scm_flow_free(fl);
     scm_model_free(m);
 }
 
