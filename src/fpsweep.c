@@ -100,24 +100,28 @@ static int merge_new(scm_fp_set *dst, scm_fp_set *src, double tol)
     return moved;
 }
 
-/* One instance i seeded from the solutions of instance j (j < 0: none).
- * Returns the number of new solutions, or -1 with err set. */
+/* One instance i seeded from the solutions of instance j (j < 0: none),
+ * after the n_ext starts ext (already in instance i's scalars).  Returns
+ * the number of new solutions, or -1 with err set. */
 static int run_one(const scm_ansatz *a, const scm_activation *act, const scm_fp_opts *o,
-                   scm_fp_sweep *sw, int i, int j, int seen_j, scm_error *err)
+                   scm_fp_sweep *sw, int i, int j, int seen_j, const double *ext, int n_ext,
+                   scm_error *err)
 {
     int n = scm_ansatz_inst_nscalars(sw->inst[i]);
     int ns = j >= 0 ? sw->set[j].n - seen_j : 0;
-    double *starts = malloc(sizeof(double) * (size_t)n * (size_t)(ns > 0 ? ns : 1));
+    double *starts = malloc(sizeof(double) * (size_t)n * (size_t)(ns + n_ext > 0 ? ns + n_ext : 1));
     if (!starts) {
         scm_error_set(err, SCM_ENOMEM, "out of memory in the k1 sweep");
         return -1;
     }
+    if (n_ext)
+        memcpy(starts, ext, sizeof(double) * (size_t)n * (size_t)n_ext);
     for (int s = 0; s < ns; s++)
         map_point(sw->inst[j], sw->set[j].pt[seen_j + s].x, sw->inst[i],
-                  starts + (size_t)s * (size_t)n);
+                  starts + (size_t)(n_ext + s) * (size_t)n);
     scm_fp_set tmp;
     scm_fp_set_init(&tmp);
-    scm_status st = scm_fp_enumerate(a, sw->inst[i], act, o, starts, ns, &tmp, err);
+    scm_status st = scm_fp_enumerate(a, sw->inst[i], act, o, starts, ns + n_ext, &tmp, err);
     free(starts);
     if (st) {
         scm_fp_set_free(&tmp);
@@ -134,10 +138,54 @@ static int run_one(const scm_ansatz *a, const scm_activation *act, const scm_fp_
     return moved;
 }
 
+int scm_fp_seed_starts(const scm_fp_seed *seeds, int n_seeds, const scm_ansatz_inst *in, int k1,
+                       double **out, int *n_ext)
+{
+    int n = scm_ansatz_inst_nscalars(in), m = 0;
+    *out = NULL;
+    *n_ext = 0;
+    for (int s = 0; s < n_seeds; s++)
+        m += seeds[s].k1 == k1;
+    if (!m)
+        return 0;
+    double *y = malloc(sizeof(double) * (size_t)n * (size_t)m);
+    if (!y)
+        return -1;
+    int r = 0;
+    for (int s = 0; s < n_seeds; s++) {
+        if (seeds[s].k1 != k1)
+            continue;
+        for (int c = 0; c < n; c++) {
+            const char *name = scm_ansatz_inst_scalar_name(in, c);
+            int f = -1;
+            for (int q = 0; q < seeds[s].n && f < 0; q++)
+                if (strcmp(seeds[s].names[q], name) == 0)
+                    f = q;
+            y[(size_t)r * (size_t)n + (size_t)c] =
+                f >= 0 ? seeds[s].values[f]
+                       : strncmp(name, "Q[", 2) == 0 && strstr(name, ".diag") ? 1.0 : 0.0;
+        }
+        r++;
+    }
+    *out = y;
+    *n_ext = m;
+    return 0;
+}
+
 scm_status scm_fp_sweep_k1(const scm_ansatz *a, int K, int M, const scm_activation *act,
                            const scm_fp_opts *o, int max_passes, scm_fp_sweep *sw,
                            scm_error *err)
 {
+    return scm_fp_sweep_k1_seeded(a, K, M, act, o, max_passes, NULL, 0, sw, NULL, err);
+}
+
+scm_status scm_fp_sweep_k1_seeded(const scm_ansatz *a, int K, int M, const scm_activation *act,
+                                  const scm_fp_opts *o, int max_passes, const scm_fp_seed *seeds,
+                                  int n_seeds, scm_fp_sweep *sw, int **seeds_tried,
+                                  scm_error *err)
+{
+    if (seeds_tried)
+        *seeds_tried = NULL;
     memset(sw, 0, sizeof *sw);
     scm_status st = scm_fp_opts_check(o, err);
     if (st)
@@ -159,6 +207,17 @@ scm_status scm_fp_sweep_k1(const scm_ansatz *a, int K, int M, const scm_activati
     /* how many of each instance's solutions have already seeded a neighbour,
      * per direction, so that each solution seeds each neighbour once */
     int *seen_up = calloc((size_t)n, sizeof(int)), *seen_dn = calloc((size_t)n, sizeof(int));
+    int *tried = seeds_tried ? calloc((size_t)n, sizeof(int)) : NULL;
+    if (seeds_tried && !tried) {
+        free(seen_up);
+        free(seen_dn);
+        free(sw->inst);
+        free(sw->set);
+        free(sw->seeds);
+        free(sw->nothing_new);
+        memset(sw, 0, sizeof *sw);
+        return scm_error_set(err, SCM_ENOMEM, "out of memory in the k1 sweep");
+    }
     if (!sw->inst || !sw->set || !sw->seeds || !sw->nothing_new ||
         !seen_up || !seen_dn) {
         free(sw->inst);
@@ -176,37 +235,70 @@ scm_status scm_fp_sweep_k1(const scm_ansatz *a, int K, int M, const scm_activati
         }
     scm_fp_opts later = *o;
     later.n_random = 0;
-    for (int pass = 0; pass < max_passes; pass++) {
-        int up = pass % 2 == 0, found = 0;
-        sw->passes = pass + 1;
-        for (int t = 0; t < n; t++) {
-            int i = up ? t : n - 1 - t, j = up ? i - 1 : i + 1;
-            if (j < 0 || j >= n) {
-                if (pass > 0)
-                    continue;
-                j = -1;
+    /* Round 0: the sweep.  Round 1 (with seeds): the seeds, tried after
+     * everything else so that they only add solutions (tried first, they
+     * change which roots the random starts and deflation reach), then the
+     * neighbour passes again to carry what they found to other k1. */
+    sw->passes = 0;
+    for (int round = 0; round < (n_seeds > 0 ? 2 : 1); round++) {
+        if (round == 1) {
+            int added = 0;
+            for (int i = 0; i < n; i++) {
+                double *ext = NULL;
+                int n_ext = 0;
+                if (scm_fp_seed_starts(seeds, n_seeds, sw->inst[i], lo + i, &ext, &n_ext)) {
+                    st = scm_error_set(err, SCM_ENOMEM, "out of memory in the k1 sweep");
+                    goto done;
+                }
+                int got = n_ext ? run_one(a, act, &later, sw, i, -1, 0, ext, n_ext, err) : 0;
+                free(ext);
+                if (got < 0) {
+                    st = err ? err->code : SCM_ENOMEM;
+                    goto done;
+                }
+                if (tried)
+                    tried[i] += n_ext;
+                added += got;
             }
-            int *seen = up ? seen_up : seen_dn;
-            if (pass > 0 && sw->set[j].n == seen[j])
-                continue;
-            int seen_j = j >= 0 ? seen[j] : 0;
-            if (j >= 0)
-                seen[j] = sw->set[j].n;
-            int got = run_one(a, act, pass ? &later : o, sw, i, j, seen_j, err);
-            if (got < 0) {
-                st = err ? err->code : SCM_ENOMEM;
-                goto done;
-            }
-            found += got;
+            if (!added)
+                break;
         }
-        if (pass > 0 && found == 0)
-            break;
+        for (int pass = round; pass < max_passes; pass++) {
+            int up = pass % 2 == 0, found = 0;
+            sw->passes++;
+            for (int t = 0; t < n; t++) {
+                int i = up ? t : n - 1 - t, j = up ? i - 1 : i + 1;
+                if (j < 0 || j >= n) {
+                    if (pass > 0)
+                        continue;
+                    j = -1;
+                }
+                int *seen = up ? seen_up : seen_dn;
+                if (pass > 0 && sw->set[j].n == seen[j])
+                    continue;
+                int seen_j = j >= 0 ? seen[j] : 0;
+                if (j >= 0)
+                    seen[j] = sw->set[j].n;
+                int got = run_one(a, act, pass ? &later : o, sw, i, j, seen_j, NULL, 0, err);
+                if (got < 0) {
+                    st = err ? err->code : SCM_ENOMEM;
+                    goto done;
+                }
+                found += got;
+            }
+            if (pass > 0 && found == 0)
+                break;
+        }
     }
 done:
     free(seen_up);
     free(seen_dn);
-    if (st)
+    if (st) {
         scm_fp_sweep_free(sw);
+        free(tried);
+    } else if (seeds_tried) {
+        *seeds_tried = tried;
+    }
     return st;
 }
 

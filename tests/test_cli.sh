@@ -142,6 +142,27 @@ if s["hessian"]["computed"]:
 assert [r["verdict"] for r in p["rows"]] == [r["verdict"] for r in s["perturbation"]["rows"]]
 PY
 done
+# --seed-from: the points of K = M = 5 as starts at K = M = 6, tried and
+# counted per instance; the list holds every point of the unseeded run
+"$SCM" fixed-points --K 5 --M 5 --starts 10 -q -o "$W/fp5.json" 2> "$W/e"
+"$SCM" fixed-points --K 6 --M 6 --starts 10 -q -o "$W/fp6.json" 2> "$W/e"
+"$SCM" fixed-points --K 6 --M 6 --starts 10 -q --seed-from "$W/fp5.json" -o "$W/fp6s.json" 2> "$W/e"
+check "[ $? -eq 0 ] && python3 - '$W/fp6.json' '$W/fp6s.json' <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+assert sum(s['continuation_seeds'] for s in b['searches']) > 0
+assert all(s['continuation_seeds'] == 0 for s in a['searches'])
+lb = [p['loss'] for p in b['fixed_points']]
+assert all(any(abs(p['loss'] - x) <= 1e-9 * max(1, abs(x)) for x in lb) for p in a['fixed_points'])
+PY" "fixed-points --seed-from: $(cat "$W/e")"
+printf '{"K": 5}' > "$W/notfp.json"
+"$SCM" fixed-points --K 6 --M 6 --seed-from "$W/notfp.json" -q -o "$W/fp6x.json" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'notfp.json' '$W/e' && grep -q 'fixed_points' '$W/e' && [ ! -e '$W/fp6x.json' ]" "--seed-from a non-result: $(cat "$W/e")"
+printf '{"fixed_points": [{"ansatz": "k1", "k1": 1.5, "scalars": {}}]}' > "$W/badk1.json"
+"$SCM" fixed-points --K 6 --M 6 --seed-from "$W/badk1.json" -q 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q \"fixed_points\\[0\\]: missing or bad 'k1'\" '$W/e'" "--seed-from bad k1: $(cat "$W/e")"
+"$SCM" fixed-points --K 6 --M 6 --seed-from "$W/none.json" -q 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'none.json' '$W/e'" "--seed-from missing file: $(cat "$W/e")"
 "$SCM" fixed-points --K 4 --M 4 --k1 1 --starts 10 -q -o "$W/fpn.json"
 check "python3 -c \"import json; assert all('stability' not in p for p in json.load(open('$W/fpn.json'))['fixed_points'])\"" "fixed-points without --stability has a stability object"
 

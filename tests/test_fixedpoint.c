@@ -712,6 +712,81 @@ static void test_sweep(void)
     scm_ansatz_free(a);
 }
 
+/* Seeds from another (K, M) (scm_fp_sweep_k1_seeded, `scm fixed-points
+ * --seed-from`): the k1_one ansatz at K = M = 8 with 20 random starts,
+ * seeded with the solutions of K = M = 7 (names mapped by the library,
+ * passed here by name as a result file would give them).  The seeded list
+ * holds every solution of the unseeded one (the seeds are tried last and
+ * only add), each instance tried exactly its seeds, and the solutions only
+ * the seeds found are fixed points of the full flow. */
+static void test_seeded(void)
+{
+    scm_ansatz *a = load_builtin("k1_one");
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.n_random = 20;
+    o.polish_max_K = 0;
+    scm_fp_sweep s7, s8, s8s;
+    scm_error e;
+    CHECK(scm_fp_sweep_k1(a, 7, 7, &scm_act_relu, &o, 8, &s7, &e) == SCM_OK, "%s", e.msg);
+    int ns = 0;
+    for (int i = 0; i < s7.n; i++)
+        ns += s7.set[i].n;
+    scm_fp_seed *seeds = malloc(sizeof *seeds * (size_t)ns);
+    const char **names = malloc(sizeof *names * (size_t)ns * 32);
+    int q = 0;
+    for (int i = 0; i < s7.n; i++)
+        for (int p = 0; p < s7.set[i].n; p++, q++) {
+            int nsc = scm_ansatz_inst_nscalars(s7.inst[i]);
+            CHECK(nsc <= 32, "scalars %d", nsc);
+            for (int c = 0; c < nsc && c < 32; c++)
+                names[(size_t)q * 32 + (size_t)c] = scm_ansatz_inst_scalar_name(s7.inst[i], c);
+            seeds[q] = (scm_fp_seed){s7.k1_min + i, nsc, names + (size_t)q * 32, s7.set[i].pt[p].x};
+        }
+    int *tried = NULL;
+    CHECK(scm_fp_sweep_k1(a, 8, 8, &scm_act_relu, &o, 8, &s8, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_fp_sweep_k1_seeded(a, 8, 8, &scm_act_relu, &o, 8, seeds, ns, &s8s, &tried, &e) ==
+              SCM_OK && tried,
+          "%s", e.msg);
+    int lost = 0, added = 0, bad = 0;
+    for (int i = 0; i < s8.n; i++) {
+        int want = 0;
+        for (int r = 0; r < ns; r++)
+            want += seeds[r].k1 == s8.k1_min + i;
+        CHECK(tried && tried[i] == want, "k1 = %d: %d seeds tried, %d given", i, tried ? tried[i] : -1,
+              want);
+        for (int p = 0; p < s8.set[i].n; p++) {
+            int found = 0;
+            for (int r = 0; r < s8s.set[i].n && !found; r++)
+                found = fabs(s8s.set[i].pt[r].eps - s8.set[i].pt[p].eps) <=
+                        1e-10 * fmax(1.0, fabs(s8.set[i].pt[p].eps));
+            lost += !found;
+        }
+        for (int r = 0; r < s8s.set[i].n; r++) {
+            int old = 0;
+            for (int p = 0; p < s8.set[i].n && !old; p++)
+                old = fabs(s8s.set[i].pt[r].eps - s8.set[i].pt[p].eps) <=
+                      1e-10 * fmax(1.0, fabs(s8.set[i].pt[p].eps));
+            if (!old) {
+                added++;
+                bad += !(s8s.set[i].pt[r].full && s8s.set[i].pt[r].res_full < 1e-12);
+            }
+        }
+    }
+    CHECK(lost == 0, "%d solutions of the unseeded sweep lost with seeds", lost);
+    CHECK(added > 0 && bad == 0, "seeds added %d solutions, %d not fixed points of the full flow",
+          added, bad);
+    printf("k1_one K = M = 8, 20 random starts: %d seeds from K = M = 7 added %d solutions\n", ns,
+           added);
+    free(tried);
+    free(names);
+    free(seeds);
+    scm_fp_sweep_free(&s8s);
+    scm_fp_sweep_free(&s8);
+    scm_fp_sweep_free(&s7);
+    scm_ansatz_free(a);
+}
+
 /* Continuation in M (scm_fp_sweep_grow): from M0 = 6 to M1 = 7 the
  * published k1 = 1 point is reached; every solution at M1 = 12 is a fixed
  * point of the full flow (scm_ansatz_to_full + scm_flow_rhs, a different
@@ -896,6 +971,7 @@ int main(void)
     test_polish_jacobians();
     test_grow();
     test_sweep();
+    test_seeded();
     test_deflation();
     return TEST_SUMMARY();
 }

@@ -38,6 +38,34 @@ scm_status scm_fp_sweep_k1(const scm_ansatz *a, int K, int M, const scm_activati
                            scm_error *err);
 void scm_fp_sweep_free(scm_fp_sweep *sw);
 
+/* A solution found elsewhere (another (K, M), e.g. M - 1: continuation in
+ * M; or another run), used as a Newton start: its instance's k1 and its
+ * scalars by name (the names of ansatz.h, which do not depend on K, M). */
+typedef struct {
+    int k1;
+    int n;                  /* scalars */
+    const char *const *names;
+    const double *values;
+} scm_fp_seed;
+
+/* The seeds with k1 mapped onto instance in (by scalar name, as below):
+ * *out gets n_ext x nscalars(in) values (caller frees; NULL when none).
+ * Returns 0, or -1 for no memory. */
+int scm_fp_seed_starts(const scm_fp_seed *seeds, int n_seeds, const scm_ansatz_inst *in, int k1,
+                       double **out, int *n_ext);
+
+/* scm_fp_sweep_k1 with starts from elsewhere: after the sweep, each
+ * instance k1 tries the seeds with that k1 (mapped by scalar name; a
+ * scalar the seed lacks starts at 1 for a diagonal of Q, else 0), and if
+ * they found anything new the neighbour passes run again.  Tried last, the
+ * seeds only add to what scm_fp_sweep_k1 lists.  *seeds_tried (n entries,
+ * caller frees; may be NULL) gets how many seeds each instance tried; they
+ * count in nothing_new as well when they found nothing new. */
+scm_status scm_fp_sweep_k1_seeded(const scm_ansatz *a, int K, int M, const scm_activation *act,
+                                  const scm_fp_opts *o, int max_passes, const scm_fp_seed *seeds,
+                                  int n_seeds, scm_fp_sweep *sw, int **seeds_tried,
+                                  scm_error *err);
+
 /* All k1 at a large M1 by continuation in M from a small base M0 (K - M =
  * dK throughout), block level (issue 11):
  *  1. the base: every k1 at M0 by scm_fp_sweep_k1 (o->n_random random

@@ -24,6 +24,104 @@
 
 static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
+/* Seeds from --seed-from files: the listed points of other `scm
+ * fixed-points` results (typically M - 1: continuation in M), each with
+ * its ansatz name, k1 and scalars by name.  The names point into docs. */
+typedef struct {
+    int n, cap, ndocs;
+    scm_fp_seed *seed;
+    const char **ansatz;
+    cJSON *docs[MAX_ANSATZ];
+} seed_list;
+
+static void seeds_free(seed_list *L)
+{
+    for (int i = 0; i < L->n; i++) {
+        free((void *)L->seed[i].names);
+        free((void *)L->seed[i].values);
+    }
+    free(L->seed);
+    free(L->ansatz);
+    for (int i = 0; i < L->ndocs; i++)
+        cJSON_Delete(L->docs[i]);
+    memset(L, 0, sizeof *L);
+}
+
+/* 0, or 2 after naming the problem on stderr. */
+static int seeds_load(const char *path, seed_list *L)
+{
+    if (L->ndocs == MAX_ANSATZ) {
+        fprintf(stderr, "scm fixed-points: at most %d --seed-from files\n", MAX_ANSATZ);
+        return 2;
+    }
+    size_t len = 0;
+    char *text = cli_read_all(path, &len);
+    if (!text) {
+        fprintf(stderr, "scm fixed-points: --seed-from: cannot read '%s'\n", path);
+        return 2;
+    }
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    free(text);
+    const cJSON *pts = doc ? cJSON_GetObjectItemCaseSensitive(doc, "fixed_points") : NULL;
+    if (!cJSON_IsArray(pts)) {
+        fprintf(stderr, "scm fixed-points: --seed-from '%s': not a fixed-points result (no "
+                        "\"fixed_points\" array)\n", path);
+        cJSON_Delete(doc);
+        return 2;
+    }
+    L->docs[L->ndocs++] = doc;
+    int idx = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, pts) {
+        const cJSON *an = cJSON_GetObjectItemCaseSensitive(p, "ansatz");
+        const cJSON *k1 = cJSON_GetObjectItemCaseSensitive(p, "k1");
+        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(p, "scalars");
+        const char *bad = !cJSON_IsString(an) ? "ansatz"
+                          : !cJSON_IsNumber(k1) || k1->valuedouble != (double)(int)k1->valuedouble
+                              ? "k1"
+                          : !cJSON_IsObject(sc) ? "scalars" : NULL;
+        int n = bad ? 0 : cJSON_GetArraySize(sc);
+        const cJSON *v;
+        if (!bad)
+            cJSON_ArrayForEach(v, sc) if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) bad = "scalars";
+        if (bad) {
+            fprintf(stderr, "scm fixed-points: --seed-from '%s': fixed_points[%d]: missing or bad "
+                            "'%s'\n", path, idx, bad);
+            return 2;
+        }
+        if (L->n == L->cap) {
+            int nc = L->cap ? 2 * L->cap : 64;
+            scm_fp_seed *ns = realloc(L->seed, sizeof *ns * (size_t)nc);
+            if (ns)
+                L->seed = ns;
+            const char **na = ns ? realloc(L->ansatz, sizeof *na * (size_t)nc) : NULL;
+            if (!ns || !na) {
+                fprintf(stderr, "scm fixed-points: out of memory reading '%s'\n", path);
+                return 1;
+            }
+            L->ansatz = na;
+            L->cap = nc;
+        }
+        const char **names = malloc(sizeof *names * (size_t)(n ? n : 1));
+        double *vals = malloc(sizeof *vals * (size_t)(n ? n : 1));
+        if (!names || !vals) {
+            free(names);
+            free(vals);
+            fprintf(stderr, "scm fixed-points: out of memory reading '%s'\n", path);
+            return 1;
+        }
+        int c = 0;
+        cJSON_ArrayForEach(v, sc) {
+            names[c] = v->string;
+            vals[c++] = v->valuedouble;
+        }
+        L->seed[L->n] = (scm_fp_seed){(int)k1->valuedouble, n, names, vals};
+        L->ansatz[L->n++] = an->valuestring;
+        idx++;
+    }
+    return 0;
+}
+
 static void fp_usage(FILE *f)
 {
     fprintf(f,
@@ -44,6 +142,10 @@ static void fp_usage(FILE *f)
             "  --sweep-passes P   without --k1, each ansatz's k1 instances seed each\n"
             "                     other (scm_fp_sweep_k1), at most P passes (default\n"
             "                     " SCM_STR(SCM_FP_CLI_SWEEP_PASSES) "; 0 or 1: each k1 alone)\n"
+            "  --seed-from FILE   Newton starts from the points of another scm\n"
+            "                     fixed-points result (repeatable), matched by ansatz\n"
+            "                     and k1, scalars by name: continuation from M - 1\n"
+            "                     or a neighbouring (K, M); tried first\n"
             "  --deflate N        deflated Newton: a start that finds nothing new is\n"
             "                     solved again with the roots found removed, up to N\n"
             "                     times (default " SCM_STR(SCM_FP_CLI_DEFLATE) "; 0: off)\n"
@@ -144,13 +246,15 @@ static int cmp_sol(const void *pa, const void *pb)
     return 0;
 }
 
-int scm_cmd_fixed_points(int argc, char **argv)
+static int fixed_points(int argc, char **argv, seed_list *sl)
 {
     long K = -1, M = -1, k1 = -1, starts = 200, seed = 1, polish = 24, cont = -1;
     long deflate = SCM_FP_CLI_DEFLATE, sweep_passes = SCM_FP_CLI_SWEEP_PASSES;
     double max_res = 1e-12;
     int all = 0, quiet = 0, na = 0, stability = 0;
     const char *files[MAX_ANSATZ], *out = NULL, *actname = "relu";
+    scm_fp_seed *mine = NULL;
+    int *tried = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -207,7 +311,11 @@ int scm_cmd_fixed_points(int argc, char **argv)
             actname = v;
         else if (strcmp(a, "-o") == 0)
             out = v;
-        else if (strcmp(a, "--ansatz") == 0) {
+        else if (strcmp(a, "--seed-from") == 0) {
+            int r = seeds_load(v, sl);
+            if (r)
+                return r;
+        } else if (strcmp(a, "--ansatz") == 0) {
             if (na == MAX_ANSATZ) {
                 fprintf(stderr, "scm fixed-points: at most %d --ansatz files\n", MAX_ANSATZ);
                 return 2;
@@ -302,8 +410,23 @@ int scm_cmd_fixed_points(int argc, char **argv)
         /* every k1: the k1 sweep, each instance seeded with its neighbours'
          * solutions (fpsweep.h) */
         int use_sweep = k1 < 0 && sweep_passes >= 2 && hi > lo;
-        if (use_sweep && scm_fp_sweep_k1(ans[a], (int)K, (int)M, act, &o, (int)sweep_passes,
-                                         &sw, &err)) {
+        /* the --seed-from points of this ansatz */
+        int nmine = 0;
+        free(mine);
+        mine = malloc(sizeof *mine * (size_t)(sl->n ? sl->n : 1));
+        if (!mine) {
+            fprintf(stderr, "scm fixed-points: out of memory\n");
+            rc = 1;
+            goto cleanup_set;
+        }
+        for (int q = 0; q < sl->n; q++)
+            if (strcmp(sl->ansatz[q], scm_ansatz_name(ans[a])) == 0)
+                mine[nmine++] = sl->seed[q];
+        free(tried);
+        tried = NULL;
+        if (use_sweep && scm_fp_sweep_k1_seeded(ans[a], (int)K, (int)M, act, &o,
+                                                (int)sweep_passes, mine, nmine, &sw, &tried,
+                                                &err)) {
             fprintf(stderr, "scm fixed-points: %s\n", err.msg);
             rc = 1;
             goto cleanup_set;
@@ -313,7 +436,7 @@ int scm_cmd_fixed_points(int argc, char **argv)
                 continue;
             scm_ansatz_inst *in;
             scm_fp_set one;
-            int seeds = 0, nothing_new;
+            int seeds = 0, nothing_new, cseeds = 0;
             if (use_sweep) {
                 /* take the instance and its solutions out of the sweep */
                 in = sw.inst[kk - lo];
@@ -322,6 +445,7 @@ int scm_cmd_fixed_points(int argc, char **argv)
                 scm_fp_set_init(&sw.set[kk - lo]);
                 seeds = sw.seeds[kk - lo];
                 nothing_new = sw.nothing_new[kk - lo];
+                cseeds = tried ? tried[kk - lo] : 0;
             } else {
                 in = scm_ansatz_instantiate(ans[a], (double)K, (double)M, kk, &err);
                 if (!in) {
@@ -330,7 +454,16 @@ int scm_cmd_fixed_points(int argc, char **argv)
                     goto cleanup_set;
                 }
                 scm_fp_set_init(&one);
-                if (scm_fp_enumerate(ans[a], in, act, &o, NULL, 0, &one, &err)) {
+                double *ext = NULL;
+                if (scm_fp_seed_starts(mine, nmine, in, kk, &ext, &cseeds)) {
+                    fprintf(stderr, "scm fixed-points: out of memory\n");
+                    scm_ansatz_inst_free(in);
+                    rc = 1;
+                    goto cleanup_set;
+                }
+                scm_status est = scm_fp_enumerate(ans[a], in, act, &o, ext, cseeds, &one, &err);
+                free(ext);
+                if (est) {
                     fprintf(stderr, "scm fixed-points: %s\n", err.msg);
                     scm_fp_set_free(&one);
                     scm_ansatz_inst_free(in);
@@ -352,6 +485,7 @@ int scm_cmd_fixed_points(int argc, char **argv)
             cJSON_AddNumberToObject(r, "rejected_not_psd", one.n_notpsd);
             cJSON_AddNumberToObject(r, "distinct", one.n);
             cJSON_AddNumberToObject(r, "neighbour_seeds", seeds);
+            cJSON_AddNumberToObject(r, "continuation_seeds", cseeds);
             cJSON_AddNumberToObject(r, "found_nothing_new", nothing_new);
             cJSON_AddNumberToObject(r, "deflated_solves", one.n_deflated);
             cJSON_AddNumberToObject(r, "found_by_deflation", one.n_deflated_new);
@@ -623,8 +757,19 @@ cleanup_set:
     cJSON_Delete(runs);
     scm_fp_sweep_free(&sw);
     scm_fp_set_free(&set);
+    free(mine);
+    free(tried);
 cleanup:
     for (int i = 0; i < nans; i++)
         scm_ansatz_free(ans[i]);
+    return rc;
+}
+
+int scm_cmd_fixed_points(int argc, char **argv)
+{
+    seed_list sl;
+    memset(&sl, 0, sizeof sl);
+    int rc = fixed_points(argc, argv, &sl);
+    seeds_free(&sl);
     return rc;
 }
