@@ -9,9 +9,10 @@
  * [[T, R^T], [R, Q]] is not PSD are rejected, and each is checked in the
  * full (Q, R) space: the full flow's residual and its distance from the
  * ansatz (invariance), and optionally a Newton polish on F_Q = F_R = 0
- * with a dense closed-form Jacobian and a rank-revealing
- * least-squares step (complete orthogonal decomposition), so that a
- * degenerate solution manifold still converges.
+ * with the closed-form Jacobian and a minimum-norm least-squares step
+ * (LSQR on the sparse Jacobian; a complete orthogonal decomposition where
+ * LSQR does not converge), so that a degenerate solution manifold still
+ * converges.
  *
  * Continuation: natural-parameter continuation in M with the group sizes
  * as real numbers (K - M fixed), with step halving; a branch that cannot
@@ -133,8 +134,9 @@ scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act,
 scm_status scm_fp_polish(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
                          double *res, scm_error *err);
 
-/* The same with central-difference Jacobians only (the method before the
- * closed form; kept as the reference of test_fixedpoint and of
+/* The same with central-difference Jacobians and the dense complete
+ * orthogonal decomposition only (the method before the closed form and
+ * LSQR; kept as the reference of test_fixedpoint and of
  * bench/bench_fixedpoint --only=polish). */
 scm_status scm_fp_polish_fd(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
                             double *res, scm_error *err);
