@@ -40,6 +40,7 @@ struct scm_sgd_work {
     double *J;   /* (K + M)^2 joint covariance, students first */
     double *u;   /* K + M output weights, teachers negated */
     double *buf; /* 3 (K + M): the erf pair quantities of erf_four_point */
+    double *psd; /* 2 (K + M)^2: psd_project's Cholesky test and eigenvectors */
     gsl_integration_cquad_workspace *cq;
     /* ReLU: the four-variate orthant probabilities of scm_sgd_term, one per
      * set of four distinct units (P4 is symmetric in its arguments), NaN
@@ -65,8 +66,9 @@ scm_sgd_work *scm_sgd_work_alloc(int K, int M)
     w->J = malloc(sizeof *w->J * (size_t)(K + M) * (size_t)(K + M));
     w->u = malloc(sizeof *w->u * (size_t)(K + M));
     w->buf = malloc(sizeof *w->buf * 3 * (size_t)(K + M));
+    w->psd = malloc(sizeof *w->psd * 2 * (size_t)(K + M) * (size_t)(K + M));
     w->cq = gsl_integration_cquad_workspace_alloc(CQUAD_NODES);
-    if (!w->J || !w->u || !w->buf || !w->cq) {
+    if (!w->J || !w->u || !w->buf || !w->psd || !w->cq) {
         scm_sgd_work_free(w);
         return NULL;
     }
@@ -80,6 +82,7 @@ void scm_sgd_work_free(scm_sgd_work *w)
     free(w->J);
     free(w->u);
     free(w->buf);
+    free(w->psd);
     free(w->p4);
     if (w->cq)
         gsl_integration_cquad_workspace_free(w->cq);
@@ -417,11 +420,8 @@ static void joint_cov(const scm_model *m, const double *Q, const double *R, doub
  * covariance that fails Cholesky is replaced by its nearest PSD matrix
  * (Frobenius; the negative eigenvalues set to zero), a change of the size
  * of the state's own error; after it the same pairs agree to 1e-12. */
-static scm_status psd_project(double *J, int n)
+static scm_status psd_project(double *J, int n, double *A)
 {
-    double *A = malloc(sizeof(double) * (size_t)n * (size_t)n * 2);
-    if (!A)
-        return SCM_ENOMEM;
     /* PSD up to round-off (singular ones included: a dead student's zero
      * row, parallel units) passes with a shift of 1e-13 of the scale */
     double scale = 0.0;
@@ -430,10 +430,8 @@ static scm_status psd_project(double *J, int n)
     memcpy(A, J, sizeof(double) * (size_t)n * (size_t)n);
     for (int i = 0; i < n; i++)
         A[i * n + i] += 1e-13 * scale;
-    if (scm_linalg_cholesky(A, n) < 0) {
-        free(A);
+    if (scm_linalg_cholesky(A, n) < 0)
         return SCM_OK;
-    }
     double *Vd = A + (size_t)n * (size_t)n;
     memcpy(A, J, sizeof(double) * (size_t)n * (size_t)n);
     gsl_matrix_view av = gsl_matrix_view_array(A, (size_t)n, (size_t)n);
@@ -463,7 +461,6 @@ static scm_status psd_project(double *J, int n)
         gsl_vector_free(ev);
     if (ws)
         gsl_eigen_symmv_free(ws);
-    free(A);
     return st;
 }
 
@@ -654,7 +651,7 @@ scm_status scm_sgd_term(const scm_model *m, const double *Q, const double *R, co
     for (int i = 0; i < n; i++)
         u[i] = i < K ? v[i] : -m->vs[i - K];
     joint_cov(m, Q, R, w->J);
-    if ((st = psd_project(w->J, n)))
+    if ((st = psd_project(w->J, n, w->psd)))
         return scm_error_set(err, st, "sgd term: %s projecting the joint covariance",
                              scm_status_str(st));
     int relu = m->act == &scm_act_relu, erf = m->act == &scm_act_erf;
