@@ -15,6 +15,7 @@
 
 #include "ansatz_internal.h"
 #include "linalg.h"
+#include "parallel.h"
 #include "scm/model.h"
 
 void scm_fp_opts_default(scm_fp_opts *o)
@@ -31,6 +32,7 @@ void scm_fp_opts_default(scm_fp_opts *o)
     o->polish_defer = 0;
     o->polish_tol = 0.0;
     o->deflate = 0;
+    o->threads = 1;
 }
 
 scm_status scm_fp_opts_check(const scm_fp_opts *o, scm_error *err)
@@ -42,6 +44,8 @@ scm_status scm_fp_opts_check(const scm_fp_opts *o, scm_error *err)
     if (!(o->tol > 0.0) || !(o->accept >= o->tol))
         return scm_error_set(err, SCM_EINVAL, "need 0 < tol <= accept (got %g, %g)", o->tol,
                              o->accept);
+    if (o->threads < 1 || o->threads > 64)
+        return scm_error_set(err, SCM_EINVAL, "threads must be in [1, 64], got %d", o->threads);
     if (o->deflate < 0)
         return scm_error_set(err, SCM_EINVAL, "deflate must be >= 0, got %d", o->deflate);
     if (!(o->dedup_tol > 0.0) || !(o->psd_tol >= 0.0))
@@ -639,23 +643,19 @@ scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act,
     return st;
 }
 
-/* Full-space checks (and polish) of point p. */
-static scm_status full_checks(scm_fp_point *p, const scm_ansatz_inst *in,
-                              const scm_activation *act, const scm_fp_opts *o,
-                              const double *Fblock, scm_error *err)
+/* Full-space checks (and polish) of point p on fl, a flow of the
+ * instance's (K, M). */
+static scm_status full_checks(scm_fp_point *p, const scm_ansatz_inst *in, scm_flow *fl,
+                              const scm_fp_opts *o, const double *Fblock, scm_error *err)
 {
     int K = in->Ki, M = in->Mi;
     size_t KK = (size_t)K * (size_t)K, KM = (size_t)K * (size_t)M;
-    scm_model *m = scm_model_alloc(K, M, act, NULL, NULL, NULL, err);
-    if (!m)
-        return err ? err->code : SCM_ENOMEM;
-    scm_flow *fl = scm_flow_alloc(m);
     double *FQ = malloc(sizeof(double) * (KK + KM));
     double *y = malloc(sizeof(double) * (size_t)in->nsc);
     p->Q = malloc(sizeof(double) * KK);
     p->R = malloc(sizeof(double) * KM);
     scm_status st = SCM_OK;
-    if (!fl || !FQ || !y || !p->Q || !p->R) {
+    if (!FQ || !y || !p->Q || !p->R) {
         st = scm_error_set(err, SCM_ENOMEM, "out of memory in the full-space check");
         goto done;
     }
@@ -677,8 +677,85 @@ static scm_status full_checks(scm_fp_point *p, const scm_ansatz_inst *in,
 done:
     free(FQ);
     free(y);
-    scm_flow_free(fl);
-    scm_model_free(m);
+    return st;
+}
+
+/* The full (K, M) space's model and flow, for the checks and the polish;
+ * one per thread. */
+typedef struct {
+    scm_model *m;
+    scm_flow *fl;
+} full_space;
+
+static scm_status full_space_alloc(full_space *f, int K, int M, const scm_activation *act,
+                                   scm_error *err)
+{
+    f->fl = NULL;
+    if (!(f->m = scm_model_alloc(K, M, act, NULL, NULL, NULL, err)))
+        return err ? err->code : SCM_ENOMEM;
+    if (!(f->fl = scm_flow_alloc(f->m))) {
+        scm_model_free(f->m);
+        f->m = NULL;
+        return scm_error_set(err, SCM_ENOMEM, "out of memory allocating the full flow");
+    }
+    return SCM_OK;
+}
+
+static void full_space_free(full_space *f)
+{
+    scm_flow_free(f->fl);
+    scm_model_free(f->m);
+    f->m = NULL;
+    f->fl = NULL;
+}
+
+/* The polish of many points, one per item, each thread with a full
+ * space of the point's (K, M). */
+typedef struct {
+    scm_fp_point **pt;
+    const scm_activation *act;
+    const scm_fp_opts *o;
+    full_space *fs; /* per thread, allocated on first use */
+    scm_status *st; /* per point */
+} polish_job;
+
+static void polish_item(void *ctx, int tid, int i)
+{
+    polish_job *j = ctx;
+    scm_fp_point *p = j->pt[i];
+    full_space *f = &j->fs[tid];
+    j->st[i] = SCM_OK;
+    if (!p->full || !p->Q || !p->R || p->polished || p->K > j->o->polish_max_K)
+        return;
+    if (f->m && (f->m->K != (int)p->K || f->m->M != (int)p->M))
+        full_space_free(f);
+    if (!f->m && (j->st[i] = full_space_alloc(f, (int)p->K, (int)p->M, j->act, NULL)))
+        return;
+    j->st[i] = polish_point(p, f->fl, j->o, NULL);
+}
+
+scm_status scm_fp_points_polish(scm_fp_point **pts, int n, const scm_activation *act,
+                                const scm_fp_opts *o, scm_error *err)
+{
+    scm_status st = scm_fp_opts_check(o, err);
+    if (st || n <= 0)
+        return st;
+    full_space *fs = calloc((size_t)o->threads, sizeof *fs);
+    scm_status *pst = malloc(sizeof *pst * (size_t)n);
+    if (!fs || !pst) {
+        free(fs);
+        free(pst);
+        return scm_error_set(err, SCM_ENOMEM, "out of memory in the polish");
+    }
+    polish_job j = {pts, act, o, fs, pst};
+    scm_parallel_for(o->threads, n, polish_item, &j);
+    for (int i = 0; i < n && !st; i++)
+        if (pst[i])
+            st = scm_error_set(err, pst[i], "out of memory in the polish of point %d", i);
+    for (int t = 0; t < o->threads; t++)
+        full_space_free(&fs[t]);
+    free(fs);
+    free(pst);
     return st;
 }
 
@@ -736,93 +813,192 @@ static scm_status take_result(scm_fp_set *out, int first, const scm_ansatz_inst 
     return SCM_OK;
 }
 
+/* The plain solves of an instance's starts: each a pure function of its
+ * start, so they run in parallel (one blockflow workspace per thread) and
+ * are then taken in start order as if run one after another. */
+typedef struct {
+    scm_blockflow **bf; /* per thread */
+    const scm_fp_opts *o;
+    int n;
+    double *x;          /* start s at x + s n, overwritten with its result */
+    double *res;
+    scm_status *ss;
+} plain_solves;
+
+static void plain_solve(void *ctx, int tid, int s)
+{
+    plain_solves *p = ctx;
+    p->ss[s] = scm_fp_solve(p->bf[tid], p->x + (size_t)s * (size_t)p->n, p->o, &p->res[s]);
+}
+
+/* The per-solution checks (block Jacobian conditioning, full-space checks
+ * and polish), one solution per item; each thread has its own workspaces. */
+typedef struct {
+    scm_fp_point *pt;
+    const scm_ansatz_inst *in;
+    const scm_fp_opts *o;
+    scm_blockflow **bf;
+    full_space *fs;     /* per thread, NULL: no full-space checks */
+    double *F;          /* per thread, n each */
+    scm_status *st;     /* per solution */
+} point_checks;
+
+static void check_point(void *ctx, int tid, int i)
+{
+    point_checks *c = ctx;
+    scm_fp_point *pt = &c->pt[i];
+    int n = c->in->nsc;
+    double *F = c->F + (size_t)tid * (size_t)n;
+    c->st[i] = SCM_OK;
+    if (scm_blockflow_residual(c->bf[tid], pt->x, F, &pt->eps))
+        return;
+    pt->res_block = max_abs(F, n);
+    double smin = NAN, smax = NAN;
+    if (block_jacobian_sv(c->bf[tid], pt->x, &smin, &smax) == SCM_OK) {
+        pt->jac_smin = smin;
+        pt->jac_smax = smax;
+    }
+    if (c->fs)
+        c->st[i] = full_checks(pt, c->in, c->fs[tid].fl, c->o, F, NULL);
+}
+
 scm_status scm_fp_enumerate(const scm_ansatz *a, const scm_ansatz_inst *in,
                             const scm_activation *act, const scm_fp_opts *o,
                             const double *starts, int n_starts, scm_fp_set *out,
                             scm_error *err)
 {
+    int first = out->n;
+    scm_status st = scm_fp_enumerate_solves(a, in, act, o, starts, n_starts, out, err);
+    if (st)
+        return st;
+    return scm_fp_check_points(in, act, o, out->pt + first, out->n - first, err);
+}
+
+scm_status scm_fp_enumerate_solves(const scm_ansatz *a, const scm_ansatz_inst *in,
+                                   const scm_activation *act, const scm_fp_opts *o,
+                                   const double *starts, int n_starts, scm_fp_set *out,
+                                   scm_error *err)
+{
     scm_status st = scm_fp_opts_check(o, err);
     if (st)
         return st;
-    int n = in->nsc;
-    int first = out->n;
-    scm_blockflow *bf = scm_blockflow_alloc(in, act);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    double *x = malloc(sizeof(double) * (size_t)n * 2 + 1);
-    if (!bf || !rng || !x) {
-        st = scm_error_set(err, SCM_ENOMEM, "out of memory enumerating '%s'", in->name);
-        goto done;
-    }
-    double *F = x + n;
-    gsl_rng_set(rng, o->seed);
+    int n = in->nsc, first = out->n, nth = o->threads;
     int total = n_starts + 1 + o->n_random;
-    double *x0 = malloc(sizeof(double) * (size_t)n + 1);
-    if (!x0) {
+    size_t tn = (size_t)total * (size_t)n;
+    scm_blockflow **bf = calloc((size_t)nth, sizeof *bf);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    double *x = malloc(sizeof(double) * (2 * tn + 2 * (size_t)n + (size_t)total));
+    scm_status *ss = malloc(sizeof *ss * (size_t)total);
+    if (!bf || !rng || !x || !ss) {
         st = scm_error_set(err, SCM_ENOMEM, "out of memory enumerating '%s'", in->name);
         goto done;
     }
+    for (int t = 0; t < nth; t++)
+        if (!(bf[t] = scm_blockflow_alloc(in, act))) {
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory enumerating '%s'", in->name);
+            goto done;
+        }
+    double *x0 = x + tn, *F = x0 + tn, *xd = F + n, *res = xd + n;
+    /* the starts, in order: the caller's, the file's guess, random draws */
+    gsl_rng_set(rng, o->seed);
     for (int s = 0; s < total; s++) {
+        double *xs = x0 + (size_t)s * (size_t)n;
         if (s < n_starts)
-            memcpy(x, starts + (size_t)s * (size_t)n, sizeof(double) * (size_t)n);
+            memcpy(xs, starts + (size_t)s * (size_t)n, sizeof(double) * (size_t)n);
         else if (s == n_starts)
-            guess_start(a, bf, x);
+            guess_start(a, bf[0], xs);
         else
-            random_start(bf, rng, x);
-        memcpy(x0, x, sizeof(double) * (size_t)n);
+            random_start(bf[0], rng, xs);
+    }
+    memcpy(x, x0, sizeof(double) * tn);
+    plain_solves ps = {bf, o, n, x, res, ss};
+    scm_parallel_for(nth, total, plain_solve, &ps);
+    /* in start order: take each result, then the deflated solves from its
+     * start, which depend on the roots found before it */
+    for (int s = 0; s < total; s++) {
+        const double *xs = x + (size_t)s * (size_t)n;
         out->n_starts++;
-        double res;
         int is_new = 0;
-        scm_status ss = scm_fp_solve(bf, x, o, &res);
-        if ((st = take_result(out, first, in, bf, o, ss, x, res, F, &is_new, err)))
+        if ((st = take_result(out, first, in, bf[0], o, ss[s], xs, res[s], F, &is_new, err)))
             break;
-        /* deflation: solve again from the same start, the roots found so
-         * far removed, while that finds new ones */
         int more = !is_new;
         for (int round = 0; more && round < o->deflate && out->n > first; round++) {
-            resid_params p = {bf, out, first, n};
-            memcpy(x, x0, sizeof(double) * (size_t)n);
+            resid_params p = {bf[0], out, first, n};
+            double r;
+            memcpy(xd, x0 + (size_t)s * (size_t)n, sizeof(double) * (size_t)n);
             out->n_deflated++;
-            ss = solve_resid(&p, x, o, &res);
-            if (ss == SCM_ENOMEM) {
+            scm_status ds = solve_resid(&p, xd, o, &r);
+            if (ds == SCM_ENOMEM) {
                 st = scm_error_set(err, SCM_ENOMEM, "out of memory in the solver");
                 break;
             }
-            if (ss)
+            if (ds)
                 break; /* no further root from this start */
             /* refine on F itself: the deflated residual is small, F too */
-            ss = scm_fp_solve(bf, x, o, &res);
+            ds = scm_fp_solve(bf[0], xd, o, &r);
             int before = out->n;
-            if ((st = take_result(out, first, in, bf, o, ss, x, res, F, &is_new, err)))
+            if ((st = take_result(out, first, in, bf[0], o, ds, xd, r, F, &is_new, err)))
                 break;
             out->n_deflated_new += out->n - before;
             more = is_new; /* go on only after a new root */
         }
         if (st)
-            break;
-    }
-    free(x0);
-    if (st)
-        goto done;
-    /* per solution: Jacobian conditioning, full-space checks and polish */
-    for (int p = first; p < out->n; p++) {
-        scm_fp_point *pt = &out->pt[p];
-        if (scm_blockflow_residual(bf, pt->x, F, &pt->eps))
-            continue;
-        pt->res_block = max_abs(F, n);
-        double smin = NAN, smax = NAN;
-        if (block_jacobian_sv(bf, pt->x, &smin, &smax) == SCM_OK) {
-            pt->jac_smin = smin;
-            pt->jac_smax = smax;
-        }
-        if (in->integral && in->Ki <= o->full_max_K)
-            if ((st = full_checks(pt, in, act, o, F, err)))
-                goto done;
+            goto done;
     }
 done:
-    scm_blockflow_free(bf);
+    for (int t = 0; bf && t < nth; t++)
+        scm_blockflow_free(bf[t]);
+    free(bf);
     if (rng)
         gsl_rng_free(rng);
     free(x);
+    free(ss);
+    return st;
+}
+
+scm_status scm_fp_check_points(const scm_ansatz_inst *in, const scm_activation *act,
+                               const scm_fp_opts *o, scm_fp_point *pt, int np, scm_error *err)
+{
+    if (np <= 0)
+        return SCM_OK;
+    int n = in->nsc, nth = o->threads < np ? o->threads : np;
+    int do_full = in->integral && in->Ki <= o->full_max_K;
+    scm_status st = SCM_OK;
+    scm_blockflow **bf = calloc((size_t)nth, sizeof *bf);
+    full_space *fs = do_full ? calloc((size_t)nth, sizeof *fs) : NULL;
+    double *F = malloc(sizeof(double) * (size_t)nth * (size_t)n);
+    scm_status *pst = malloc(sizeof *pst * (size_t)np);
+    if (!bf || (do_full && !fs) || !F || !pst) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory checking the solutions of '%s'",
+                           in->name);
+        goto done;
+    }
+    for (int t = 0; t < nth; t++) {
+        if (!(bf[t] = scm_blockflow_alloc(in, act))) {
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory checking the solutions of '%s'",
+                               in->name);
+            goto done;
+        }
+        if (do_full && (st = full_space_alloc(&fs[t], in->Ki, in->Mi, act, err)))
+            goto done;
+    }
+    point_checks pc = {pt, in, o, bf, fs, F, pst};
+    scm_parallel_for(nth, np, check_point, &pc);
+    for (int i = 0; i < np; i++)
+        if (pst[i]) {
+            st = scm_error_set(err, pst[i], "out of memory in the full-space check of '%s'",
+                               in->name);
+            break;
+        }
+done:
+    for (int t = 0; bf && t < nth; t++)
+        scm_blockflow_free(bf[t]);
+    for (int t = 0; fs && t < nth; t++)
+        full_space_free(&fs[t]);
+    free(bf);
+    free(fs);
+    free(F);
+    free(pst);
     return st;
 }
 

@@ -121,7 +121,7 @@ static int run_one(const scm_ansatz *a, const scm_activation *act, const scm_fp_
                   starts + (size_t)(n_ext + s) * (size_t)n);
     scm_fp_set tmp;
     scm_fp_set_init(&tmp);
-    scm_status st = scm_fp_enumerate(a, sw->inst[i], act, o, starts, ns + n_ext, &tmp, err);
+    scm_status st = scm_fp_enumerate_solves(a, sw->inst[i], act, o, starts, ns + n_ext, &tmp, err);
     free(starts);
     if (st) {
         scm_fp_set_free(&tmp);
@@ -290,6 +290,9 @@ scm_status scm_fp_sweep_k1_seeded(const scm_ansatz *a, int K, int M, const scm_a
                 break;
         }
     }
+    /* the checks of the solutions kept (the merging dropped the others) */
+    for (int i = 0; i < n && !st; i++)
+        st = scm_fp_check_points(sw->inst[i], act, o, sw->set[i].pt, sw->set[i].n, err);
 done:
     free(seen_up);
     free(seen_dn);

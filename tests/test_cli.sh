@@ -155,6 +155,17 @@ assert all(s['continuation_seeds'] == 0 for s in a['searches'])
 lb = [p['loss'] for p in b['fixed_points']]
 assert all(any(abs(p['loss'] - x) <= 1e-9 * max(1, abs(x)) for x in lb) for p in a['fixed_points'])
 PY" "fixed-points --seed-from: $(cat "$W/e")"
+# --threads: the same file, byte for byte, on 1 and 3 threads (the k1
+# sweeps of the ansätze run concurrently, each start's plain solve, each
+# point's checks and polish in parallel); K = M + 1 has three ansätze
+for KM in "6 6" "7 6"; do
+    set -- $KM
+    "$SCM" fixed-points --K $1 --M $2 --starts 10 -q --threads 1 -o "$W/fpt1.json" 2> "$W/e"
+    "$SCM" fixed-points --K $1 --M $2 --starts 10 -q --threads 3 -o "$W/fpt3.json" 2>> "$W/e"
+    check "[ -s '$W/fpt1.json' ] && cmp -s '$W/fpt1.json' '$W/fpt3.json'" "fixed-points K=$1 M=$2: --threads 3 differs from --threads 1: $(cat "$W/e")"
+done
+"$SCM" fixed-points --K 6 --M 6 --threads 0 -q -o "$W/fpt0.json" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- '--threads' '$W/e' && [ ! -e '$W/fpt0.json' ]" "--threads 0: $(cat "$W/e")"
 printf '{"K": 5}' > "$W/notfp.json"
 "$SCM" fixed-points --K 6 --M 6 --seed-from "$W/notfp.json" -q -o "$W/fp6x.json" 2> "$W/e"
 check "[ $? -eq 2 ] && grep -q 'notfp.json' '$W/e' && grep -q 'fixed_points' '$W/e' && [ ! -e '$W/fp6x.json' ]" "--seed-from a non-result: $(cat "$W/e")"

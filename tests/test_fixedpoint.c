@@ -954,6 +954,115 @@ static void test_deflation(void)
     CHECK(gained > 0, "deflation found no root beyond plain Newton in four cases");
 }
 
+
+/* Two points equal bit for bit in everything the enumeration computes. */
+static int same_point(const scm_fp_point *a, const scm_fp_point *b, long KK, long KM)
+{
+    if (a->nsc != b->nsc || memcmp(a->x, b->x, sizeof(double) * (size_t)a->nsc) != 0)
+        return 0;
+    const double fa[] = {a->eps, a->res_block, a->jac_smin, a->jac_smax, a->gram_min,
+                         a->res_full, a->inv_dev, a->res_polish, a->eps_polish};
+    const double fb[] = {b->eps, b->res_block, b->jac_smin, b->jac_smax, b->gram_min,
+                         b->res_full, b->inv_dev, b->res_polish, b->eps_polish};
+    for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
+        if (memcmp(&fa[i], &fb[i], sizeof(double)) != 0)
+            return 0;
+    if (a->hits != b->hits || a->full != b->full || a->polished != b->polished)
+        return 0;
+    if (!a->Q != !b->Q || (a->Q && (memcmp(a->Q, b->Q, sizeof(double) * (size_t)KK) ||
+                                    memcmp(a->R, b->R, sizeof(double) * (size_t)KM))))
+        return 0;
+    return 1;
+}
+
+/* opts.threads: the sweep (random starts, neighbour seeds, deflation,
+ * checks and polish), the enumeration of one instance and the polish of a
+ * list give the same points, bit for bit, on 1, 2 and 3 threads; the
+ * two-step enumeration (solves, then checks) is scm_fp_enumerate. */
+static void test_threads(void)
+{
+    scm_ansatz *a = load_builtin("k1_one");
+    scm_error e;
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.n_random = 20;
+    o.deflate = 2;
+    o.threads = 0;
+    CHECK(scm_fp_opts_check(&o, &e) == SCM_EINVAL && strstr(e.msg, "threads"), "threads 0");
+    o.threads = 65;
+    CHECK(scm_fp_opts_check(&o, &e) == SCM_EINVAL && strstr(e.msg, "threads"), "threads 65");
+    scm_fp_sweep sw[3];
+    for (int t = 0; t < 3; t++) {
+        o.threads = t + 1;
+        CHECK(scm_fp_sweep_k1(a, 8, 8, &scm_act_relu, &o, 8, &sw[t], &e) == SCM_OK, "%s", e.msg);
+    }
+    int total = 0;
+    for (int t = 1; t < 3; t++)
+        for (int i = 0; i < sw[0].n; i++) {
+            CHECK(sw[t].set[i].n == sw[0].set[i].n, "threads %d, k1 = %d: %d vs %d points",
+                  t + 1, i, sw[t].set[i].n, sw[0].set[i].n);
+            for (int p = 0; p < sw[0].set[i].n && p < sw[t].set[i].n; p++, total++)
+                CHECK(same_point(&sw[t].set[i].pt[p], &sw[0].set[i].pt[p], 64, 64),
+                      "threads %d, k1 = %d, point %d differs", t + 1, i, p);
+        }
+    CHECK(total > 100, "only %d points compared", total);
+
+    /* one instance: scm_fp_enumerate on 1 and 3 threads, and in two steps */
+    scm_ansatz_inst *in = scm_ansatz_instantiate(a, 8, 8, 3, &e);
+    scm_fp_set s1, s3, s2;
+    scm_fp_set_init(&s1);
+    scm_fp_set_init(&s3);
+    scm_fp_set_init(&s2);
+    o.threads = 1;
+    CHECK(scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s1, &e) == SCM_OK, "%s", e.msg);
+    o.threads = 3;
+    CHECK(scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s3, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_fp_enumerate_solves(a, in, &scm_act_relu, &o, NULL, 0, &s2, &e) == SCM_OK &&
+              scm_fp_check_points(in, &scm_act_relu, &o, s2.pt, s2.n, &e) == SCM_OK,
+          "%s", e.msg);
+    CHECK(s1.n == s3.n && s1.n == s2.n && s1.n > 3, "%d, %d, %d points", s1.n, s3.n, s2.n);
+    CHECK(s1.n_deflated == s3.n_deflated && s1.n_noprog == s3.n_noprog &&
+              s1.n_converged == s3.n_converged,
+          "start counts differ between 1 and 3 threads");
+    for (int p = 0; p < s1.n && p < s3.n && p < s2.n; p++) {
+        CHECK(same_point(&s1.pt[p], &s3.pt[p], 64, 64), "enumerate: point %d differs", p);
+        CHECK(same_point(&s1.pt[p], &s2.pt[p], 64, 64), "two steps: point %d differs", p);
+    }
+
+    /* the polish of a list, deferred: one after another and on 2 threads */
+    scm_fp_set d1, d2;
+    scm_fp_set_init(&d1);
+    scm_fp_set_init(&d2);
+    o.polish_defer = 1;
+    o.threads = 1;
+    CHECK(scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &d1, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &d2, &e) == SCM_OK, "%s", e.msg);
+    scm_fp_point **list = malloc(sizeof *list * (size_t)(d2.n + 1));
+    for (int p = 0; p < d1.n; p++)
+        CHECK(scm_fp_point_polish(&d1.pt[p], &scm_act_relu, &o, &e) == SCM_OK, "%s", e.msg);
+    for (int p = 0; p < d2.n; p++)
+        list[p] = &d2.pt[p];
+    o.threads = 2;
+    CHECK(scm_fp_points_polish(list, d2.n, &scm_act_relu, &o, &e) == SCM_OK, "%s", e.msg);
+    int polished = 0;
+    for (int p = 0; p < d1.n && p < d2.n; p++) {
+        CHECK(same_point(&d1.pt[p], &d2.pt[p], 64, 64), "polish: point %d differs", p);
+        CHECK(same_point(&d1.pt[p], &s1.pt[p], 64, 64), "deferred polish: point %d differs", p);
+        polished += d2.pt[p].polished;
+    }
+    CHECK(polished == d2.n, "%d of %d points polished", polished, d2.n);
+    free(list);
+    scm_fp_set_free(&s1);
+    scm_fp_set_free(&s2);
+    scm_fp_set_free(&s3);
+    scm_fp_set_free(&d1);
+    scm_fp_set_free(&d2);
+    scm_ansatz_inst_free(in);
+    for (int t = 0; t < 3; t++)
+        scm_fp_sweep_free(&sw[t]);
+    scm_ansatz_free(a);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -973,5 +1082,6 @@ int main(void)
     test_sweep();
     test_seeded();
     test_deflation();
+    test_threads();
     return TEST_SUMMARY();
 }

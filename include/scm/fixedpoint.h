@@ -53,11 +53,17 @@ typedef struct {
                             Funke 2015, p = 2, shift 1), each result refined on F
                             itself; the plain solves are unchanged, so deflation
                             only adds roots */
+    int threads;         /* threads for the independent parts (the plain solve
+                            of each start, the checks of each solution, the
+                            polish of each point); the results do not depend
+                            on it: each part is a pure function of its input,
+                            and the parts that depend on each other (the
+                            deflated solves, the bookkeeping) run in order */
 } scm_fp_opts;
 
 /* Defaults: 200 random starts, seed 1, 300 iterations, tol 1e-14, accept
  * 1e-10, dedup 1e-6, psd_tol 1e-9, polish up to K = 24 (not deferred, to
- * the roundoff floor), full check up to K = 400, no deflation. */
+ * the roundoff floor), full check up to K = 400, no deflation, 1 thread. */
 void scm_fp_opts_default(scm_fp_opts *o);
 scm_status scm_fp_opts_check(const scm_fp_opts *o, scm_error *err);
 
@@ -113,6 +119,18 @@ scm_status scm_fp_enumerate(const scm_ansatz *a, const scm_ansatz_inst *in,
                             const double *starts, int n_starts, scm_fp_set *out,
                             scm_error *err);
 
+/* scm_fp_enumerate in two steps: the solves alone (the points appended
+ * to out carry x, eps, res_block, gram_min and hits), then the checks of
+ * points pt[0 .. np-1] of instance in (block Jacobian conditioning,
+ * full-space checks, polish), which are what scm_fp_enumerate adds.  The
+ * k1 sweep checks only the points that survive its merging. */
+scm_status scm_fp_enumerate_solves(const scm_ansatz *a, const scm_ansatz_inst *in,
+                                   const scm_activation *act, const scm_fp_opts *o,
+                                   const double *starts, int n_starts, scm_fp_set *out,
+                                   scm_error *err);
+scm_status scm_fp_check_points(const scm_ansatz_inst *in, const scm_activation *act,
+                               const scm_fp_opts *o, scm_fp_point *pt, int np, scm_error *err);
+
 /* The full-space polish of a point that went through the full checks
  * (p->full) but was not polished (polish_defer): runs scm_fp_polish on
  * p->Q, p->R and fills the polish fields, as scm_fp_enumerate would have.
@@ -122,6 +140,11 @@ scm_status scm_fp_enumerate(const scm_ansatz *a, const scm_ansatz_inst *in,
  * recorded in p->polish_status. */
 scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act,
                                const scm_fp_opts *o, scm_error *err);
+
+/* scm_fp_point_polish of pts[0 .. n-1] on o->threads threads (the same
+ * results as one after another). */
+scm_status scm_fp_points_polish(scm_fp_point **pts, int n, const scm_activation *act,
+                                const scm_fp_opts *o, scm_error *err);
 
 /* Newton on the full F_Q = F_R = 0 from (Q, R) (overwritten), at most
  * max_iter steps; *res gets max |F| at the result.  SCM_OK when the

@@ -13,7 +13,8 @@ class _FpOpts(ctypes.Structure):
     _fields_ = [("n_random", c_int), ("seed", ctypes.c_ulong), ("max_iter", c_int),
                 ("tol", c_double), ("accept", c_double), ("dedup_tol", c_double),
                 ("psd_tol", c_double), ("polish_max_K", c_int), ("full_max_K", c_int),
-                ("polish_defer", c_int), ("polish_tol", c_double), ("deflate", c_int)]
+                ("polish_defer", c_int), ("polish_tol", c_double), ("deflate", c_int),
+                ("threads", c_int)]
 
 
 class _FpPoint(ctypes.Structure):
@@ -185,13 +186,15 @@ def _point(p, K, M, names):
     return d
 
 
-def fixed_points(K, M, k1=None, activation="relu", ansatz=None, starts=200, seed=1, deflate=0):
+def fixed_points(K, M, k1=None, activation="relu", ansatz=None, starts=200, seed=1, deflate=0,
+                 threads=1):
     """Fixed points of the flow (T = I, v = v* = 1) in the block-symmetric ansätze,
     as `scm fixed-points --K K --M M [--k1 k1] --sweep-passes 0 --deflate D`: a list of
     dicts (ansatz, k1, eps, scalars, residuals, full Q and R), sorted by loss.  ansatz:
     a list of ansatz files (default: the built-in ones).  deflate: rounds of deflated
     Newton per start (scm_fp_opts.deflate; the CLI's default is 2 and it seeds each
-    k1 with its neighbours' solutions, so it can list more points)."""
+    k1 with its neighbours' solutions, so it can list more points).  threads: as the
+    CLI's --threads; the result does not depend on it."""
     lib, Error, check, ScmError, act_of, ptr, _, _ = _pkg()
     act = act_of(activation)
     if int(K) < 1 or int(M) < 1:
@@ -199,7 +202,7 @@ def fixed_points(K, M, k1=None, activation="relu", ansatz=None, starts=200, seed
     K, M = int(K), int(M)
     o = _FpOpts()
     lib.scm_fp_opts_default(ctypes.byref(o))
-    o.n_random, o.seed, o.deflate = int(starts), int(seed), int(deflate)
+    o.n_random, o.seed, o.deflate, o.threads = int(starts), int(seed), int(deflate), int(threads)
     err = Error()
     pts, applied = [], 0
     ans = _ansaetze(lib, ansatz, Error, check)

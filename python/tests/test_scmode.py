@@ -184,6 +184,12 @@ def test_fixed_points_vs_cli(tmp):
         theirs = sorted(set(round(p["loss"], 9) + 0.0 for p in ref))
         check(mine == theirs, "deflate %d: fixed-point losses %s vs CLI %s"
               % (deflate, mine, theirs))
+        # threads: the same points, bit for bit
+        pts3 = scmode.fixed_points(3, 3, deflate=deflate, threads=3)
+        check(len(pts3) == len(pts2) and
+              all(p["eps"] == q["eps"] and np.array_equal(p["Q"], q["Q"]) and
+                  np.array_equal(p["R"], q["R"]) for p, q in zip(pts2, pts3)),
+              "deflate %d: threads=3 gives the points of threads=1" % deflate)
     pts = scmode.fixed_points(3, 3)
     m = scmode.Model(3, 3)
     worst = max(np.abs(np.concatenate([x.ravel() for x in m.rhs(p["Q"], p["R"])])).max()

@@ -24,6 +24,10 @@ cJSON *cli_read_json(const char *path);
 /* Quiet parsers: 1 when s is a whole integer in [lo, hi] (a finite
  * number), 0 otherwise; *out is set only on success. */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
+
+/* The processors online, clamped to [1, 16]: the default number of threads
+ * of the commands whose results do not depend on it (fixed-points). */
+int cli_cpu_count(void);
 int cli_parse_double(const char *s, double *out);
 
 /* Reporting parsers for option values: 0 on success; -1 after printing

@@ -251,6 +251,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
     cache.act = act;
     scm_fp_opts_default(&cache.o);
     cache.o.n_random = (int)starts;
+    cache.o.threads = cli_cpu_count(); /* the lists do not depend on it */
     cache.o.seed = (unsigned long)fpseed;
     cache.o.polish_defer = 1; /* as scm fixed-points: polish the listed points */
     cache.o.deflate = (int)deflate;

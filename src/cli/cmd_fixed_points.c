@@ -6,6 +6,7 @@
  * once, under the ansatz with the fewest scalars. */
 #include <gsl/gsl_errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,11 +146,14 @@ static void fp_usage(FILE *f)
             "  --seed-from FILE   Newton starts from the points of another scm\n"
             "                     fixed-points result (repeatable), matched by ansatz\n"
             "                     and k1, scalars by name: continuation from M - 1\n"
-            "                     or a neighbouring (K, M); tried first\n"
+            "                     or a neighbouring (K, M); tried after the k1 sweep,\n"
+            "                     so they only add points\n"
             "  --deflate N        deflated Newton: a start that finds nothing new is\n"
             "                     solved again with the roots found removed, up to N\n"
             "                     times (default " SCM_STR(SCM_FP_CLI_DEFLATE) "; 0: off)\n"
             "  --polish-max-K N   full-space Newton polish when K <= N (default 24)\n"
+            "  --threads T        threads (default: the processors online, at most\n"
+            "                     16); the result does not depend on T\n"
             "  --continue-to M1   follow each solution in M (group sizes real) up to M1\n"
             "  --all              list every solution of every ansatz (no merging)\n"
             "  --max-residual R   exit 1 when a listed point's residual is not below R\n"
@@ -246,10 +250,47 @@ static int cmp_sol(const void *pa, const void *pb)
     return 0;
 }
 
+/* The --seed-from points of ansatz a (an array the caller frees; NULL
+ * only for no memory). */
+static scm_fp_seed *seeds_of(const seed_list *sl, const scm_ansatz *a, int *n)
+{
+    scm_fp_seed *mine = malloc(sizeof *mine * (size_t)(sl->n ? sl->n : 1));
+    *n = 0;
+    for (int q = 0; mine && q < sl->n; q++)
+        if (strcmp(sl->ansatz[q], scm_ansatz_name(a)) == 0)
+            mine[(*n)++] = sl->seed[q];
+    return mine;
+}
+
+/* One ansatz's k1 sweep, run on its own thread: the ansätze are
+ * independent, so while one waits in its sequential parts (the deflated
+ * solves) another's parallel parts use the processors. */
+typedef struct {
+    const scm_ansatz *a;
+    int K, M, passes, nmine;
+    const scm_activation *act;
+    const scm_fp_opts *o;
+    scm_fp_seed *mine;
+    scm_fp_sweep sw;
+    int *tried;
+    scm_status st;
+    scm_error err;
+    int started;
+} sweep_task;
+
+static void *sweep_task_run(void *arg)
+{
+    sweep_task *t = arg;
+    t->st = scm_fp_sweep_k1_seeded(t->a, t->K, t->M, t->act, t->o, t->passes, t->mine, t->nmine,
+                                   &t->sw, &t->tried, &t->err);
+    return NULL;
+}
+
 static int fixed_points(int argc, char **argv, seed_list *sl)
 {
     long K = -1, M = -1, k1 = -1, starts = 200, seed = 1, polish = 24, cont = -1;
     long deflate = SCM_FP_CLI_DEFLATE, sweep_passes = SCM_FP_CLI_SWEEP_PASSES;
+    long threads = cli_cpu_count();
     double max_res = 1e-12;
     int all = 0, quiet = 0, na = 0, stability = 0;
     const char *files[MAX_ANSATZ], *out = NULL, *actname = "relu";
@@ -296,6 +337,8 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
             bad = cli_opt_long("scm fixed-points", a, v, 0, 1000, &deflate);
         else if (strcmp(a, "--polish-max-K") == 0)
             bad = cli_opt_long("scm fixed-points", a, v, 0, 100000, &polish);
+        else if (strcmp(a, "--threads") == 0)
+            bad = cli_opt_long("scm fixed-points", a, v, 1, 64, &threads);
         else if (strcmp(a, "--continue-to") == 0)
             bad = cli_opt_long("scm fixed-points", a, v, 1, 1000000, &cont);
         else if (strcmp(a, "--max-residual") == 0) {
@@ -379,6 +422,7 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
     o.seed = (unsigned long)seed;
     o.polish_max_K = (int)polish;
     o.deflate = (int)deflate;
+    o.threads = (int)threads;
     /* polish after merging: one representative per family of permuted copies */
     o.polish_defer = 1;
     scm_fp_set set;
@@ -388,6 +432,35 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
     int nsol = 0, cap = 0, applied = 0;
     solution *sol = NULL;
     cJSON *runs = cJSON_CreateArray();
+    /* the k1 sweeps of all applicable ansätze, concurrently; their results
+     * are taken below in ansatz order, as if run one after another */
+    sweep_task task[MAX_ANSATZ];
+    pthread_t task_th[MAX_ANSATZ];
+    memset(task, 0, sizeof task);
+    for (int a = 0; a < nans; a++) {
+        int lo, hi;
+        if (k1 >= 0 || sweep_passes < 2 ||
+            scm_ansatz_applies(ans[a], (int)K, (int)M, &lo, &hi) != 1 || hi <= lo)
+            continue;
+        task[a].a = ans[a];
+        task[a].K = (int)K;
+        task[a].M = (int)M;
+        task[a].passes = (int)sweep_passes;
+        task[a].act = act;
+        task[a].o = &o;
+        if (!(task[a].mine = seeds_of(sl, ans[a], &task[a].nmine))) {
+            task[a].st = scm_error_set(&task[a].err, SCM_ENOMEM, "out of memory");
+            continue;
+        }
+        task[a].started = 1;
+        if (pthread_create(&task_th[a], NULL, sweep_task_run, &task[a]) != 0) {
+            task[a].started = 0;
+            sweep_task_run(&task[a]);
+        }
+    }
+    for (int a = 0; a < nans; a++)
+        if (task[a].started)
+            pthread_join(task_th[a], NULL);
     for (int a = 0; a < nans; a++) {
         int lo, hi, ap = scm_ansatz_applies(ans[a], (int)K, (int)M, &lo, &hi);
         if (ap < 0) {
@@ -413,23 +486,25 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
         /* the --seed-from points of this ansatz */
         int nmine = 0;
         free(mine);
-        mine = malloc(sizeof *mine * (size_t)(sl->n ? sl->n : 1));
-        if (!mine) {
+        if (!(mine = seeds_of(sl, ans[a], &nmine))) {
             fprintf(stderr, "scm fixed-points: out of memory\n");
             rc = 1;
             goto cleanup_set;
         }
-        for (int q = 0; q < sl->n; q++)
-            if (strcmp(sl->ansatz[q], scm_ansatz_name(ans[a])) == 0)
-                mine[nmine++] = sl->seed[q];
         free(tried);
         tried = NULL;
-        if (use_sweep && scm_fp_sweep_k1_seeded(ans[a], (int)K, (int)M, act, &o,
-                                                (int)sweep_passes, mine, nmine, &sw, &tried,
-                                                &err)) {
-            fprintf(stderr, "scm fixed-points: %s\n", err.msg);
-            rc = 1;
-            goto cleanup_set;
+        if (use_sweep) {
+            if (task[a].st) {
+                fprintf(stderr, "scm fixed-points: %s\n", task[a].err.msg);
+                rc = 1;
+                goto cleanup_set;
+            }
+            /* take the sweep out of its task */
+            scm_fp_sweep_free(&sw);
+            sw = task[a].sw;
+            tried = task[a].tried;
+            memset(&task[a].sw, 0, sizeof task[a].sw);
+            task[a].tried = NULL;
         }
         for (int kk = lo; kk <= hi; kk++) {
             if (k1 >= 0 && kk != k1)
@@ -557,12 +632,17 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
             for (int t = 0; t < s && sol[s].merged_into < 0; t++)
                 if (sol[t].merged_into < 0 && same_orbit(&sol[s], &sol[t]))
                     sol[s].merged_into = t;
-    for (int s = 0; s < nsol; s++)
-        if (sol[s].merged_into < 0 && scm_fp_point_polish(sol[s].pt, act, &o, &err) == SCM_ENOMEM) {
-            fprintf(stderr, "scm fixed-points: %s\n", err.msg);
-            rc = 1;
-            break;
-        }
+    /* the polish: one representative per family, in parallel */
+    scm_fp_point **reps = malloc(sizeof *reps * ((size_t)nsol + 1));
+    int nreps = 0;
+    for (int s = 0; reps && s < nsol; s++)
+        if (sol[s].merged_into < 0)
+            reps[nreps++] = sol[s].pt;
+    if (!reps || scm_fp_points_polish(reps, nreps, act, &o, &err) == SCM_ENOMEM) {
+        fprintf(stderr, "scm fixed-points: %s\n", reps ? err.msg : "out of memory");
+        rc = 1;
+    }
+    free(reps);
     /* display order: by loss (insertion sort; the lists are short) */
     int *order = malloc(sizeof *order * ((size_t)nsol + 1));
     if (!order) {
@@ -755,6 +835,11 @@ cleanup_set:
         free(sol);
     }
     cJSON_Delete(runs);
+    for (int a = 0; a < nans; a++) {
+        scm_fp_sweep_free(&task[a].sw);
+        free(task[a].tried);
+        free(task[a].mine);
+    }
     scm_fp_sweep_free(&sw);
     scm_fp_set_free(&set);
     free(mine);

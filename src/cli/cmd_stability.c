@@ -226,6 +226,7 @@ static int find_family(long K, long M, long k1, const char *ansatz_file, long st
     scm_fp_opts o;
     scm_fp_opts_default(&o);
     o.n_random = (int)starts;
+    o.threads = cli_cpu_count(); /* the family does not depend on it */
     scm_status st = scm_family_find((int)K, (int)M, (int)k1, ans, nans, act, &o, &fp->fam, &err);
     if (st) {
         fprintf(stderr, ME ": %s\n", err.msg);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
+
 static int cmp_fp(const void *a, const void *b)
 {
     const scm_cli_fp *x = a, *y = b;
@@ -20,6 +22,7 @@ int scm_cli_fp_list(int K, int M, const scm_activation *act, long starts, scm_cl
     scm_fp_opts o;
     scm_fp_opts_default(&o);
     o.n_random = (int)starts;
+    o.threads = cli_cpu_count(); /* the list does not depend on it */
     int n = 0, cap = 0, rc = 0;
     scm_cli_fp *c = NULL;
     for (int a = 0; a < scm_ansatz_builtin_count() && !rc; a++) {
