@@ -14,6 +14,7 @@
 #include "scm/init.h"
 #include "scm/sweep.h"
 #include "scm/weights.h"
+#include "parallel.h"
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -646,6 +647,54 @@ scm_status scm_xc_run_one(int K, int M, const scm_activation *act, scm_xc_method
     st = finish(K, M, act, Q, R, o, r, err);
     free(Q);
     return st;
+}
+
+/* The runs of scm_xc_run_many, one per item. */
+typedef struct {
+    int K, M;
+    const scm_activation *act;
+    scm_xc_method meth;
+    uint64_t base;
+    long first;
+    const scm_xc_opts *o;
+    scm_xc_run *r;
+    scm_status *st;
+} run_job;
+
+static void run_item(void *ctx, int tid, int i)
+{
+    (void)tid;
+    run_job *j = ctx;
+    j->st[i] = scm_xc_run_one(j->K, j->M, j->act, j->meth, j->base, j->first + i, j->o, &j->r[i],
+                              NULL);
+}
+
+scm_status scm_xc_run_many(int K, int M, const scm_activation *act, scm_xc_method meth,
+                           uint64_t base, long first, int n, const scm_xc_opts *o, int threads,
+                           scm_xc_run *r, long *failed, scm_error *err)
+{
+    *failed = -1;
+    if (threads < 1 || threads > 64)
+        return scm_error_set(err, SCM_EINVAL, "threads must be in [1, 64], got %d", threads);
+    if (n < 0 || first < 0)
+        return scm_error_set(err, SCM_EINVAL, "need n >= 0 and first >= 0");
+    scm_status *st = malloc(sizeof *st * ((size_t)n + 1));
+    if (!st)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory for %d crosscheck runs", n);
+    run_job j = {K, M, act, meth, base, first, o, r, st};
+    scm_parallel_for(threads, n, run_item, &j);
+    scm_status out = SCM_OK;
+    for (int i = 0; i < n && !out; i++)
+        if (st[i]) {
+            /* a run is a pure function of its index: again, for the message */
+            *failed = first + i;
+            scm_xc_run_free(&r[i]);
+            out = scm_xc_run_one(K, M, act, meth, base, first + i, o, &r[i], err);
+            if (!out)
+                out = scm_error_set(err, st[i], "run %ld failed once and not again", first + i);
+        }
+    free(st);
+    return out;
 }
 
 void scm_xc_match(scm_xc_run *r, const scm_xc_list *l, const scm_xc_opts *o)

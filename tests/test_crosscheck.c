@@ -262,10 +262,63 @@ static void test_errors(void)
           "index -1 accepted");
 }
 
+/* scm_xc_run_many: on 1 and 3 threads the runs of scm_xc_run_one, field
+ * by field and bit for bit (ODE and GD, K = M + 1 so that some runs lose
+ * a student); a bad option reports the lowest failing index. */
+static void test_run_many(void)
+{
+    scm_xc_opts o;
+    scm_xc_opts_default(&o);
+    scm_error e;
+    enum { N = 6 };
+    for (int meth = 0; meth < 2; meth++) {
+        scm_xc_method m = meth ? SCM_XC_GD : SCM_XC_ODE;
+        scm_xc_run one[N], many[2][N];
+        for (int i = 0; i < N; i++)
+            CHECK(scm_xc_run_one(4, 3, &scm_act_relu, m, 7, 10 + i, &o, &one[i], &e) == SCM_OK,
+                  "%s", e.msg);
+        for (int t = 0; t < 2; t++) {
+            long failed = 0;
+            CHECK(scm_xc_run_many(4, 3, &scm_act_relu, m, 7, 10, N, &o, 1 + 2 * t, many[t],
+                                  &failed, &e) == SCM_OK && failed == -1,
+                  "%s", e.msg);
+            for (int i = 0; i < N; i++) {
+                const scm_xc_run *a = &one[i], *b = &many[t][i];
+                size_t nq = (size_t)a->K_live * (size_t)a->K_live, nr = (size_t)a->K_live * 3;
+                CHECK(a->index == b->index && a->converged == b->converged &&
+                          a->K_live == b->K_live && a->work == b->work &&
+                          memcmp(&a->eps, &b->eps, sizeof a->eps) == 0 &&
+                          memcmp(&a->res, &b->res, sizeof a->res) == 0 &&
+                          a->n_anti == b->n_anti && strcmp(a->why, b->why) == 0 &&
+                          (!a->Q || (memcmp(a->Q, b->Q, nq * sizeof(double)) == 0 &&
+                                     memcmp(a->R, b->R, nr * sizeof(double)) == 0)),
+                      "%s run %d on %d threads differs from scm_xc_run_one",
+                      scm_xc_method_str(m), 10 + i, 1 + 2 * t);
+                scm_xc_run_free(&many[t][i]);
+            }
+        }
+        for (int i = 0; i < N; i++)
+            scm_xc_run_free(&one[i]);
+    }
+    scm_xc_run r[3];
+    long failed = 0;
+    CHECK(scm_xc_run_many(3, 3, &scm_act_relu, SCM_XC_GD, 1, 0, 3, &o, 0, r, &failed, &e) ==
+              SCM_EINVAL,
+          "threads 0 accepted");
+    o.gd_tol = 0.0;
+    CHECK(scm_xc_run_many(3, 3, &scm_act_relu, SCM_XC_GD, 1, 5, 3, &o, 2, r, &failed, &e) ==
+                  SCM_EINVAL &&
+              failed == 5 && strstr(e.msg, "gd_tol"),
+          "bad options: failed %ld, '%s'", failed, e.msg);
+    for (int i = 0; i < 3; i++)
+        scm_xc_run_free(&r[i]);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
     test_errors();
+    test_run_many();
     test_gd_residual();
     test_groups();
     test_complete_small();

@@ -27,6 +27,14 @@ assert sum(f["ode"] + f["gd"] for f in r["matched_families"]) == \
     r["summary"]["ode"]["matched"] + r["summary"]["gd"]["matched"]
 PY
 
+# --threads: the same summary and listing on 1 and 3 threads (the JSON
+# differs only in its timings)
+"$SCM" crosscheck --K 5 --M 5 --runs 6 --threads 1 > "$W/t1.txt" 2> "$W/t.err"
+"$SCM" crosscheck --K 5 --M 5 --runs 6 --threads 3 > "$W/t3.txt" 2>> "$W/t.err"
+check "[ -s '$W/t1.txt' ] && cmp -s '$W/t1.txt' '$W/t3.txt'" "crosscheck --threads 3 differs from 1: $(cat "$W/t.err")"
+"$SCM" crosscheck --K 5 --M 5 --runs 6 --threads 0 > /dev/null 2> "$W/t.err"
+check "[ $? -eq 2 ] && grep -q -- '--threads' '$W/t.err'" "crosscheck --threads 0: $(cat "$W/t.err")"
+
 # the k1 ansatz with k1 = 0 only: spurious end points cannot match
 cat > "$W/only0.json" <<'A'
 {"name": "k1_only0", "require": ["K - M"], "k1": ["0", "0"],

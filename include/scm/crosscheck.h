@@ -145,6 +145,14 @@ scm_status scm_xc_run_one(int K, int M, const scm_activation *act, scm_xc_method
                           uint64_t base, long index, const scm_xc_opts *o, scm_xc_run *r,
                           scm_error *err);
 
+/* scm_xc_run_one for the n runs first .. first + n - 1 into r[0 .. n-1],
+ * on threads threads (1 .. 64): the same runs whatever the number.  On an
+ * error, *failed is the lowest failing index and err its message (the
+ * runs are all filled; the caller frees them); else *failed = -1. */
+scm_status scm_xc_run_many(int K, int M, const scm_activation *act, scm_xc_method meth,
+                           uint64_t base, long first, int n, const scm_xc_opts *o, int threads,
+                           scm_xc_run *r, long *failed, scm_error *err);
+
 /* Match a converged run against l (which must be the list at
  * (r->K_live, M)): sets r->match, r->global, r->inv_agree. */
 void scm_xc_match(scm_xc_run *r, const scm_xc_list *l, const scm_xc_opts *o);

@@ -46,6 +46,9 @@ static void xc_usage(FILE *f)
             SCM_STR(SCM_FP_CLI_DEFLATE) ")\n"
             "  --sweep-passes P   k1 sweep passes (default " SCM_STR(SCM_FP_CLI_SWEEP_PASSES) ")\n"
             "  --gd-max-iter N    GD iteration budget (default 200000)\n"
+            "  --threads T        threads for the runs and the enumeration (default: the\n"
+            "                     processors online, at most 16); the result does not\n"
+            "                     depend on T\n"
             "  -o FILE            JSON result file\n"
             "  -q, --quiet        no per-point listing (the counts only)\n"
             "\n"
@@ -143,6 +146,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
 {
     long K = -1, M = -1, runs = 200, seed = 1, first = 0, starts = 200, fpseed = 1;
     long deflate = SCM_FP_CLI_DEFLATE, gdmax = 200000, sweep_passes = SCM_FP_CLI_SWEEP_PASSES;
+    long threads = cli_cpu_count();
     int quiet = 0, na = 0, meth_lo = 0, meth_hi = 1;
     const char *files[XC_MAX_ANSATZ], *out = NULL, *actname = "relu";
     for (int i = 1; i < argc; i++) {
@@ -182,6 +186,8 @@ int scm_cmd_crosscheck(int argc, char **argv)
             bad = cli_opt_long(XC_ME, a, v, 0, 1000, &sweep_passes);
         else if (strcmp(a, "--gd-max-iter") == 0)
             bad = cli_opt_long(XC_ME, a, v, 1, 100000000L, &gdmax);
+        else if (strcmp(a, "--threads") == 0)
+            bad = cli_opt_long(XC_ME, a, v, 1, 64, &threads);
         else if (strcmp(a, "--method") == 0) {
             if (strcmp(v, "ode") == 0)
                 meth_lo = meth_hi = 0;
@@ -251,7 +257,7 @@ int scm_cmd_crosscheck(int argc, char **argv)
     cache.act = act;
     scm_fp_opts_default(&cache.o);
     cache.o.n_random = (int)starts;
-    cache.o.threads = cli_cpu_count(); /* the lists do not depend on it */
+    cache.o.threads = (int)threads; /* the lists do not depend on it */
     cache.o.seed = (unsigned long)fpseed;
     cache.o.polish_defer = 1; /* as scm fixed-points: polish the listed points */
     cache.o.deflate = (int)deflate;
@@ -296,15 +302,21 @@ int scm_cmd_crosscheck(int argc, char **argv)
     double t_meth[2] = {0.0, 0.0};
     for (int me = meth_lo; me <= meth_hi; me++) {
         double tm = cli_now();
+        /* the runs in parallel (each a pure function of its index), then
+         * classified in index order */
+        long bad_run;
+        scm_status rst = scm_xc_run_many((int)K, (int)M, act, me ? SCM_XC_GD : SCM_XC_ODE,
+                                         (uint64_t)seed, first, (int)runs, &xo, (int)threads,
+                                         &run[nrun], &bad_run, &err);
+        long nrun0 = nrun;
+        nrun += runs; /* filled either way: cleanup frees them */
+        if (rst) {
+            fprintf(stderr, XC_ME ": run %ld (%s): %s\n", bad_run, me ? "gd" : "ode", err.msg);
+            rc = 1;
+            goto cleanup;
+        }
         for (long i = first; i < first + runs; i++) {
-            scm_xc_run *r = &run[nrun];
-            if (scm_xc_run_one((int)K, (int)M, act, me ? SCM_XC_GD : SCM_XC_ODE,
-                               (uint64_t)seed, i, &xo, r, &err)) {
-                fprintf(stderr, XC_ME ": run %ld (%s): %s\n", i, me ? "gd" : "ode", err.msg);
-                rc = 1;
-                goto cleanup;
-            }
-            nrun++;
+            scm_xc_run *r = &run[nrun0 + (i - first)];
             work[me] += r->work;
             n_deadrun[me] += r->n_dead > 0;
             n_smallrun[me] += r->n_small > 0;
