@@ -305,6 +305,88 @@ done:
     return st;
 }
 
+/* ---- the chain in M: each (K, M) seeded with the points of M - 1 ---- */
+
+/* The points of sw as seeds (names point into sw's instances, values into
+ * its points: sw must outlive them), then the n_extra seeds extra. */
+static scm_fp_seed *sweep_seeds(const scm_fp_sweep *sw, const scm_fp_seed *extra, int n_extra,
+                                int *n, const char ***names)
+{
+    int m = n_extra, nn = 0;
+    for (int i = 0; i < sw->n; i++) {
+        m += sw->set[i].n;
+        nn += scm_ansatz_inst_nscalars(sw->inst[i]);
+    }
+    scm_fp_seed *s = malloc(sizeof *s * (size_t)(m + 1));
+    const char **nm = malloc(sizeof *nm * (size_t)(nn + 1));
+    if (!s || !nm) {
+        free(s);
+        free(nm);
+        return NULL;
+    }
+    int r = 0, c0 = 0;
+    for (int i = 0; i < sw->n; i++) {
+        int nsc = scm_ansatz_inst_nscalars(sw->inst[i]);
+        for (int c = 0; c < nsc; c++)
+            nm[c0 + c] = scm_ansatz_inst_scalar_name(sw->inst[i], c);
+        for (int p = 0; p < sw->set[i].n; p++)
+            s[r++] = (scm_fp_seed){sw->k1_min + i, nsc, nm + c0, sw->set[i].pt[p].x};
+        c0 += nsc;
+    }
+    for (int e = 0; e < n_extra; e++)
+        s[r++] = extra[e];
+    *n = r;
+    *names = nm;
+    return s;
+}
+
+scm_status scm_fp_sweep_k1_chain(const scm_ansatz *a, int dK, int M0, int M,
+                                 const scm_activation *act, const scm_fp_opts *o, int max_passes,
+                                 const scm_fp_seed *seeds, int n_seeds, scm_fp_sweep *sw,
+                                 int **seeds_tried, int *steps, scm_error *err)
+{
+    *steps = 0;
+    if (M0 < 1 || M0 > M)
+        return scm_error_set(err, SCM_EINVAL, "chain: need 1 <= M0 <= M, got M0 = %d, M = %d",
+                             M0, M);
+    scm_fp_sweep prev;
+    memset(&prev, 0, sizeof prev);
+    memset(sw, 0, sizeof *sw);
+    if (seeds_tried)
+        *seeds_tried = NULL;
+    scm_status st = SCM_OK;
+    for (int m = M0; m <= M; m++) {
+        int lo, hi;
+        if (m < M && (m + dK < 1 || scm_ansatz_applies(a, m + dK, m, &lo, &hi) != 1 || hi <= lo))
+            continue; /* a link the ansatz (or the sweep) does not cover */
+        const char **names = NULL;
+        int ns = 0, n_extra = m == M ? n_seeds : 0;
+        scm_fp_seed *sd = NULL;
+        if (prev.n || n_extra) {
+            if (!(sd = sweep_seeds(&prev, seeds, n_extra, &ns, &names))) {
+                st = scm_error_set(err, SCM_ENOMEM, "out of memory in the chain in M");
+                break;
+            }
+        }
+        scm_fp_sweep cur;
+        st = scm_fp_sweep_k1_seeded(a, m + dK, m, act, o, max_passes, sd, ns, &cur,
+                                    m == M ? seeds_tried : NULL, err);
+        free(sd);
+        free(names);
+        if (st)
+            break;
+        scm_fp_sweep_free(&prev);
+        prev = cur;
+        (*steps)++;
+    }
+    if (st) {
+        scm_fp_sweep_free(&prev);
+        return st;
+    }
+    *sw = prev;
+    return SCM_OK;
+}
+
 /* ---- all k1 at a large M from a small one: continuation in M (issue 11) ---- */
 
 /* A chord-Newton corrector for solutions a small step from the last one:

@@ -166,6 +166,23 @@ for KM in "6 6" "7 6"; do
 done
 "$SCM" fixed-points --K 6 --M 6 --threads 0 -q -o "$W/fpt0.json" 2> "$W/e"
 check "[ $? -eq 2 ] && grep -q -- '--threads' '$W/e' && [ ! -e '$W/fpt0.json' ]" "--threads 0: $(cat "$W/e")"
+# --chain-from: seeds from every smaller M; the list holds every point of
+# the default, all below the residual bound (else exit 1)
+"$SCM" fixed-points --K 6 --M 6 --starts 10 -q --chain-from 4 -o "$W/fpc.json" 2> "$W/e"
+check "[ $? -eq 0 ] && python3 - '$W/fp6.json' '$W/fpc.json' <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+assert b['chain_from'] == 4 and 'chain_from' not in a
+assert all(s['chain_links'] == 3 for s in b['searches'] if s['ansatz'] == 'k1_one' and s['k1'] == 0)
+assert sum(s['continuation_seeds'] for s in b['searches']) > 0
+lb = [p['loss'] for p in b['fixed_points']]
+assert all(any(abs(p['loss'] - x) <= 1e-9 * max(1, abs(x)) for x in lb) for p in a['fixed_points'])
+assert len(b['fixed_points']) > len(a['fixed_points'])
+PY" "fixed-points --chain-from: $(cat "$W/e")"
+"$SCM" fixed-points --K 6 --M 6 --chain-from 6 -q 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'chain-from must be below M' '$W/e'" "--chain-from M: $(cat "$W/e")"
+"$SCM" fixed-points --K 6 --M 6 --chain-from 3 --k1 1 -q 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'needs the k1 sweep' '$W/e'" "--chain-from with --k1: $(cat "$W/e")"
 printf '{"K": 5}' > "$W/notfp.json"
 "$SCM" fixed-points --K 6 --M 6 --seed-from "$W/notfp.json" -q -o "$W/fp6x.json" 2> "$W/e"
 check "[ $? -eq 2 ] && grep -q 'notfp.json' '$W/e' && grep -q 'fixed_points' '$W/e' && [ ! -e '$W/fp6x.json' ]" "--seed-from a non-result: $(cat "$W/e")"

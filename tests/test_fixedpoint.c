@@ -1063,6 +1063,71 @@ static void test_threads(void)
     scm_ansatz_free(a);
 }
 
+/* The chain in M (scm_fp_sweep_k1_chain): k1_one at K = M = 7 chained
+ * from M0 = 4 holds every point of the plain sweep at 7 (compared by
+ * loss), runs 4 links, tried seeds at M, and every point it adds is a
+ * fixed point of the full flow; bad M0 is refused. */
+static void test_chain(void)
+{
+    scm_ansatz *a = load_builtin("k1_one");
+    scm_error e;
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.n_random = 20;
+    o.deflate = 2;
+    o.polish_max_K = 0;
+    o.threads = 2;
+    scm_fp_sweep plain, chain;
+    int *tried = NULL, steps = -1;
+    CHECK(scm_fp_sweep_k1_chain(a, 0, 0, 7, &scm_act_relu, &o, 8, NULL, 0, &chain, NULL, &steps,
+                                &e) == SCM_EINVAL,
+          "M0 = 0 accepted");
+    CHECK(scm_fp_sweep_k1_chain(a, 0, 8, 7, &scm_act_relu, &o, 8, NULL, 0, &chain, NULL, &steps,
+                                &e) == SCM_EINVAL,
+          "M0 > M accepted");
+    CHECK(scm_fp_sweep_k1(a, 7, 7, &scm_act_relu, &o, 8, &plain, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_fp_sweep_k1_chain(a, 0, 4, 7, &scm_act_relu, &o, 8, NULL, 0, &chain, &tried, &steps,
+                                &e) == SCM_OK,
+          "%s", e.msg);
+    CHECK(steps == 4, "%d links, want 4 (M = 4 .. 7)", steps);
+    int n_plain = 0, n_chain = 0, lost = 0, added = 0, bad = 0, seeds = 0;
+    for (int i = 0; i < chain.n; i++) {
+        seeds += tried ? tried[i] : 0;
+        n_chain += chain.set[i].n;
+    }
+    for (int i = 0; i < plain.n; i++)
+        for (int p = 0; p < plain.set[i].n; p++, n_plain++) {
+            int found = 0;
+            for (int j = 0; j < chain.n && !found; j++)
+                for (int q = 0; q < chain.set[j].n && !found; q++)
+                    found = fabs(chain.set[j].pt[q].eps - plain.set[i].pt[p].eps) <=
+                            1e-10 * fmax(1e-3, fabs(plain.set[i].pt[p].eps));
+            lost += !found;
+        }
+    for (int j = 0; j < chain.n; j++)
+        for (int q = 0; q < chain.set[j].n; q++) {
+            const scm_fp_point *pt = &chain.set[j].pt[q];
+            int found = 0;
+            for (int i = 0; i < plain.n && !found; i++)
+                for (int p = 0; p < plain.set[i].n && !found; p++)
+                    found = fabs(plain.set[i].pt[p].eps - pt->eps) <=
+                            1e-10 * fmax(1e-3, fabs(pt->eps));
+            if (found)
+                continue;
+            added++;
+            bad += !(pt->full && pt->res_full < 1e-11);
+        }
+    CHECK(lost == 0, "the chain lost %d of %d points of the plain sweep", lost, n_plain);
+    CHECK(seeds > 0, "no seed tried at M = 7");
+    CHECK(bad == 0, "%d of %d added points are not fixed points of the full flow", bad, added);
+    printf("# chain k1_one M = 4 -> 7: %d points against %d plain (%d added), %d seeds at M = 7\n",
+           n_chain, n_plain, added, seeds);
+    free(tried);
+    scm_fp_sweep_free(&plain);
+    scm_fp_sweep_free(&chain);
+    scm_ansatz_free(a);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -1083,5 +1148,6 @@ int main(void)
     test_seeded();
     test_deflation();
     test_threads();
+    test_chain();
     return TEST_SUMMARY();
 }

@@ -66,6 +66,23 @@ scm_status scm_fp_sweep_k1_seeded(const scm_ansatz *a, int K, int M, const scm_a
                                   int n_seeds, scm_fp_sweep *sw, int **seeds_tried,
                                   scm_error *err);
 
+/* The chain in M (continuation seeds from every smaller M): the k1 sweep
+ * at (M0 + dK, M0), then at each M0 < m <= M the sweep at (m + dK, m)
+ * seeded (scm_fp_sweep_k1_seeded) with every solution of the previous
+ * link, the n_seeds seeds added at the last.  A link where the ansatz does
+ * not apply, or has a single k1, is skipped (the next link is seeded from
+ * the last one run).  The seeds of a link are tried after its sweep, so
+ * the result holds every solution of scm_fp_sweep_k1 at (M + dK, M), and
+ * what the families of smaller M continue to.
+ * *steps gets the links run, *seeds_tried the seeds tried per instance at
+ * M (as scm_fp_sweep_k1_seeded).  SCM_EINVAL unless 1 <= M0 <= M or if
+ * the ansatz does not apply at M; otherwise errors only for bad options or
+ * no memory. */
+scm_status scm_fp_sweep_k1_chain(const scm_ansatz *a, int dK, int M0, int M,
+                                 const scm_activation *act, const scm_fp_opts *o, int max_passes,
+                                 const scm_fp_seed *seeds, int n_seeds, scm_fp_sweep *sw,
+                                 int **seeds_tried, int *steps, scm_error *err);
+
 /* All k1 at a large M1 by continuation in M from a small base M0 (K - M =
  * dK throughout), block level (issue 11):
  *  1. the base: every k1 at M0 by scm_fp_sweep_k1 (o->n_random random

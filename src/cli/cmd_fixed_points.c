@@ -152,6 +152,10 @@ static void fp_usage(FILE *f)
             "                     solved again with the roots found removed, up to N\n"
             "                     times (default " SCM_STR(SCM_FP_CLI_DEFLATE) "; 0: off)\n"
             "  --polish-max-K N   full-space Newton polish when K <= N (default 24)\n"
+            "  --chain-from M0    continuation seeds from every smaller M: the k1 sweep\n"
+            "                     at (M0 + K - M, M0), then each M0 < m <= M seeded\n"
+            "                     with all points of m - 1 (scm_fp_sweep_k1_chain);\n"
+            "                     the list holds every point of the default\n"
             "  --threads T        threads (default: the processors online, at most\n"
             "                     16); the result does not depend on T\n"
             "  --continue-to M1   follow each solution in M (group sizes real) up to M1\n"
@@ -273,6 +277,7 @@ typedef struct {
     scm_fp_seed *mine;
     scm_fp_sweep sw;
     int *tried;
+    int chain_from, chain_links; /* chain_from 0: no chain in M */
     scm_status st;
     scm_error err;
     int started;
@@ -281,8 +286,13 @@ typedef struct {
 static void *sweep_task_run(void *arg)
 {
     sweep_task *t = arg;
-    t->st = scm_fp_sweep_k1_seeded(t->a, t->K, t->M, t->act, t->o, t->passes, t->mine, t->nmine,
-                                   &t->sw, &t->tried, &t->err);
+    if (t->chain_from > 0)
+        t->st = scm_fp_sweep_k1_chain(t->a, t->K - t->M, t->chain_from, t->M, t->act, t->o,
+                                      t->passes, t->mine, t->nmine, &t->sw, &t->tried,
+                                      &t->chain_links, &t->err);
+    else
+        t->st = scm_fp_sweep_k1_seeded(t->a, t->K, t->M, t->act, t->o, t->passes, t->mine,
+                                       t->nmine, &t->sw, &t->tried, &t->err);
     return NULL;
 }
 
@@ -290,7 +300,7 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
 {
     long K = -1, M = -1, k1 = -1, starts = 200, seed = 1, polish = 24, cont = -1;
     long deflate = SCM_FP_CLI_DEFLATE, sweep_passes = SCM_FP_CLI_SWEEP_PASSES;
-    long threads = cli_cpu_count();
+    long threads = cli_cpu_count(), chain_from = 0;
     double max_res = 1e-12;
     int all = 0, quiet = 0, na = 0, stability = 0;
     const char *files[MAX_ANSATZ], *out = NULL, *actname = "relu";
@@ -339,6 +349,8 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
             bad = cli_opt_long("scm fixed-points", a, v, 0, 100000, &polish);
         else if (strcmp(a, "--threads") == 0)
             bad = cli_opt_long("scm fixed-points", a, v, 1, 64, &threads);
+        else if (strcmp(a, "--chain-from") == 0)
+            bad = cli_opt_long("scm fixed-points", a, v, 1, 100000, &chain_from);
         else if (strcmp(a, "--continue-to") == 0)
             bad = cli_opt_long("scm fixed-points", a, v, 1, 1000000, &cont);
         else if (strcmp(a, "--max-residual") == 0) {
@@ -382,6 +394,16 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
     if (!act) {
         fprintf(stderr, "scm fixed-points: unknown activation '%s' (relu, erf, linear)\n",
                 actname);
+        return 2;
+    }
+    if (chain_from > 0 && chain_from >= M) {
+        fprintf(stderr, "scm fixed-points: --chain-from must be below M = %ld, got %ld\n", M,
+                chain_from);
+        return 2;
+    }
+    if (chain_from > 0 && (k1 >= 0 || sweep_passes < 2)) {
+        fprintf(stderr, "scm fixed-points: --chain-from needs the k1 sweep (no --k1, "
+                        "--sweep-passes >= 2)\n");
         return 2;
     }
     if (cont >= 0 && cont <= M) {
@@ -448,6 +470,7 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
         task[a].passes = (int)sweep_passes;
         task[a].act = act;
         task[a].o = &o;
+        task[a].chain_from = (int)chain_from;
         if (!(task[a].mine = seeds_of(sl, ans[a], &task[a].nmine))) {
             task[a].st = scm_error_set(&task[a].err, SCM_ENOMEM, "out of memory");
             continue;
@@ -561,6 +584,8 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
             cJSON_AddNumberToObject(r, "distinct", one.n);
             cJSON_AddNumberToObject(r, "neighbour_seeds", seeds);
             cJSON_AddNumberToObject(r, "continuation_seeds", cseeds);
+            if (chain_from > 0)
+                cJSON_AddNumberToObject(r, "chain_links", use_sweep ? task[a].chain_links : 0);
             cJSON_AddNumberToObject(r, "found_nothing_new", nothing_new);
             cJSON_AddNumberToObject(r, "deflated_solves", one.n_deflated);
             cJSON_AddNumberToObject(r, "found_by_deflation", one.n_deflated_new);
@@ -749,6 +774,8 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
         cJSON_AddNumberToObject(root, "M", (double)M);
         cJSON_AddStringToObject(root, "activation", act->name);
         cJSON_AddStringToObject(root, "teacher", "T = I, v = v* = 1");
+        if (chain_from > 0)
+            cJSON_AddNumberToObject(root, "chain_from", (double)chain_from);
         cJSON_AddItemToObject(root, "searches", runs);
         runs = NULL;
         cJSON *arr = cJSON_AddArrayToObject(root, "fixed_points");
