@@ -487,6 +487,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
     rec->t = tr.t;
     rec->steps = tr.n_steps;
     rec->rhs = tr.n_rhs;
+    rec->loose_retries = tr.n_loose_retries;
     scm_sweep_classify(m, tr.Q, tr.R, tr.eps, fams, o, rec);
     if (two_stage && tr.stop == SCM_STOP_FIXED_POINT && !accept_loose(rec)) {
         /* Not recognisably in a known basin: finish with the strict rule. */
@@ -509,6 +510,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
             rec->t = tr.t + tr2.t;
             rec->steps = tr.n_steps + tr2.n_steps;
             rec->rhs = tr.n_rhs + tr2.n_rhs;
+            rec->loose_retries = tr.n_loose_retries + tr2.n_loose_retries;
             scm_sweep_classify(m, tr2.Q, tr2.R, tr2.eps, fams, o, rec);
             fin = &tr2;
         }
@@ -558,6 +560,8 @@ char *scm_sweep_record_json(const scm_sweep_record *r)
     cJSON_AddNumberToObject(o, "max_F", r->max_F);
     cJSON_AddNumberToObject(o, "steps", (double)r->steps);
     cJSON_AddNumberToObject(o, "rhs", (double)r->rhs);
+    if (r->loose_retries)
+        cJSON_AddNumberToObject(o, "loose_retries", r->loose_retries);
     cJSON_AddStringToObject(o, "class", r->cls);
     if (r->matched) {
         cJSON_AddStringToObject(o, "family", r->family);
@@ -689,6 +693,13 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
         bad = "rhs";
         goto out;
     }
+    long retries = 0;
+    if (cJSON_GetObjectItemCaseSensitive(o, "loose_retries") &&
+        !get_int(o, "loose_retries", 1, 2, &retries)) {
+        bad = "loose_retries";
+        goto out;
+    }
+    r->loose_retries = (int)retries;
     const cJSON *cls = cJSON_GetObjectItemCaseSensitive(o, "class");
     if (!cJSON_IsString(cls) || strlen(cls->valuestring) >= sizeof r->cls) {
         bad = "class";

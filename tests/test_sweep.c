@@ -537,6 +537,63 @@ static void test_budget_sweep(void)
     scm_config_free(c);
 }
 
+/* Loose-stage failures redone at full accuracy from the last state known
+ * good (traj.h, loose_retry): runs of scm compare's K = 18, M = 17 sweep
+ * with the loose stage at rtol 1e-4, atol 1e-6.  Run 67 crosses the PSD
+ * boundary at t = 511 near two students sharing a teacher; run 119 stalls
+ * at t = 430.7 (steps of 1e-11, the right-hand side failing just ahead;
+ * before the stall test it spent its 10^5 steps there).  Both converge to
+ * the global minimum after the retry, as they do with the default loose
+ * stage (rtol 1e-6, atol 1e-8), where nothing fails. */
+static void test_loose_retry(void)
+{
+    const char *base =
+        "{\"model\":{\"K\":18,\"M\":17,\"activation\":\"relu\"},"
+        "\"init\":{\"type\":\"random\",\"d\":1000,\"sigma\":1,\"seed\":1},"
+        "\"integrator\":{\"linear_solver\":\"gmres\",\"grad_stop\":1e-10,"
+        "\"eps_stop\":1e-10,\"max_steps\":20000,\"loose_until\":1e-6,";
+    const long runs[2] = {67, 119};
+    const unsigned long seeds[2] = {712817908UL, 3231832816UL};
+    for (int i = 0; i < 2; i++) {
+        char text[1024];
+        scm_sweep_record r[2];
+        for (int v = 0; v < 2; v++) {
+            snprintf(text, sizeof text, "%s%s}}", base,
+                     v ? "\"loose_rtol\":1e-4,\"loose_atol\":1e-6"
+                       : "\"loose_rtol\":1e-6,\"loose_atol\":1e-8");
+            scm_config *c = config(text);
+            if (!c)
+                return;
+            scm_error err;
+            scm_model *m = scm_config_model(c, &err);
+            scm_sweep_opts o;
+            scm_sweep_opts_default(&o);
+            CHECK(scm_sweep_run_one(c, m, 1, runs[i], NULL, &o, &r[v], &err) == SCM_OK, "%s",
+                  err.msg);
+            scm_model_free(m);
+            scm_config_free(c);
+        }
+        CHECK(r[1].seed == seeds[i], "run %ld's seed %lu", runs[i], r[1].seed);
+        CHECK(r[0].loose_retries == 0 && r[1].loose_retries == 1,
+              "run %ld: retries %d and %d, want 0 and 1", runs[i], r[0].loose_retries,
+              r[1].loose_retries);
+        for (int v = 0; v < 2; v++)
+            CHECK(r[v].converged && r[v].eps < 1e-10 && r[v].n_dead == 1 && r[v].steps < 5000,
+                  "run %ld, loose stage %d: converged %d, eps %g, dead %d, %ld steps (%s)",
+                  runs[i], v, r[v].converged, r[v].eps, r[v].n_dead, r[v].steps, r[v].why);
+        char *s = scm_sweep_record_json(&r[1]);
+        scm_sweep_record b;
+        scm_error err;
+        CHECK(s && strstr(s, "\"loose_retries\":1") &&
+                  scm_sweep_record_parse(s, &b, &err) == SCM_OK && b.loose_retries == 1,
+              "loose_retries round trip: %s", s ? s : "(null)");
+        free(s);
+        s = scm_sweep_record_json(&r[0]);
+        CHECK(s && !strstr(s, "loose_retries"), "no loose_retries key when 0");
+        free(s);
+    }
+}
+
 /* ---- summary ----------------------------------------------------------- */
 
 static void test_summary(void)
@@ -647,6 +704,7 @@ int main(void)
     test_determinism();
     test_known_states();
     test_budget_sweep();
+    test_loose_retry();
     test_summary();
     return TEST_SUMMARY();
 }

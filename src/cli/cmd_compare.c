@@ -35,9 +35,10 @@ static void compare_usage(FILE *f)
             "\n"
             "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
             "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES, two-stage\n"
-            "accuracy (integrator.loose_until 1e-6), eps_stop 1e-10, max_steps 1e5,\n"
-            "seed 1), run\n"
-            "or resumed in PREFIX.K<K>.runs.jsonl and summarised in\n"
+            "accuracy (rtol 1e-4, atol 1e-6 until max |F| < 1e-6, then 1e-8, 1e-10;\n"
+            "a loose-stage failure is redone at full accuracy), eps_stop 1e-10,\n"
+            "max_steps 1e5, seed 1), run or resumed in PREFIX.K<K>.runs.jsonl and\n"
+            "summarised in\n"
             "PREFIX.K<K>.summary.json, then one report: PREFIX.json (fractions per k1\n"
             "and per K with 95%% Wilson intervals, the families reached with their\n"
             "stability verdicts, the loss histograms, loss-vs-time traces of the first\n"
@@ -518,7 +519,8 @@ int scm_cmd_compare(int argc, char **argv)
         "{\"model\": {\"K\": 1, \"M\": 1, \"activation\": \"relu\"},\n"
         " \"init\": {\"type\": \"random\", \"d\": 1000, \"sigma\": 1, \"seed\": 1},\n"
         " \"integrator\": {\"linear_solver\": \"gmres\", \"grad_stop\": 1e-10,\n"
-        "                \"loose_until\": 1e-6, \"eps_stop\": 1e-10, \"max_steps\": 100000}}\n";
+        "                \"loose_until\": 1e-6, \"loose_rtol\": 1e-4, \"loose_atol\": 1e-6,\n"
+        "                \"eps_stop\": 1e-10, \"max_steps\": 100000}}\n";
     char *text = NULL;
     size_t tlen = 0;
     if (config) {
