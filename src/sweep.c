@@ -483,11 +483,29 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
         t1.grad_stop = o->loose_grad_stop;
     if ((st = scm_traj_run(m, c->rule, Q0, R0, &t1, &tr, err)))
         goto out;
+    long spent_steps = 0, spent_rhs = 0;
+    scm_traj_opts def;
+    scm_traj_opts_default(&def);
+    if (tr.stop == SCM_STOP_FAILED && tr.loose_failed &&
+        (t1.loose_rtol > def.loose_rtol || t1.loose_atol > def.loose_atol)) {
+        /* The loose stage failed (near parallel or vanishing students its
+         * error can cross the PSD boundary): the run again from the start
+         * with the default loose stage, which the looser one only speeds up. */
+        spent_steps = tr.n_steps;
+        spent_rhs = tr.n_rhs;
+        scm_traj_result_free(&tr);
+        t1.loose_rtol = fmin(t1.loose_rtol, def.loose_rtol);
+        t1.loose_atol = fmin(t1.loose_atol, def.loose_atol);
+        to.loose_rtol = t1.loose_rtol;
+        to.loose_atol = t1.loose_atol;
+        rec->loose_retries = 1;
+        if ((st = scm_traj_run(m, c->rule, Q0, R0, &t1, &tr, err)))
+            goto out;
+    }
     fill_from_traj(rec, &tr);
     rec->t = tr.t;
-    rec->steps = tr.n_steps;
-    rec->rhs = tr.n_rhs;
-    rec->loose_retries = tr.n_loose_retries;
+    rec->steps = spent_steps + tr.n_steps;
+    rec->rhs = spent_rhs + tr.n_rhs;
     scm_sweep_classify(m, tr.Q, tr.R, tr.eps, fams, o, rec);
     if (two_stage && tr.stop == SCM_STOP_FIXED_POINT && !accept_loose(rec)) {
         /* Not recognisably in a known basin: finish with the strict rule. */
@@ -508,9 +526,8 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
                 goto out;
             fill_from_traj(rec, &tr2);
             rec->t = tr.t + tr2.t;
-            rec->steps = tr.n_steps + tr2.n_steps;
-            rec->rhs = tr.n_rhs + tr2.n_rhs;
-            rec->loose_retries = tr.n_loose_retries + tr2.n_loose_retries;
+            rec->steps = spent_steps + tr.n_steps + tr2.n_steps;
+            rec->rhs = spent_rhs + tr.n_rhs + tr2.n_rhs;
             scm_sweep_classify(m, tr2.Q, tr2.R, tr2.eps, fams, o, rec);
             fin = &tr2;
         }
@@ -695,7 +712,7 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
     }
     long retries = 0;
     if (cJSON_GetObjectItemCaseSensitive(o, "loose_retries") &&
-        !get_int(o, "loose_retries", 1, 2, &retries)) {
+        !get_int(o, "loose_retries", 1, 1, &retries)) {
         bad = "loose_retries";
         goto out;
     }

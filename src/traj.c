@@ -324,39 +324,6 @@ static void add_counters(void *cv, scm_traj_result *res)
         res->n_lin_iters += v;
 }
 
-/* The last state of a run known good: the start, a state where the
- * right-hand side was evaluated, or the state just re-initialised after a
- * student died (packed, with its time and, when known, loss and max |F|). */
-typedef struct {
-    double *y, t, eps, maxF;
-} snapshot;
-
-static void snapshot_take(snapshot *s, const double *y, long n, double t, double eps,
-                          double maxF)
-{
-    memcpy(s->y, y, sizeof(double) * (size_t)n);
-    s->t = t;
-    s->eps = eps;
-    s->maxF = maxF;
-}
-
-/* A failure in the loose stage (its error carrying the state across the
- * PSD boundary near parallel or vanishing students, or CVODE failing
- * there): back to the snapshot, and on from there with the full accuracy,
- * the second stage begun early.  0, or -1 if CVODE cannot be
- * re-initialised. */
-static int loose_retry(void *cv, N_Vector y, const snapshot *s, const scm_rule *rule,
-                       const scm_model *m, const scm_traj_opts *o, scm_traj_result *res)
-{
-    memcpy(N_VGetArrayPointer(y), s->y, sizeof(double) * (size_t)N_VGetLength(y));
-    rule->unpack(m, s->y, res->Q, res->R, res->v);
-    add_counters(cv, res);
-    if (CVodeSStolerances(cv, o->rtol, o->atol) != CV_SUCCESS || CVodeReInit(cv, s->t, y) != CV_SUCCESS)
-        return -1;
-    res->n_loose_retries++;
-    return 0;
-}
-
 /* A loose-stage step shorter than this times max(1, t) means the steps
  * have collapsed (a run in order takes steps of 1e-8 at the very start
  * and O(t / 100) later). */
@@ -408,10 +375,8 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     SUNLinearSolver LS = NULL;
     void *cv = NULL;
     double *Q = NULL, *R = NULL;
-    snapshot snap = {NULL, 0.0, NAN, NAN};
 
     c.fl = scm_flow_alloc(m);
-    snap.y = malloc(sizeof(double) * (size_t)n);
     c.scratch = malloc(sizeof(double) * 3 * (size_t)rule->scratch(m)); /* rhs, jtimes */
     Q = malloc(sizeof(double) * (size_t)KK);
     R = malloc(sizeof(double) * (size_t)KM);
@@ -429,7 +394,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     c.Qs = malloc(sizeof(double) * (size_t)KK);
     c.Rs = malloc(sizeof(double) * (size_t)KM);
     c.dead = res->dead;
-    if (!snap.y || !res->dead || !res->v || !res->out_v || !c.vs || !c.ytmp || !c.Qs || !c.Rs || !c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
+    if (!res->dead || !res->v || !res->out_v || !c.vs || !c.ytmp || !c.Qs || !c.Rs || !c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
         !res->out_Q || !res->out_R) {
         st = scm_error_set(err, SCM_ENOMEM, "out of memory setting up the trajectory");
         goto fail;
@@ -537,7 +502,6 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     /* fresh: CVODE was (re)initialised, its interpolant holds no step yet;
      * have_eps: eps and maxF are the flow's at the current state. */
     int fresh = 1, have_eps = 1;
-    snapshot_take(&snap, yv, n, t, eps, maxF);
     for (;;) {
         if (loose && maxF < o->loose_until) {
             /* second stage: full accuracy for the approach to the fixed point */
@@ -580,8 +544,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
                           c.last_rhs_status ? "; last right-hand-side failure: " : "",
                           c.last_rhs_status ? scm_status_str(c.last_rhs_status) : "");
             free(name);
-            if (loose)
-                goto loose_failed;
+            res->loose_failed = loose;
             res->stop = SCM_STOP_FAILED;
             break;
         }
@@ -593,7 +556,9 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
              * stage's error), which CVODE takes for a convergence failure */
             scm_error_set(&res->err, SCM_ESOLVER, "the loose stage stalled at t = %.6g (step %g)",
                           tret, h_last);
-            goto loose_failed;
+            res->loose_failed = 1;
+            res->stop = SCM_STOP_FAILED;
+            break;
         }
         /* Interpolated output points passed by this step. */
         while (o->record && next < o->n_out && OUT_TIME(next) <= tret) {
@@ -615,8 +580,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         scm_status vs = scm_model_check_state(m, Q, R, psd_run, &chk);
         if (vs) {
             scm_error_set(&res->err, vs, "invalid state at t = %.6g: %s", tret, chk.msg);
-            if (loose)
-                goto loose_failed;
+            res->loose_failed = loose;
             res->stop = SCM_STOP_FAILED;
             break;
         }
@@ -652,7 +616,6 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
                     res->stop = SCM_STOP_FAILED;
                     break;
                 }
-                snapshot_take(&snap, yv, n, tret, NAN, NAN);
             }
         }
         if (loose && !fresh && CVodeGetDky(cv, tret, 1, yout) == CV_SUCCESS) {
@@ -685,16 +648,13 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
         if (rs) {
             scm_error_set(&res->err, rs, "the right-hand side fails at t = %.6g: %s", tret,
                           scm_status_str(rs));
-            if (loose)
-                goto loose_failed;
+            res->loose_failed = loose;
             res->stop = SCM_STOP_FAILED;
             break;
         }
         t = tret;
-        if (have_eps) {
+        if (have_eps)
             maxF = scm_linalg_max_abs(yd, n);
-            snapshot_take(&snap, yv, n, t, eps, maxF);
-        }
         memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
         memcpy(res->R, R, sizeof(double) * (size_t)KM);
         memcpy(res->v, c.vs, sizeof(double) * (size_t)K);
@@ -702,23 +662,6 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
             res->stop = SCM_STOP_CERTIFIED;
             break;
         }
-        continue;
-    loose_failed:
-        /* res->err says what failed; redo from the snapshot, once */
-        if (loose_retry(cv, y, &snap, rule, m, o, res) != 0) {
-            res->stop = SCM_STOP_FAILED;
-            break;
-        }
-        loose = 0;
-        fresh = 1;
-        t = snap.t;
-        eps = snap.eps;
-        maxF = snap.maxF;
-        have_eps = isfinite(snap.eps);
-        while (res->n_out > 1 && res->out_t[res->n_out - 1] > t)
-            res->n_out--; /* the points recorded past the snapshot */
-        while (next > 0 && OUT_TIME(next - 1) > t)
-            next--;
     }
 #undef OUT_TIME
     if (!have_eps) {
@@ -769,7 +712,6 @@ done:
     if (ctx)
         SUNContext_Free(&ctx);
     scm_flow_free(c.fl);
-    free(snap.y);
     free(c.scratch);
     free(c.ytmp);
     free(c.Qs);

@@ -121,8 +121,10 @@ typedef struct {
     char why[SCM_SWEEP_WHY_LEN]; /* not converged: the stop reason or the failure */
     double t, eps, max_F;
     long steps, rhs;
-    int loose_retries;          /* loose-stage failures redone at full accuracy (traj.h);
-                                   in the JSON line only when not 0 */
+    int loose_retries;          /* 1: the run failed in a loose stage looser than the
+                                   default (traj.h loose_failed) and was redone from
+                                   the start with the default one (steps and rhs count
+                                   both); in the JSON line only when not 0 */
     int matched;                /* 1 if a family matched (converged runs only) */
     char family[64];            /* the matched family's name, else "" */
     int k1;                     /* the matched family's k1, else -1 */

@@ -104,7 +104,10 @@ typedef struct {
     int *dead;         /* K flags: the student died during the run */
     int n_dead;        /* how many did */
     long n_steps, n_rhs, n_jac_evals, n_lin_iters;
-    int n_loose_retries; /* loose-stage failures redone at full accuracy (0 or 1) */
+    int loose_failed;  /* stop == SCM_STOP_FAILED in the loose stage (its error
+                          crossing the PSD boundary near parallel or vanishing
+                          students, CVODE failing there, or its steps collapsing):
+                          a run with a tighter loose stage may not fail */
 } scm_traj_result;
 
 /* Integrate rule from (Q0, R0) (and o->v0 when the rule trains v); a

@@ -83,7 +83,7 @@ class _TrajResult(ctypes.Structure):
                 ("out_Q", _P), ("out_R", _P), ("out_v", _P), ("dead", ctypes.POINTER(ctypes.c_int)),
                 ("n_dead", ctypes.c_int), ("n_steps", ctypes.c_long), ("n_rhs", ctypes.c_long),
                 ("n_jac_evals", ctypes.c_long), ("n_lin_iters", ctypes.c_long),
-                ("n_loose_retries", ctypes.c_int)]
+                ("loose_failed", ctypes.c_int)]
 
 
 def _candidates():
