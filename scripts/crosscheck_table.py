@@ -2,7 +2,9 @@
 """crosscheck_table.py DIR: one CSV row per `scm crosscheck` result file
 DIR/K*_M*.json (docs/crosscheck.md): K, M, runs, enumerated points, then per
 method converged, global minimum, matched, unmatched, not converged (and how
-many of those had a vanishing student), and the distinct unmatched losses."""
+many of those had a vanishing student), and the distinct unmatched losses.
+With --md: the Markdown table of docs/crosscheck.md instead (both methods,
+plus each method's seconds)."""
 import glob
 import json
 import os
@@ -10,7 +12,10 @@ import sys
 
 
 def main():
-    d = sys.argv[1]
+    md = "--md" in sys.argv[1:]
+    d = [a for a in sys.argv[1:] if a != "--md"][0]
+    if md:
+        return markdown(d)
     rows = []
     for f in glob.glob(os.path.join(d, "K*_M*.json")):
         r = json.load(open(f))
@@ -34,6 +39,27 @@ def main():
           "gd_not_converged,gd_small,gd_dead,unmatched_losses")
     for row in rows:
         print(",".join(str(x) for x in row))
+
+
+def markdown(d):
+    rows = []
+    for f in glob.glob(os.path.join(d, "K*_M*.json")):
+        r = json.load(open(f))
+        row = [r["K"], r["M"], r["enumeration"]["points"]]
+        for m in ("ode", "gd"):
+            s = r["summary"][m]
+            row += [s["global_minimum"], s["matched"], s["unmatched"], s["not_converged"],
+                    "%s / %s" % (s["with_small_students"], s["with_dead_students"]),
+                    "%.0f" % s["seconds"]]
+        rows.append(row)
+    rows.sort(key=lambda x: (x[1], x[0]))
+    head = ["K", "M", "enumerated"] + ["%s_%s" % (m, c) for m in ("ode", "gd")
+                                       for c in ("global", "matched", "unmatched",
+                                                 "not_converged", "small / dead", "s")]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for row in rows:
+        print("| " + " | ".join(str(x) for x in row) + " |")
 
 
 if __name__ == "__main__":
