@@ -49,7 +49,8 @@ typedef struct {
      * stays in the state: from then on the PSD check allows
      * psd_tol loose_rtol / rtol, and a ReLU student with Q_kk below
      * 100 loose_atol is dead; a start with Q_kk(0) < 1e4 loose_atol is
-     * refused (SCM_EINVAL). */
+     * refused (SCM_EINVAL).  A first-stage step shorter than 1e-10
+     * max(1, t) is a stall, and the run fails (res->loose_failed). */
     double loose_rtol, loose_atol, loose_until;
     scm_rule_params rule_params; /* the rule's parameters (rule.h) */
     /* Initial second layer of a rule that trains v (K entries; NULL: the
