@@ -28,11 +28,17 @@
  *     the distinct losses one finds and the other misses, in the same k1
  *     and in any k1 (a point is found in several instances), all and
  *     specialised (n_other = 0, the plateau table's rows); --list prints
- *     the missed ones at M <= 20.  First the block residual's cost at
- *     K = M = 20 .. 10^5 (independent of K and M).
+ *     the missed ones at M <= 20.  --probes N (default M / 100 + 1) and
+ *     --threads T (default 1) are scm_fp_sweep_grow's.  First the block
+ *     residual's cost at K = M = 20 .. 10^5 (independent of K and M).
  *
- * Usage: bench_fixedpoint [--starts N] [--sweep-random N] [--base-starts N] [--list]
- *                         [--only=17|1000|polish|sweep|grow|grow-small]
+ * (f) issue 11 (--only=grow-table): the same continuation at K = M = 20,
+ *     60, 100, with 0 and M / 10 + 1 probes, against the plateau table
+ *     (data/plateau_table_M100.csv): its rows, and min* rows, missed.
+ *
+ * Usage: bench_fixedpoint [--starts N] [--sweep-random N] [--base-starts N] [--probes N]
+ *                         [--threads T] [--list]
+ *                         [--only=17|1000|polish|sweep|grow|grow-small|grow-table]
  * (grow-small: (e) at M = 12, 16, 20 only)
  * Exit status 0 on success, 1 on error. */
 #include <gsl/gsl_errno.h>
@@ -438,18 +444,20 @@ static void run_rescost(const scm_ansatz *a)
 /* (e) issue 11: continuation in M (scm_fp_sweep_grow) from M0 = 8 with
  * base_starts random starts per k1 there, to M1, against 200 random
  * starts per k1 at M1 (every k1, or every 25th above M = 100). */
-static int run_grow(const scm_ansatz *a, int M1, int base_starts, int list)
+static int run_grow(const scm_ansatz *a, int M1, int base_starts, int probes, int threads,
+                    int list)
 {
     const int M0 = 8;
     scm_fp_opts o;
     scm_fp_opts_default(&o);
     o.full_max_K = 0;
     o.n_random = base_starts;
+    o.threads = threads;
     scm_error e;
     scm_fp_sweep sw;
     scm_fp_grow_stats gs;
     double w0 = now(), c0 = cpu();
-    if (scm_fp_sweep_grow(a, 0, M0, M1, &scm_act_relu, &o, &sw, &gs, &e)) {
+    if (scm_fp_sweep_grow(a, 0, M0, M1, probes, &scm_act_relu, &o, &sw, &gs, &e)) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
@@ -463,6 +471,7 @@ static int run_grow(const scm_ansatz *a, int M1, int base_starts, int list)
     }
     double c_base = cpu() - c0;
     scm_fp_sweep_free(&base);
+    o.threads = 1;
     int n_grow = 0;
     for (int i = 0; i < sw.n; i++)
         n_grow += sw.set[i].n;
@@ -500,7 +509,7 @@ static int run_grow(const scm_ansatz *a, int M1, int base_starts, int list)
     double scale = (double)sw.n / n_sub;
     double w_rand = (now() - w0) * scale, c_rand = (cpu() - c0) * scale;
     printf("K = M = %-5d all k1, block level, continuation in M from M0 = %d (%d random starts "
-           "per k1 there):\n"
+           "per k1 there), %d probes, %d threads:\n"
            "  200 random starts per k1 (before%s): %.2f s wall, %.2f s CPU\n"
            "  continuation in M (after): %.3f s wall, %.3f s CPU (base %.3f s CPU)  (x%.0f CPU); "
            "%d base solutions, %d reach M = %d, %d anchors; %ld corrector calls in M, %ld in k1, "
@@ -508,7 +517,7 @@ static int run_grow(const scm_ansatz *a, int M1, int base_starts, int list)
            "  on the %d k1 compared: random found %d distinct losses (%d specialised); "
            "continuation misses %d (%d specialised) in the same k1, %d (%d specialised) in any "
            "k1, and finds %d more%s\n",
-           M1, M0, base_starts, stride > 1 ? ", every 25th k1, time scaled" : "", w_rand, c_rand,
+           M1, M0, base_starts, probes, threads, stride > 1 ? ", every 25th k1, time scaled" : "", w_rand, c_rand,
            w_grow, c_grow, c_base, c_rand / c_grow, gs.base, gs.reached, M1, gs.anchors,
            gs.steps_M, gs.steps_k1, gs.evals, gs.hybrids, n_grow, n_sub, n_rand, n_rand_spec,
            missed, missed_spec, umiss, umiss_spec, extra,
@@ -517,9 +526,72 @@ static int run_grow(const scm_ansatz *a, int M1, int base_starts, int list)
     return 0;
 }
 
+/* (f) issue 11: scm_fp_sweep_grow from M0 = 8 against the plateau table
+ * to M = 100 (data/plateau_table_M100.csv, random starts at every M plus
+ * continuation seeds from M - 1): how many of its K = M = M1 rows, and of
+ * its min* rows, the continuation misses, with 0 probes and with
+ * M1 / 10 + 1. */
+static int run_grow_table(const scm_ansatz *a, int M1)
+{
+    FILE *f = fopen("data/plateau_table_M100.csv", "r");
+    if (!f)
+        f = fopen("../data/plateau_table_M100.csv", "r");
+    if (!f) {
+        fprintf(stderr, "data/plateau_table_M100.csv not found (run from the source tree)\n");
+        return 1;
+    }
+    int cap = 4096, n = 0, *is_min = malloc(sizeof(int) * (size_t)cap);
+    double *loss = malloc(sizeof(double) * (size_t)cap);
+    static char line[1 << 16];
+    while (fgets(line, sizeof line, f)) {
+        int K, M;
+        double l;
+        char cls[64];
+        if (sscanf(line, "%d,%d,%*d,%*d,%*d,%*d,%lf,%*[^,],%*[^,],%*[^,],%*[^,],%63[^,]", &K, &M,
+                   &l, cls) != 4 || K != M1 || M != M1 || n == cap)
+            continue;
+        loss[n] = l;
+        is_min[n++] = strncmp(cls, "min", 3) == 0;
+    }
+    fclose(f);
+    for (int pass = 0; pass < 2; pass++) {
+        int probes = pass ? M1 / 10 + 1 : 0;
+        scm_fp_opts o;
+        scm_fp_opts_default(&o);
+        o.full_max_K = 0;
+        scm_fp_sweep sw;
+        scm_fp_grow_stats gs;
+        scm_error e;
+        double c0 = cpu();
+        if (scm_fp_sweep_grow(a, 0, 8, M1, probes, &scm_act_relu, &o, &sw, &gs, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+        double c = cpu() - c0;
+        int miss = 0, miss_min = 0, n_min = 0;
+        for (int r = 0; r < n; r++) {
+            n_min += is_min[r];
+            int found = 0;
+            for (int i = 0; i < sw.n && !found; i++)
+                for (int p = 0; p < sw.set[i].n && !found; p++)
+                    found = fabs(sw.set[i].pt[p].eps - loss[r]) <= 1e-9 * fmax(1e-3, loss[r]);
+            miss += !found;
+            miss_min += !found && is_min[r];
+        }
+        printf("K = M = %-4d M0 = 8, %2d probes: %.3f s CPU, %d anchors, %d new from the probes; "
+               "the table's %d rows: %d missed; its %d min* rows: %d missed\n",
+               M1, probes, c, gs.anchors, gs.probed, n, miss, n_min, miss_min);
+        scm_fp_sweep_free(&sw);
+    }
+    free(is_min);
+    free(loss);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int starts = 200, only = 0, sweep_random = 2, base_starts = 200, list = 0;
+    int starts = 200, only = 0, sweep_random = 2, base_starts = 200, list = 0, probes = -1,
+        threads = 1;
     const char *mode = "";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--starts") && i + 1 < argc)
@@ -528,6 +600,10 @@ int main(int argc, char **argv)
             sweep_random = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--base-starts") && i + 1 < argc)
             base_starts = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--probes") && i + 1 < argc)
+            probes = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--list"))
             list = 1;
         else if (!strncmp(argv[i], "--only=", 7)) {
@@ -538,7 +614,8 @@ int main(int argc, char **argv)
         }
         else {
             fprintf(stderr, "usage: bench_fixedpoint [--starts N] [--sweep-random N] "
-                            "[--base-starts N] [--list] [--only=17|1000|polish|sweep|grow|grow-small]\n");
+                            "[--base-starts N] [--probes N] [--threads T] [--list] "
+                            "[--only=17|1000|polish|sweep|grow|grow-small|grow-table]\n");
             return 1;
         }
     }
@@ -574,8 +651,12 @@ int main(int argc, char **argv)
             run_rescost(a);
         const int sizes[4] = {12, 16, 20, 1000};
         for (int i = 0; i < (small ? 3 : 4); i++)
-            rc |= run_grow(a, sizes[i], base_starts, list && sizes[i] <= 20);
+            rc |= run_grow(a, sizes[i], base_starts, probes >= 0 ? probes : sizes[i] / 100 + 1,
+                           threads, list && sizes[i] <= 20);
     }
+    if (!only || !strcmp(mode, "grow-table"))
+        for (int M1 = 20; M1 <= 100; M1 += 40)
+            rc |= run_grow_table(a, M1);
     scm_ansatz_free(a);
     return rc;
 }

@@ -4,7 +4,10 @@
 #ifndef SCM_ANSATZ_INTERNAL_H
 #define SCM_ANSATZ_INTERNAL_H
 
+#include <math.h>
+
 #include "scm/ansatz.h"
+#include "scm/model.h"
 
 /* At most this many student groups and as many teacher groups. */
 #define SCM_ANSATZ_MAX_GROUPS 64
@@ -42,5 +45,20 @@ struct scm_ansatz_inst {
 #define SCM_SIZE_TINY 1e-12
 static inline int scm_size_zero(double n) { return n < SCM_SIZE_TINY; }
 static inline int scm_size_has_off(double n) { return n > 1.0 + 1e-9; }
+
+/* Is paired student group i of solution x unspecialised (its own and other
+ * overlaps agree, relative to the overlap scale)?  (fixedpoint.c's
+ * classification, fpsweep.c's continuation in k1.) */
+static inline int scm_group_unspecialised(const scm_ansatz_inst *in, const double *x, int i)
+{
+    int t = in->spair[i];
+    if (t < 0)
+        return 0;
+    int c = i * in->nt + t;
+    if (in->rd[c] < 0 || in->ro[c] < 0)
+        return 0;
+    double q = x[in->qd[i]];
+    return !(fabs(x[in->rd[c]] - x[in->ro[c]]) > SCM_ALIGN_COS_TOL * sqrt(fabs(q)));
+}
 
 #endif

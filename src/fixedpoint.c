@@ -1170,20 +1170,6 @@ scm_status scm_fp_continue(const scm_ansatz *a, double dK, double k1, double M0,
     return st;
 }
 
-/* Is paired student group i unspecialised (its own and other overlaps
- * agree, relative to the overlap scale)? */
-static int group_unspecialised(const scm_ansatz_inst *in, const double *x, int i)
-{
-    int t = in->spair[i];
-    if (t < 0)
-        return 0;
-    int c = i * in->nt + t;
-    if (in->rd[c] < 0 || in->ro[c] < 0)
-        return 0;
-    double q = x[in->qd[i]];
-    return !(fabs(x[in->rd[c]] - x[in->ro[c]]) > SCM_ALIGN_COS_TOL * sqrt(fabs(q)));
-}
-
 scm_status scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_structure *s)
 {
     memset(s, 0, sizeof *s);
@@ -1222,7 +1208,7 @@ scm_status scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_st
     if (!st)
         st = scm_model_align(m, Q, Q + (size_t)K * K, 0.0, kind, partner, NULL);
     for (int i = 0; !st && i < in->ns; i++) {
-        int unspec = group_unspecialised(in, x, i);
+        int unspec = scm_group_unspecialised(in, x, i);
         for (int k = in->soff[i]; k < in->soff[i] + (int)lround(in->ssize[i]); k++) {
             if (kind[k] == SCM_ALIGN_ANTI && !unspec)
                 s->n_anti += 1.0;

@@ -803,13 +803,13 @@ static void test_grow(void)
     o.full_max_K = 0;
     scm_fp_sweep sw;
     scm_error e;
-    CHECK(scm_fp_sweep_grow(a, 0, 8, 7, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+    CHECK(scm_fp_sweep_grow(a, 0, 8, 7, 0, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
           "M1 < M0 accepted");
-    CHECK(scm_fp_sweep_grow(a, 0, 2, 7, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+    CHECK(scm_fp_sweep_grow(a, 0, 2, 7, 0, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
           "a base with 3 instances accepted");
-    CHECK(scm_fp_sweep_grow(a, 1, 6, 7, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+    CHECK(scm_fp_sweep_grow(a, 1, 6, 7, 0, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
           "k1 ansatz at K = M + 1 accepted");
-    CHECK(scm_fp_sweep_grow(a, 0, 6, 7, &scm_act_relu, &o, &sw, NULL, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_fp_sweep_grow(a, 0, 6, 7, 0, &scm_act_relu, &o, &sw, NULL, &e) == SCM_OK, "%s", e.msg);
     int ref = 0;
     for (int p = 0; p < sw.set[1].n; p++)
         ref |= fabs(sw.set[1].pt[p].eps - 0.0232027149136) < 1e-10;
@@ -818,7 +818,7 @@ static void test_grow(void)
 
     const int M = 12;
     scm_fp_grow_stats gs;
-    CHECK(scm_fp_sweep_grow(a, 0, 8, M, &scm_act_relu, &o, &sw, &gs, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 0, &scm_act_relu, &o, &sw, &gs, &e) == SCM_OK, "%s", e.msg);
     CHECK(gs.anchors > 0 && gs.reached >= gs.anchors && gs.base >= gs.reached, "stats %d %d %d",
           gs.base, gs.reached, gs.anchors);
     scm_model *m = scm_model_alloc(M, M, &scm_act_relu, NULL, NULL, NULL, &e);
@@ -885,6 +885,74 @@ static void test_grow(void)
     scm_flow_free(fl);
     scm_model_free(m);
     scm_fp_sweep_free(&sw);
+    scm_ansatz_free(a);
+}
+
+/* The continuation in M with probes and the closure in k1, against an
+ * enumeration made another way: data/plateau_table.csv (random starts at
+ * every M plus continuation seeds from M - 1, bench/gen_plateau_table).
+ * At K = M = 20 every min* row of the table (a specialised fixed point
+ * whose block and full Jacobians have no positive eigenvalue) must be among
+ * the points of scm_fp_sweep_grow from M0 = 8 with 3 probes (same loss to
+ * 1e-10 relative; the table's losses have 12 digits); and the result must
+ * not depend on the number of threads. */
+static void test_grow_probes(void)
+{
+    const int M = 20;
+    scm_ansatz *a = load_builtin("k1");
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.full_max_K = 0;
+    scm_fp_sweep sw, sw2;
+    scm_fp_grow_stats gs;
+    scm_error e;
+    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 22, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+          "22 probes for 21 instances accepted");
+    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 3, &scm_act_relu, &o, &sw, &gs, &e) == SCM_OK, "%s",
+          e.msg);
+    CHECK(gs.probed > 0, "the probes found nothing new");
+    o.threads = 2;
+    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 3, &scm_act_relu, &o, &sw2, NULL, &e) == SCM_OK, "%s",
+          e.msg);
+    int same = sw.n == sw2.n;
+    for (int i = 0; same && i < sw.n; i++) {
+        same = sw.set[i].n == sw2.set[i].n;
+        for (int p = 0; same && p < sw.set[i].n; p++)
+            same = memcmp(sw.set[i].pt[p].x, sw2.set[i].pt[p].x,
+                          sizeof(double) * (size_t)sw.set[i].pt[p].nsc) == 0;
+    }
+    CHECK(same, "1 and 2 threads give different solutions");
+    FILE *f = fopen("../data/plateau_table.csv", "r");
+    if (!f)
+        f = fopen("data/plateau_table.csv", "r");
+    CHECK(f != NULL, "data/plateau_table.csv not found");
+    char line[4096];
+    int rows = 0, missing = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        int K, MM, fam;
+        double loss;
+        char cls[64];
+        if (sscanf(line, "%d,%d,%*d,%d,%*d,%*d,%lf,%*[^,],%*[^,],%*[^,],%*[^,],%63[^,]", &K, &MM,
+                   &fam, &loss, cls) != 5 ||
+            K != M || MM != M || strncmp(cls, "min", 3) != 0)
+            continue;
+        rows++;
+        int found = 0;
+        for (int i = 0; i < sw.n && !found; i++)
+            for (int p = 0; p < sw.set[i].n && !found; p++)
+                found = fabs(sw.set[i].pt[p].eps - loss) <= 1e-10 * fmax(1e-3, loss);
+        missing += !found;
+        CHECK(found, "K = M = %d: the table's min* point of family %d, loss %.12g, not found", M,
+              fam, loss);
+    }
+    if (f)
+        fclose(f);
+    CHECK(rows >= 20, "only %d min* rows at K = M = %d in the table", rows, M);
+    printf("continuation in M with 3 probes, M = 8 -> %d: %d of the table's %d min* rows found; "
+           "%d anchors, %d new from the probes\n",
+           M, rows - missing, rows, gs.anchors, gs.probed);
+    scm_fp_sweep_free(&sw);
+    scm_fp_sweep_free(&sw2);
     scm_ansatz_free(a);
 }
 
@@ -1144,6 +1212,7 @@ int main(void)
     test_lsqr();
     test_polish_jacobians();
     test_grow();
+    test_grow_probes();
     test_sweep();
     test_seeded();
     test_deflation();
