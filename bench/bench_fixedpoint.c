@@ -28,8 +28,9 @@
  *     the distinct losses one finds and the other misses, in the same k1
  *     and in any k1 (a point is found in several instances), all and
  *     specialised (n_other = 0, the plateau table's rows); --list prints
- *     the missed ones at M <= 20.  --probes N (default M / 100 + 1) and
- *     --threads T (default 1) are scm_fp_sweep_grow's.  First the block
+ *     the missed ones at M <= 20.  --probes N (default M / 100 + 1),
+ *     --fixed N (fixed_max, default 1) and --threads T (default 1) are
+ *     scm_fp_sweep_grow's.  First the block
  *     residual's cost at K = M = 20 .. 10^5 (independent of K and M).
  *
  * (f) issue 11 (--only=grow-table): the same continuation at K = M = 20,
@@ -37,7 +38,7 @@
  *     (data/plateau_table_M100.csv): its rows, and min* rows, missed.
  *
  * Usage: bench_fixedpoint [--starts N] [--sweep-random N] [--base-starts N] [--probes N]
- *                         [--threads T] [--list]
+ *                         [--fixed N] [--threads T] [--list]
  *                         [--only=17|1000|polish|sweep|grow|grow-small|grow-table]
  * (grow-small: (e) at M = 12, 16, 20 only)
  * Exit status 0 on success, 1 on error. */
@@ -444,8 +445,8 @@ static void run_rescost(const scm_ansatz *a)
 /* (e) issue 11: continuation in M (scm_fp_sweep_grow) from M0 = 8 with
  * base_starts random starts per k1 there, to M1, against 200 random
  * starts per k1 at M1 (every k1, or every 25th above M = 100). */
-static int run_grow(const scm_ansatz *a, int M1, int base_starts, int probes, int threads,
-                    int list)
+static int run_grow(const scm_ansatz *a, int M1, int base_starts, int probes, int fixed,
+                    int threads, int list)
 {
     const int M0 = 8;
     scm_fp_opts o;
@@ -457,7 +458,7 @@ static int run_grow(const scm_ansatz *a, int M1, int base_starts, int probes, in
     scm_fp_sweep sw;
     scm_fp_grow_stats gs;
     double w0 = now(), c0 = cpu();
-    if (scm_fp_sweep_grow(a, 0, M0, M1, probes, &scm_act_relu, &o, &sw, &gs, &e)) {
+    if (scm_fp_sweep_grow(a, 0, M0, M1, probes, fixed, &scm_act_relu, &o, &sw, &gs, &e)) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
@@ -509,7 +510,7 @@ static int run_grow(const scm_ansatz *a, int M1, int base_starts, int probes, in
     double scale = (double)sw.n / n_sub;
     double w_rand = (now() - w0) * scale, c_rand = (cpu() - c0) * scale;
     printf("K = M = %-5d all k1, block level, continuation in M from M0 = %d (%d random starts "
-           "per k1 there), %d probes, %d threads:\n"
+           "per k1 there), %d probes, fixed_max %d, %d threads:\n"
            "  200 random starts per k1 (before%s): %.2f s wall, %.2f s CPU\n"
            "  continuation in M (after): %.3f s wall, %.3f s CPU (base %.3f s CPU)  (x%.0f CPU); "
            "%d base solutions, %d reach M = %d, %d anchors; %ld corrector calls in M, %ld in k1, "
@@ -517,7 +518,7 @@ static int run_grow(const scm_ansatz *a, int M1, int base_starts, int probes, in
            "  on the %d k1 compared: random found %d distinct losses (%d specialised); "
            "continuation misses %d (%d specialised) in the same k1, %d (%d specialised) in any "
            "k1, and finds %d more%s\n",
-           M1, M0, base_starts, probes, threads, stride > 1 ? ", every 25th k1, time scaled" : "", w_rand, c_rand,
+           M1, M0, base_starts, probes, fixed, threads, stride > 1 ? ", every 25th k1, time scaled" : "", w_rand, c_rand,
            w_grow, c_grow, c_base, c_rand / c_grow, gs.base, gs.reached, M1, gs.anchors,
            gs.steps_M, gs.steps_k1, gs.evals, gs.hybrids, n_grow, n_sub, n_rand, n_rand_spec,
            missed, missed_spec, umiss, umiss_spec, extra,
@@ -563,7 +564,7 @@ static int run_grow_table(const scm_ansatz *a, int M1)
         scm_fp_grow_stats gs;
         scm_error e;
         double c0 = cpu();
-        if (scm_fp_sweep_grow(a, 0, 8, M1, probes, &scm_act_relu, &o, &sw, &gs, &e)) {
+        if (scm_fp_sweep_grow(a, 0, 8, M1, probes, 1, &scm_act_relu, &o, &sw, &gs, &e)) {
             fprintf(stderr, "%s\n", e.msg);
             return 1;
         }
@@ -591,7 +592,7 @@ static int run_grow_table(const scm_ansatz *a, int M1)
 int main(int argc, char **argv)
 {
     int starts = 200, only = 0, sweep_random = 2, base_starts = 200, list = 0, probes = -1,
-        threads = 1;
+        threads = 1, fixed = 1;
     const char *mode = "";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--starts") && i + 1 < argc)
@@ -602,6 +603,8 @@ int main(int argc, char **argv)
             base_starts = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--probes") && i + 1 < argc)
             probes = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--fixed") && i + 1 < argc)
+            fixed = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--list"))
@@ -614,7 +617,7 @@ int main(int argc, char **argv)
         }
         else {
             fprintf(stderr, "usage: bench_fixedpoint [--starts N] [--sweep-random N] "
-                            "[--base-starts N] [--probes N] [--threads T] [--list] "
+                            "[--base-starts N] [--probes N] [--fixed N] [--threads T] [--list] "
                             "[--only=17|1000|polish|sweep|grow|grow-small|grow-table]\n");
             return 1;
         }
@@ -652,7 +655,7 @@ int main(int argc, char **argv)
         const int sizes[4] = {12, 16, 20, 1000};
         for (int i = 0; i < (small ? 3 : 4); i++)
             rc |= run_grow(a, sizes[i], base_starts, probes >= 0 ? probes : sizes[i] / 100 + 1,
-                           threads, list && sizes[i] <= 20);
+                           fixed, threads, list && sizes[i] <= 20);
     }
     if (!only || !strcmp(mode, "grow-table"))
         for (int M1 = 20; M1 <= 100; M1 += 40)

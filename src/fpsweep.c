@@ -42,6 +42,43 @@ static void map_point(const scm_ansatz_inst *from, const double *x, const scm_an
     }
 }
 
+/* map_point, except that an off-diagonal scalar that from lacks (a group
+ * of size 1 there: "Q[g,g].off" or "R[g,t].off") starts at the group's
+ * overlap with another group ("Q[g,h]" or "Q[h,g]", or "R[g,u]") when from
+ * has one: when a group grows from one student to two, the new pair
+ * overlaps like its student and the other students (0 as in map_point
+ * missed the k1 = 2 family at K = M = 1000 from the k1 = 1 point). */
+static void map_point_fill(const scm_ansatz_inst *from, const double *x, const scm_ansatz_inst *to,
+                           double *y)
+{
+    map_point(from, x, to, y);
+    int n = scm_ansatz_inst_nscalars(to), nf = scm_ansatz_inst_nscalars(from);
+    for (int c = 0; c < n; c++) {
+        const char *name = scm_ansatz_inst_scalar_name(to, c);
+        size_t len = strlen(name);
+        if (len < 6 || strcmp(name + len - 4, ".off") != 0 || scm_ansatz_inst_find(from, name) >= 0)
+            continue;
+        const char *comma = strchr(name, ',');
+        if (!comma)
+            continue;
+        char mat = name[0];
+        size_t glen = (size_t)(comma - name) - 2; /* the student group between '[' and ',' */
+        for (int f = 0; f < nf; f++) {
+            const char *fn = scm_ansatz_inst_scalar_name(from, f);
+            if (fn[0] != mat || strchr(fn, '.') != NULL) /* constant blocks have no suffix */
+                continue;
+            const char *fc = strchr(fn, ',');
+            int first = fc && (size_t)(fc - fn) - 2 == glen && strncmp(fn + 2, name + 2, glen) == 0;
+            int second = mat == 'Q' && fc && strlen(fc + 1) == glen + 1 &&
+                         strncmp(fc + 1, name + 2, glen) == 0;
+            if (first || second) {
+                y[c] = x[f];
+                break;
+            }
+        }
+    }
+}
+
 /* Move the points of src that are new to dst into dst; the others add
  * their hits.  A point is not new if its scalars are within tol (max
  * norm) of a point of dst, or its loss equals one's to 1e-10 relative: the
@@ -596,18 +633,21 @@ static int psd_ok(scm_blockflow *bf, const double *x, const scm_fp_opts *o, doub
     return scm_blockflow_gram_min_eig(bf, x, gmin) == SCM_OK && *gmin >= -o->psd_tol;
 }
 
-/* The k1 of the path from base instance j (of lo0..hi0 at M0) at M: the
- * ends keep k1 (j <= lo0 + 1) or K - k1 (j >= hi0 - 1) fixed, so their
- * groups of size 0 or 1 keep their scalars; the others follow the straight
- * line to k1_t = the nearest integer to j M1 / M0 (in proportion to the
- * range), so both groups grow in proportion. */
-static double path_k1(int j, int lo0, int hi0, int lo1, int hi1, double M0, double M1,
-                      double M)
+/* The k1 of path `mode` from base instance j (of lo0..hi0 at M0) at M.
+ * Mode 0 (proportional): the ends keep k1 (j <= lo0 + 1) or K - k1
+ * (j >= hi0 - 1) fixed, so that their groups of size 0 or 1 keep their
+ * scalars; the others follow the straight line to the integer nearest
+ * j M1 / M0 (in proportion to the range), so both groups grow in
+ * proportion.  Mode 1 keeps k1 fixed and mode 2 keeps K - k1 fixed: one
+ * group keeps its size (a family of k1 anti-aligned students at every M,
+ * as the plateau table follows them). */
+static double path_k1(int j, int mode, int lo0, int hi0, int lo1, int hi1, double M0,
+                      double M1, double M)
 {
     double t;
-    if (j <= lo0 + 1)
+    if (mode == 1 || (mode == 0 && j <= lo0 + 1))
         t = lo1 + (j - lo0);
-    else if (j >= hi0 - 1)
+    else if (mode == 2 || (mode == 0 && j >= hi0 - 1))
         t = hi1 - (hi0 - j);
     else
         t = lo1 + round((double)(j - lo0) * (hi1 - lo1) / (double)(hi0 - lo0));
@@ -618,7 +658,7 @@ static double path_k1(int j, int lo0, int hi0, int lo1, int hi1, double M0, doub
  * on success y (of the instance at M1) holds the end point and 0 is
  * returned; -1 if the branch ends (Newton fails, the PSD cone is left, the
  * corrector jumps); -2 for no memory. */
-static int follow_M(const scm_ansatz *a, int dK, int j, int lo0, int hi0, int lo1, int hi1,
+static int follow_M(const scm_ansatz *a, int dK, int j, int mode, int lo0, int hi0, int lo1, int hi1,
                     int M0, int M1, const scm_ansatz_inst *in0, const double *x0,
                     const scm_activation *act, const scm_fp_opts *o, chord *ch,
                     scm_ansatz_inst *in1, double *y, long *steps)
@@ -640,28 +680,49 @@ static int follow_M(const scm_ansatz *a, int dK, int j, int lo0, int hi0, int lo
             rc = -1;
             break;
         }
-        for (int c = 0; c < n; c++)
-            xt[c] = isnan(Mp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (Mn - Mc) / (Mc - Mp);
         scm_error e;
         scm_ansatz_inst *in = Mn == M1 ? in1
                                        : scm_ansatz_instantiate(a, Mn + dK, Mn,
-                                                                path_k1(j, lo0, hi0, lo1, hi1,
+                                                                path_k1(j, mode, lo0, hi0, lo1, hi1,
                                                                         M0, M1, Mn),
                                                                 &e);
         scm_blockflow *bf = in ? scm_blockflow_alloc(in, act) : NULL;
-        int ok = bf && scm_ansatz_inst_nscalars(in) == n;
-        double res, eps, gmin;
+        int ok = 0;
         long ev0 = ch->evals;
-        ok = ok && corrector(ch, bf, xt, o, &res, &eps) == 0 && psd_ok(bf, xt, o, &gmin);
-        (*steps)++;
-        if (ok) { /* a jump to another branch: a correction much larger than the last step */
-            double corr = 0.0, last = 0.0;
-            for (int c = 0; c < n; c++) {
-                double pred = isnan(Mp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (Mn - Mc) / (Mc - Mp);
-                corr = fmax(corr, fabs(xt[c] - pred));
-                last = fmax(last, isnan(Mp) ? 0.0 : fabs(xc[c] - xp[c]));
+        /* the chord corrector; where it fails, lands outside the PSD cone
+         * or jumps, GSL's hybrids from the predictor with a fresh Jacobian
+         * (near a crossing of branches the kept Jacobian can lead to the
+         * other branch: the k1 = 1 path from M = 8 did at M = 212.68) */
+        long hy0 = ch->hybrids;
+        for (int attempt = 0; attempt < 2 && !ok && bf && scm_ansatz_inst_nscalars(in) == n;
+             attempt++) {
+            if (attempt == 1 && ch->hybrids != hy0)
+                break; /* the corrector's own fallback was hybrids from this start */
+            for (int c = 0; c < n; c++)
+                xt[c] = isnan(Mp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (Mn - Mc) / (Mc - Mp);
+            double res, eps, gmin;
+            if (attempt == 0) {
+                ok = corrector(ch, bf, xt, o, &res, &eps) == 0;
+            } else {
+                scm_fp_opts oo = *o;
+                oo.max_iter = 30;
+                ch->hybrids++;
+                ch->valid = 0;
+                ok = scm_fp_solve(bf, xt, &oo, &res) == SCM_OK &&
+                     scm_blockflow_residual(bf, xt, NULL, &eps) == SCM_OK;
             }
-            ok = corr <= 0.05 + 2.0 * last;
+            ok = ok && psd_ok(bf, xt, o, &gmin);
+            (*steps)++;
+            if (ok) { /* a jump to another branch: a correction much larger than the last step */
+                double corr = 0.0, last = 0.0;
+                for (int c = 0; c < n; c++) {
+                    double pred =
+                        isnan(Mp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (Mn - Mc) / (Mc - Mp);
+                    corr = fmax(corr, fabs(xt[c] - pred));
+                    last = fmax(last, isnan(Mp) ? 0.0 : fabs(xc[c] - xp[c]));
+                }
+                ok = corr <= 0.05 + 2.0 * last;
+            }
         }
         scm_blockflow_free(bf);
         if (in != in1)
@@ -699,16 +760,34 @@ typedef struct {
 } grow_item;
 
 /* One try of the closure: correct y (of instance k) and add it to sw if
- * it is a new, PSD solution; 1 if added, 0 if not, -1 for no memory. */
+ * it is a new, PSD solution; 1 if added, 0 if not, -1 for no memory.
+ * Where the chord corrector lands outside the PSD cone, GSL's hybrids
+ * from the same start with a fresh Jacobian: next to the points on the
+ * PSD boundary (the aligned students matching their teachers) lies a
+ * solution just outside it with nearly the same loss (K = M = 1000,
+ * k1 = 2: 0.00058473254 with Gram eigenvalue -1e-4 against 0.00058473251
+ * on the boundary), and the kept Jacobian leads there. */
 static int close_try(scm_fp_sweep *sw, scm_blockflow **bfs, int k, double *y,
                      const scm_fp_opts *o, chord *ch, long *steps)
 {
-    double res, eps, gmin;
+    int n = scm_ansatz_inst_nscalars(sw->inst[k]);
+    double res, eps, gmin, y0[256];
+    memcpy(y0, y, sizeof(double) * (size_t)n);
     (*steps)++;
     sw->seeds[k]++;
     ch->valid = 0;
-    if (corrector(ch, bfs[k], y, o, &res, &eps) || !psd_ok(bfs[k], y, o, &gmin) ||
-        in_set(&sw->set[k], y, scm_ansatz_inst_nscalars(sw->inst[k]), eps, o->dedup_tol)) {
+    long hy0 = ch->hybrids;
+    int ok = corrector(ch, bfs[k], y, o, &res, &eps) == 0 && psd_ok(bfs[k], y, o, &gmin);
+    if (!ok && ch->hybrids == hy0) { /* not already hybrids from this start */
+        scm_fp_opts oo = *o;
+        oo.max_iter = 30;
+        memcpy(y, y0, sizeof(double) * (size_t)n);
+        ch->hybrids++;
+        ch->valid = 0;
+        ok = scm_fp_solve(bfs[k], y, &oo, &res) == SCM_OK &&
+             scm_blockflow_residual(bfs[k], y, NULL, &eps) == SCM_OK && psd_ok(bfs[k], y, o, &gmin);
+    }
+    if (!ok || in_set(&sw->set[k], y, n, eps, o->dedup_tol)) {
         sw->nothing_new[k]++;
         return 0;
     }
@@ -814,6 +893,12 @@ static int close_k1(const scm_ansatz *a, const scm_activation *act, scm_fp_sweep
                 map_point(sw->inst[it.i], x, sw->inst[k], y);
                 got = close_try(sw, bfs, k, y, o, ch, steps);
             }
+            if (got == 0 && scm_ansatz_inst_nscalars(sw->inst[it.i]) != n) {
+                /* a group of size 1 grows: its new off-diagonal overlaps
+                 * from its overlaps with the other groups */
+                map_point_fill(sw->inst[it.i], x, sw->inst[k], y);
+                got = close_try(sw, bfs, k, y, o, ch, steps);
+            }
             if (got == 0) { /* through real k1 */
                 int rc = step_k1_frac(a, sw->inst[it.i], x, sw->inst[k], act, o, ch, y, steps);
                 if (rc == -2)
@@ -852,7 +937,7 @@ typedef struct {
     int dK, lo0, hi0, lo1, hi1, M0, M1, n_follow;
     const scm_fp_sweep *base;
     const scm_fp_sweep *sw;
-    const int *fj, *fp, *fi, *probe_i;
+    const int *fj, *fp, *fi, *fm, *probe_i;
     double *y;          /* n_follow x 256: the end points */
     int *rc;            /* follow_M's return per path */
     long *steps;        /* corrector calls per path */
@@ -868,7 +953,7 @@ static void grow_job_run(void *ctx, int tid, int q)
     if (q < g->n_follow) {
         int j = g->fj[q], p = g->fp[q];
         g->rc[q] = g->M1 == g->M0 ? 0
-                                  : follow_M(g->a, g->dK, g->lo0 + j, g->lo0, g->hi0, g->lo1,
+                                  : follow_M(g->a, g->dK, g->lo0 + j, g->fm[q], g->lo0, g->hi0, g->lo1,
                                              g->hi1, g->M0, g->M1, g->base->inst[j],
                                              g->base->set[j].pt[p].x, g->act, g->o, &g->ch[tid],
                                              g->sw->inst[g->fi[q]], g->y + (size_t)q * 256,
@@ -899,7 +984,7 @@ static int queue_push(grow_item **queue, int *n_queue, int *cap_queue, grow_item
 }
 
 scm_status scm_fp_sweep_grow(const scm_ansatz *a, int dK, int M0, int M1, int n_probe,
-                             const scm_activation *act, const scm_fp_opts *o,
+                             int fixed_max, const scm_activation *act, const scm_fp_opts *o,
                              scm_fp_sweep *sw, scm_fp_grow_stats *gs, scm_error *err)
 {
     memset(sw, 0, sizeof *sw);
@@ -967,14 +1052,16 @@ scm_status scm_fp_sweep_grow(const scm_ansatz *a, int dK, int M0, int M1, int n_
     if (gs)
         for (int i = 0; i < base.n; i++)
             gs->base += base.set[i].n;
-    /* the paths of the base solutions and the probes, in parallel */
-    int n_follow = 0;
+    /* the paths of the base solutions (the proportional one, and with
+     * fixed_max >= 2 those with k1 or K - k1 fixed, where they end at
+     * another instance) and the probes, in parallel */
+    int n_follow = 0, n_sol = 0;
     for (int j = 0; j < base.n; j++)
-        n_follow += base.set[j].n;
-    job.fj = fj = malloc(sizeof(int) * (size_t)(3 * n_follow + n_probe + 1));
-    job.y = malloc(sizeof(double) * 256 * (size_t)(n_follow + 1));
-    job.rc = calloc((size_t)n_follow + 1, sizeof(int));
-    job.steps = calloc((size_t)n_follow + 1, sizeof(long));
+        n_sol += base.set[j].n;
+    job.fj = fj = malloc(sizeof(int) * (size_t)(12 * n_sol + n_probe + 1));
+    job.y = malloc(sizeof(double) * 256 * (size_t)(3 * n_sol + 1));
+    job.rc = calloc((size_t)(3 * n_sol) + 1, sizeof(int));
+    job.steps = calloc((size_t)(3 * n_sol) + 1, sizeof(long));
     job.probe = calloc((size_t)n_probe + 1, sizeof(scm_fp_set));
     job.probe_st = calloc((size_t)n_probe + 1, sizeof(scm_status));
     job.probe_err = calloc((size_t)n_probe + 1, sizeof(scm_error));
@@ -984,17 +1071,31 @@ scm_status scm_fp_sweep_grow(const scm_ansatz *a, int dK, int M0, int M1, int n_
         st = scm_error_set(err, SCM_ENOMEM, "out of memory in the continuation in M");
         goto fail;
     }
-    int *fp = fj + n_follow, *fi = fj + 2 * n_follow, *probe_i = fj + 3 * n_follow;
+    int *fp = fj + 3 * n_sol, *fi = fj + 6 * n_sol, *fm = fj + 9 * n_sol,
+        *probe_i = fj + 12 * n_sol;
     job.fp = fp;
     job.fi = fi;
+    job.fm = fm;
     job.probe_i = probe_i;
-    for (int j = 0, q = 0; j < base.n; j++)
-        for (int p = 0; p < base.set[j].n; p++, q++) {
-            fj[q] = j;
-            fp[q] = p;
-            fi[q] = M1 > M0 ? (int)lround(path_k1(lo0 + j, lo0, hi0, lo1, hi1, M0, M1, M1)) - lo1
-                            : j;
-        }
+    for (int j = 0; j < base.n; j++)
+        for (int p = 0; p < base.set[j].n; p++)
+            for (int mode = 0; mode < (M1 > M0 ? 3 : 1); mode++) {
+                if ((mode == 1 && lo0 + j > lo0 + fixed_max) ||
+                    (mode == 2 && lo0 + j < hi0 - fixed_max))
+                    continue;
+                int i = M1 > M0 ? (int)lround(path_k1(lo0 + j, mode, lo0, hi0, lo1, hi1, M0,
+                                                      M1, M1)) - lo1
+                                : j, dup = 0;
+                for (int m = 0; m < mode; m++)
+                    dup |= i == (int)lround(path_k1(lo0 + j, m, lo0, hi0, lo1, hi1, M0, M1, M1)) -
+                                    lo1;
+                if (dup)
+                    continue;
+                fj[n_follow] = j;
+                fp[n_follow] = p;
+                fi[n_follow] = i;
+                fm[n_follow++] = mode;
+            }
     /* probes: o->n_random random starts at n_probe instances spread evenly
      * over k1 at M1, for branches born between M0 and M1 */
     for (int t = 0; t < n_probe; t++)

@@ -803,13 +803,13 @@ static void test_grow(void)
     o.full_max_K = 0;
     scm_fp_sweep sw;
     scm_error e;
-    CHECK(scm_fp_sweep_grow(a, 0, 8, 7, 0, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+    CHECK(scm_fp_sweep_grow(a, 0, 8, 7, 0, 1, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
           "M1 < M0 accepted");
-    CHECK(scm_fp_sweep_grow(a, 0, 2, 7, 0, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+    CHECK(scm_fp_sweep_grow(a, 0, 2, 7, 0, 1, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
           "a base with 3 instances accepted");
-    CHECK(scm_fp_sweep_grow(a, 1, 6, 7, 0, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+    CHECK(scm_fp_sweep_grow(a, 1, 6, 7, 0, 1, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
           "k1 ansatz at K = M + 1 accepted");
-    CHECK(scm_fp_sweep_grow(a, 0, 6, 7, 0, &scm_act_relu, &o, &sw, NULL, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_fp_sweep_grow(a, 0, 6, 7, 0, 1, &scm_act_relu, &o, &sw, NULL, &e) == SCM_OK, "%s", e.msg);
     int ref = 0;
     for (int p = 0; p < sw.set[1].n; p++)
         ref |= fabs(sw.set[1].pt[p].eps - 0.0232027149136) < 1e-10;
@@ -818,7 +818,7 @@ static void test_grow(void)
 
     const int M = 12;
     scm_fp_grow_stats gs;
-    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 0, &scm_act_relu, &o, &sw, &gs, &e) == SCM_OK, "%s", e.msg);
+    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 0, 1, &scm_act_relu, &o, &sw, &gs, &e) == SCM_OK, "%s", e.msg);
     CHECK(gs.anchors > 0 && gs.reached >= gs.anchors && gs.base >= gs.reached, "stats %d %d %d",
           gs.base, gs.reached, gs.anchors);
     scm_model *m = scm_model_alloc(M, M, &scm_act_relu, NULL, NULL, NULL, &e);
@@ -906,13 +906,13 @@ static void test_grow_probes(void)
     scm_fp_sweep sw, sw2;
     scm_fp_grow_stats gs;
     scm_error e;
-    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 22, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
+    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 22, 1, &scm_act_relu, &o, &sw, NULL, &e) == SCM_EINVAL,
           "22 probes for 21 instances accepted");
-    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 3, &scm_act_relu, &o, &sw, &gs, &e) == SCM_OK, "%s",
+    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 3, 1, &scm_act_relu, &o, &sw, &gs, &e) == SCM_OK, "%s",
           e.msg);
     CHECK(gs.probed > 0, "the probes found nothing new");
     o.threads = 2;
-    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 3, &scm_act_relu, &o, &sw2, NULL, &e) == SCM_OK, "%s",
+    CHECK(scm_fp_sweep_grow(a, 0, 8, M, 3, 1, &scm_act_relu, &o, &sw2, NULL, &e) == SCM_OK, "%s",
           e.msg);
     int same = sw.n == sw2.n;
     for (int i = 0; same && i < sw.n; i++) {
@@ -953,6 +953,73 @@ static void test_grow_probes(void)
            M, rows - missing, rows, gs.anchors, gs.probed);
     scm_fp_sweep_free(&sw);
     scm_fp_sweep_free(&sw2);
+    scm_ansatz_free(a);
+}
+
+/* The families k1 = 1, 2, 3 at K = M = 1000 by scm_fp_sweep_grow from
+ * M0 = 8 with the fixed-k1 paths up to k1 = 3 (secant steps in M with a
+ * chord corrector and a fresh-Jacobian retry, then the closure in k1),
+ * against scm_fp_continue (Newton with a
+ * fresh Jacobian at every step) from the lowest k1 point of positive loss
+ * at K = M = 8 to M = 1000: the same loss.  Before the retries the k1 = 1
+ * path left its branch at M = 212.68 for a crossing one outside the PSD
+ * cone, and the closure went from k1 = 1 to the point beside the k1 = 2
+ * family (loss 0.00058473254, Gram eigenvalue -1e-4) instead of the family
+ * (0.00058473251, on the PSD boundary). */
+static void test_grow_families(void)
+{
+    const int M1 = 1000;
+    scm_ansatz *a = load_builtin("k1");
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.full_max_K = 0;
+    o.threads = 2;
+    scm_error e;
+    scm_fp_sweep sw;
+    scm_fp_grow_stats gs;
+    CHECK(scm_fp_sweep_grow(a, 0, 8, M1, 0, 3, &scm_act_relu, &o, &sw, &gs, &e) == SCM_OK, "%s",
+          e.msg);
+    for (int k1 = 1; k1 <= 3; k1++) {
+        scm_ansatz_inst *in = scm_ansatz_instantiate(a, 8, 8, k1, &e);
+        scm_fp_set s;
+        scm_fp_set_init(&s);
+        CHECK(in && scm_fp_enumerate(a, in, &scm_act_relu, &o, NULL, 0, &s, &e) == SCM_OK, "%s",
+              e.msg);
+        int best = -1;
+        for (int p = 0; p < s.n; p++)
+            if (s.pt[p].eps > 1e-8 && (best < 0 || s.pt[p].eps < s.pt[best].eps))
+                best = p;
+        CHECK(best >= 0, "no k1 = %d point of positive loss at K = M = 8", k1);
+        if (best >= 0) {
+            scm_fp_branch b;
+            CHECK(scm_fp_continue(a, 0.0, k1, 8.0, s.pt[best].x, M1, 0.0, &scm_act_relu, &o, &b,
+                                  &e) == SCM_OK,
+                  "%s", e.msg);
+            CHECK(!b.ended_early && b.n > 0, "scm_fp_continue ended at M = %g: %s", b.M_last,
+                  b.why);
+            /* compared by the scalars: the loss at M = 1000 sums O(M^2) terms,
+             * its round-off (1e-9) is larger than the gap to the solution
+             * beside the k1 = 2 family */
+            double ref = b.n > 0 ? b.eps[b.n - 1] : NAN, dmin = INFINITY;
+            for (int p = 0; b.n > 0 && p < sw.set[k1].n; p++) {
+                double d = 0.0;
+                for (int c = 0; c < b.nsc && c < sw.set[k1].pt[p].nsc; c++)
+                    d = fmax(d, fabs(sw.set[k1].pt[p].x[c] - b.x[(size_t)(b.n - 1) * b.nsc + c]));
+                dmin = fmin(dmin, d);
+            }
+            scm_fp_branch_free(&b);
+            CHECK(dmin < 1e-8, "k1 = %d at M = %d: scm_fp_continue's point (loss %.12g, from "
+                               "%.12g at M = 8) not in the continuation in M (nearest %.3g)",
+                  k1, M1, ref, s.pt[best].eps, dmin);
+            printf("k1 = %d from M = 8 (loss %.10g) to %d: loss %.12g, the scalars of both "
+                   "continuations within %.2g\n", k1, s.pt[best].eps, M1, ref, dmin);
+        }
+        scm_fp_set_free(&s);
+        scm_ansatz_inst_free(in);
+    }
+    printf("continuation in M, 8 -> %d (fixed_max 3): %d paths from %d base solutions reach it\n",
+           M1, gs.reached, gs.base);
+    scm_fp_sweep_free(&sw);
     scm_ansatz_free(a);
 }
 
@@ -1213,6 +1280,7 @@ int main(void)
     test_polish_jacobians();
     test_grow();
     test_grow_probes();
+    test_grow_families();
     test_sweep();
     test_seeded();
     test_deflation();
