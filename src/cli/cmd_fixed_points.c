@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_util.h"
 #include "fp_list.h"
@@ -765,7 +766,35 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
                "(docs/stability.md)%s\n",
                so.n_trials, K > STAB_MAX_K ? "; not run: K > 20" : "");
 
+    /* The result holds Q and R of every listed point, and the JSON tree
+     * takes about 10 times the file's size (K = M = 32: a 108 MB file,
+     * 1.1 GB; K = M = 100 took all 23 GB of a machine and was killed):
+     * refuse what the free memory cannot hold rather than be killed. */
+    int out_refused = 0;
     if (out) {
+        double numbers = 0.0;
+        int n_full = 0;
+        for (int s = 0; s < nsol; s++)
+            if (sol[s].merged_into < 0 && sol[s].pt->Q) {
+                numbers += (double)K * (double)K + (double)K * (double)M;
+                n_full++;
+            }
+        double need = 300.0 * numbers, have = -1.0;
+        long pages = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && psize > 0)
+            have = (double)pages * (double)psize;
+        if (have > 0.0 && need > 0.8 * have) {
+            fprintf(stderr,
+                    "scm fixed-points: %s not written: it would hold Q and R of %d points at "
+                    "K = %ld, M = %ld (%.3g numbers, about %.1f GB in memory while it is "
+                    "written), more than the %.1f GB free here; use --k1 N for one k1, or the "
+                    "block-level continuation in M (scm_fp_sweep_grow, docs/fixed-points.md)\n",
+                    out, n_full, K, M, numbers, need / 1e9, have / 1e9);
+            rc = 1;
+            out_refused = 1;
+        }
+    }
+    if (out && !out_refused) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "scmode_version", SCM_VERSION);
         cJSON_AddStringToObject(root, "command", "fixed-points");
