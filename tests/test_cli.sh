@@ -183,6 +183,35 @@ PY" "fixed-points --chain-from: $(cat "$W/e")"
 check "[ $? -eq 2 ] && grep -q 'chain-from must be below M' '$W/e'" "--chain-from M: $(cat "$W/e")"
 "$SCM" fixed-points --K 6 --M 6 --chain-from 3 --k1 1 -q 2> "$W/e"
 check "[ $? -eq 2 ] && grep -q 'needs the k1 sweep' '$W/e'" "--chain-from with --k1: $(cat "$W/e")"
+# --grow-from: block level by continuation in M; at K = M = 12 the lowest
+# loss of every family (anti-aligned count) among the specialised points of
+# the full enumeration (random starts, full-space checks) is among its points
+"$SCM" fixed-points --K 12 --M 12 --ansatz "$SRC/ansatz/k1.json" -q -o "$W/fpf12.json" 2> "$W/e"
+"$SCM" fixed-points --K 12 --M 12 --ansatz "$SRC/ansatz/k1.json" --grow-from 8 -q -o "$W/fpg12.json" 2>> "$W/e"
+check "[ $? -eq 0 ] && python3 - '$W/fpf12.json' '$W/fpg12.json' <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+assert b['level'] == 'block' and b['grow_from'] == 8 and b['probes'] == 1
+assert b['searches'][0]['points'] == len(b['fixed_points']) > 0
+assert all('Q' not in p and p['residual_block'] < 1e-10 for p in b['fixed_points'])
+best = {}
+for p in a['fixed_points']:
+    if p['structure']['other'] == 0:
+        f = p['structure']['anti']
+        best[f] = min(best.get(f, 9.0), p['loss'])
+assert len(best) == 13
+lb = [p['loss'] for p in b['fixed_points']]
+for f, l in best.items():
+    assert any(abs(l - x) <= 1e-9 * max(1e-3, abs(x)) for x in lb), (f, l)
+PY" "fixed-points --grow-from: $(cat "$W/e")"
+"$SCM" fixed-points --K 12 --M 12 --grow-from 13 -q 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'grow-from M0 needs M0 <= M' '$W/e'" "--grow-from above M: $(cat "$W/e")"
+"$SCM" fixed-points --K 12 --M 12 --grow-from 8 --k1 2 -q 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'goes without' '$W/e'" "--grow-from with --k1: $(cat "$W/e")"
+"$SCM" fixed-points --K 12 --M 12 --probes 3 -q 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'go with --grow-from' '$W/e'" "--probes alone: $(cat "$W/e")"
+"$SCM" fixed-points --K 13 --M 12 --ansatz "$SRC/ansatz/k1.json" --grow-from 8 -q -o "$W/fpg13.json" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'does not apply' '$W/e' && [ ! -e '$W/fpg13.json' ]" "--grow-from, k1 ansatz at K = M + 1: $(cat "$W/e")"
 printf '{"K": 5}' > "$W/notfp.json"
 "$SCM" fixed-points --K 6 --M 6 --seed-from "$W/notfp.json" -q -o "$W/fp6x.json" 2> "$W/e"
 check "[ $? -eq 2 ] && grep -q 'notfp.json' '$W/e' && grep -q 'fixed_points' '$W/e' && [ ! -e '$W/fp6x.json' ]" "--seed-from a non-result: $(cat "$W/e")"

@@ -160,6 +160,14 @@ static void fp_usage(FILE *f)
             "  --threads T        threads (default: the processors online, at most\n"
             "                     16); the result does not depend on T\n"
             "  --continue-to M1   follow each solution in M (group sizes real) up to M1\n"
+            "  --grow-from M0     block level, for large K: every k1 by continuation in M\n"
+            "                     from M0 (scm_fp_sweep_grow): the scalars, loss and\n"
+            "                     block residual of each point, no full (Q, R) state,\n"
+            "                     not classified (K = M = 1000 in about a second)\n"
+            "  --probes N         with --grow-from: random starts at N instances at M\n"
+            "                     (default M / 100 + 1)\n"
+            "  --fixed-k1 N       with --grow-from: also the paths with k1 fixed for\n"
+            "                     k1 <= N (default 1: only the proportional paths)\n"
             "  --all              list every solution of every ansatz (no merging)\n"
             "  --max-residual R   exit 1 when a listed point's residual is not below R\n"
             "                     (default 1e-12)\n"
@@ -297,11 +305,124 @@ static void *sweep_task_run(void *arg)
     return NULL;
 }
 
+/* --grow-from M0: every k1 at (K, M) by scm_fp_sweep_grow (continuation
+ * in M from M0, probes, the closure in k1), block level: the ansatz
+ * scalars, loss, block residual and Gram eigenvalue of each point, no
+ * full (Q, R) state, so it serves K = M = 1000 in about a second.  An
+ * ansatz that does not apply at both M0 and M is skipped (an error when
+ * it was named with --ansatz).  Returns the exit status. */
+static int grow_points(scm_ansatz **ans, int nans, int named, long K, long M, long M0,
+                       long probes, long fixed, const scm_activation *act,
+                       const scm_fp_opts *o, const char *out, int quiet)
+{
+    cJSON *root = cJSON_CreateObject(), *arr = NULL, *srch = NULL;
+    if (!root)
+        return 1;
+    cJSON_AddStringToObject(root, "scmode_version", SCM_VERSION);
+    cJSON_AddStringToObject(root, "command", "fixed-points");
+    cJSON_AddStringToObject(root, "status", "ok");
+    cJSON_AddStringToObject(root, "level", "block");
+    cJSON_AddNumberToObject(root, "K", (double)K);
+    cJSON_AddNumberToObject(root, "M", (double)M);
+    cJSON_AddStringToObject(root, "activation", act->name);
+    cJSON_AddStringToObject(root, "teacher", "T = I, v = v* = 1");
+    cJSON_AddNumberToObject(root, "grow_from", (double)M0);
+    cJSON_AddNumberToObject(root, "probes", (double)(probes < 0 ? M / 100 + 1 : probes));
+    cJSON_AddNumberToObject(root, "fixed_k1", (double)fixed);
+    srch = cJSON_AddArrayToObject(root, "searches");
+    arr = cJSON_AddArrayToObject(root, "fixed_points");
+    int rc = 0, total = 0, used = 0;
+    for (int a = 0; a < nans && !rc; a++) {
+        int lo, hi;
+        if (scm_ansatz_applies(ans[a], (int)(M0 + K - M), (int)M0, &lo, &hi) != 1 ||
+            scm_ansatz_applies(ans[a], (int)K, (int)M, &lo, &hi) != 1) {
+            if (named) {
+                fprintf(stderr, "scm fixed-points: ansatz '%s' does not apply at M0 = %ld or "
+                                "M = %ld with K - M = %ld\n",
+                        scm_ansatz_name(ans[a]), M0, M, K - M);
+                rc = 2;
+            }
+            continue;
+        }
+        scm_fp_sweep sw;
+        scm_fp_grow_stats gs;
+        scm_error err;
+        int np = (int)(probes < 0 ? M / 100 + 1 : probes);
+        if (np > hi - lo + 1)
+            np = hi - lo + 1;
+        scm_status st = scm_fp_sweep_grow(ans[a], (int)(K - M), (int)M0, (int)M, np, (int)fixed,
+                                          act, o, &sw, &gs, &err);
+        if (st) {
+            fprintf(stderr, "scm fixed-points: ansatz '%s': %s\n", scm_ansatz_name(ans[a]),
+                    err.msg);
+            rc = st == SCM_EINVAL ? 2 : 1;
+            break;
+        }
+        used++;
+        int npts = 0;
+        for (int i = 0; i < sw.n; i++) {
+            const scm_fp_set *set = &sw.set[i];
+            double best = INFINITY;
+            for (int p = 0; p < set->n; p++) {
+                const scm_fp_point *pt = &set->pt[p];
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "ansatz", scm_ansatz_name(ans[a]));
+                cJSON_AddNumberToObject(j, "k1", sw.k1_min + i);
+                cJSON_AddItemToObject(j, "loss", num_or_null(pt->eps));
+                cJSON_AddItemToObject(j, "residual_block", num_or_null(pt->res_block));
+                cJSON_AddItemToObject(j, "gram_min_eigenvalue", num_or_null(pt->gram_min));
+                cJSON *sc = cJSON_AddObjectToObject(j, "scalars");
+                for (int c = 0; c < pt->nsc; c++)
+                    cJSON_AddNumberToObject(sc, scm_ansatz_inst_scalar_name(sw.inst[i], c),
+                                            pt->x[c]);
+                cJSON_AddItemToArray(arr, j);
+                if (pt->eps > 1e-9 && pt->eps < best)
+                    best = pt->eps;
+            }
+            npts += set->n;
+            if (!quiet && set->n)
+                printf("%-12s k1 %-6d %4d points, lowest positive loss %.12g\n",
+                       scm_ansatz_name(ans[a]), sw.k1_min + i, set->n, best);
+        }
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "ansatz", scm_ansatz_name(ans[a]));
+        cJSON_AddNumberToObject(r, "k1_min", sw.k1_min);
+        cJSON_AddNumberToObject(r, "k1_max", sw.k1_max);
+        cJSON_AddNumberToObject(r, "points", npts);
+        cJSON_AddNumberToObject(r, "base_solutions", gs.base);
+        cJSON_AddNumberToObject(r, "paths_reached", gs.reached);
+        cJSON_AddNumberToObject(r, "anchors", gs.anchors);
+        cJSON_AddNumberToObject(r, "probes", np);
+        cJSON_AddNumberToObject(r, "found_by_probes", gs.probed);
+        cJSON_AddItemToArray(srch, r);
+        total += npts;
+        scm_fp_sweep_free(&sw);
+    }
+    if (!rc && used == 0) {
+        fprintf(stderr, "scm fixed-points: no ansatz applies at both M0 = %ld and M = %ld with "
+                        "K - M = %ld\n", M0, M, K - M);
+        rc = 2;
+    }
+    if (!rc && !quiet)
+        printf("%d fixed points at K = %ld, M = %ld, block level (continuation in M from "
+               "M0 = %ld; not classified, not polished, no full-space check)\n",
+               total, K, M, M0);
+    if (!rc && out) {
+        scm_error err;
+        if (scm_output_write_json(out, root, 0, &err)) {
+            fprintf(stderr, "scm fixed-points: %s\n", err.msg);
+            rc = 1;
+        }
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
 static int fixed_points(int argc, char **argv, seed_list *sl)
 {
     long K = -1, M = -1, k1 = -1, starts = 200, seed = 1, polish = 24, cont = -1;
     long deflate = SCM_FP_CLI_DEFLATE, sweep_passes = SCM_FP_CLI_SWEEP_PASSES;
-    long threads = cli_cpu_count(), chain_from = 0;
+    long threads = cli_cpu_count(), chain_from = 0, grow_from = 0, probes = -1, fixed_k1 = 1;
     double max_res = 1e-12;
     int all = 0, quiet = 0, na = 0, stability = 0;
     const char *files[MAX_ANSATZ], *out = NULL, *actname = "relu";
@@ -352,6 +473,12 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
             bad = cli_opt_long("scm fixed-points", a, v, 1, 64, &threads);
         else if (strcmp(a, "--chain-from") == 0)
             bad = cli_opt_long("scm fixed-points", a, v, 1, 100000, &chain_from);
+        else if (strcmp(a, "--grow-from") == 0)
+            bad = cli_opt_long("scm fixed-points", a, v, 1, 100000, &grow_from);
+        else if (strcmp(a, "--probes") == 0)
+            bad = cli_opt_long("scm fixed-points", a, v, 0, 100000, &probes);
+        else if (strcmp(a, "--fixed-k1") == 0)
+            bad = cli_opt_long("scm fixed-points", a, v, 1, 100000, &fixed_k1);
         else if (strcmp(a, "--continue-to") == 0)
             bad = cli_opt_long("scm fixed-points", a, v, 1, 1000000, &cont);
         else if (strcmp(a, "--max-residual") == 0) {
@@ -407,6 +534,17 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
                         "--sweep-passes >= 2)\n");
         return 2;
     }
+    if (grow_from > 0 && (grow_from > M || k1 >= 0 || chain_from > 0 || cont >= 0 || all ||
+                          stability || sl->n > 0)) {
+        fprintf(stderr, "scm fixed-points: --grow-from M0 needs M0 <= M = %ld and goes without "
+                        "--k1, --chain-from, --continue-to, --all, --stability, --seed-from\n",
+                M);
+        return 2;
+    }
+    if (grow_from == 0 && (probes >= 0 || fixed_k1 != 1)) {
+        fprintf(stderr, "scm fixed-points: --probes and --fixed-k1 go with --grow-from\n");
+        return 2;
+    }
     if (cont >= 0 && cont <= M) {
         fprintf(stderr, "scm fixed-points: --continue-to must exceed M = %ld\n", M);
         return 2;
@@ -448,6 +586,12 @@ static int fixed_points(int argc, char **argv, seed_list *sl)
     o.threads = (int)threads;
     /* polish after merging: one representative per family of permuted copies */
     o.polish_defer = 1;
+    if (grow_from > 0) {
+        o.full_max_K = 0; /* block level */
+        rc = grow_points(ans, nans, na > 0, K, M, grow_from, probes, fixed_k1, act, &o, out,
+                         quiet);
+        goto cleanup;
+    }
     scm_fp_set set;
     scm_fp_set_init(&set);
     scm_fp_sweep sw;
