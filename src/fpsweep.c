@@ -753,11 +753,26 @@ static int follow_M(const scm_ansatz *a, int dK, int j, int mode, int lo0, int h
  * carried to all k1 it reaches, and branches that cross or touch are all
  * followed (a branch that ends at a point another branch found goes on
  * from there in both directions).  queue holds (instance, point, origin
- * instance or -1) triples; its first n_queue are the starts.  buf holds
- * 1024 doubles.  Returns 0, or -1 for no memory. */
+ * instance or -1, origin point) items; its first n_queue are the starts.
+ * buf holds 1024 doubles.  Returns 0, or -1 for no memory. */
 typedef struct {
     int i, p, from, from_p;
 } grow_item;
+
+/* Append (i, p, from, from_p) to the queue; -1 for no memory. */
+static int queue_push(grow_item **queue, int *n_queue, int *cap_queue, grow_item it)
+{
+    if (*n_queue == *cap_queue) {
+        int cap = *cap_queue ? 2 * *cap_queue : 256;
+        grow_item *nq = realloc(*queue, sizeof *nq * (size_t)cap);
+        if (!nq)
+            return -1;
+        *queue = nq;
+        *cap_queue = cap;
+    }
+    (*queue)[(*n_queue)++] = it;
+    return 0;
+}
 
 /* One try of the closure: correct y (of instance k) and add it to sw if
  * it is a new, PSD solution; 1 if added, 0 if not, -1 for no memory.
@@ -910,15 +925,8 @@ static int close_k1(const scm_ansatz *a, const scm_activation *act, scm_fp_sweep
                 return -1;
             if (got == 0 || !block_specialised(sw->inst[k], sw->set[k].pt[sw->set[k].n - 1].x))
                 continue;
-            if (*n_queue == *cap_queue) {
-                int cap = *cap_queue ? 2 * *cap_queue : 256;
-                grow_item *nq = realloc(*queue, sizeof *nq * (size_t)cap);
-                if (!nq)
-                    return -1;
-                *queue = nq;
-                *cap_queue = cap;
-            }
-            (*queue)[(*n_queue)++] = (grow_item){k, sw->set[k].n - 1, it.i, it.p};
+            if (queue_push(queue, n_queue, cap_queue, (grow_item){k, sw->set[k].n - 1, it.i, it.p}))
+                return -1;
         }
     }
     return 0;
@@ -968,20 +976,6 @@ static void grow_job_run(void *ctx, int tid, int q)
                                       0, &g->probe[t], &g->probe_err[t]);
 }
 
-/* Append (i, p, from, from_p) to the queue; -1 for no memory. */
-static int queue_push(grow_item **queue, int *n_queue, int *cap_queue, grow_item it)
-{
-    if (*n_queue == *cap_queue) {
-        int cap = *cap_queue ? 2 * *cap_queue : 256;
-        grow_item *nq = realloc(*queue, sizeof *nq * (size_t)cap);
-        if (!nq)
-            return -1;
-        *queue = nq;
-        *cap_queue = cap;
-    }
-    (*queue)[(*n_queue)++] = it;
-    return 0;
-}
 
 scm_status scm_fp_sweep_grow(const scm_ansatz *a, int dK, int M0, int M1, int n_probe,
                              int fixed_max, const scm_activation *act, const scm_fp_opts *o,
