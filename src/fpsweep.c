@@ -633,6 +633,31 @@ static int psd_ok(scm_blockflow *bf, const double *x, const scm_fp_opts *o, doub
     return scm_blockflow_gram_min_eig(bf, x, gmin) == SCM_OK && *gmin >= -o->psd_tol;
 }
 
+/* The secant predictor of a path in a parameter p: x at p_next from the
+ * current point xc (at pc) and the previous one xp (at pp; NaN: none, the
+ * prediction is xc itself). */
+static void path_predict(const double *xc, const double *xp, double pc, double pp,
+                         double p_next, int n, double *out)
+{
+    for (int c = 0; c < n; c++)
+        out[c] = isnan(pp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (p_next - pc) / (pc - pp);
+}
+
+/* Did the corrector stay on the branch?  A correction of the prediction
+ * much larger than the last step (0.05 + twice it, max norm) is a jump
+ * to another branch. */
+static int path_no_jump(const double *xc, const double *xp, double pc, double pp,
+                        double p_next, int n, const double *xt)
+{
+    double corr = 0.0, last = 0.0, pred[256];
+    path_predict(xc, xp, pc, pp, p_next, n, pred);
+    for (int c = 0; c < n; c++) {
+        corr = fmax(corr, fabs(xt[c] - pred[c]));
+        last = fmax(last, isnan(pp) ? 0.0 : fabs(xc[c] - xp[c]));
+    }
+    return corr <= 0.05 + 2.0 * last;
+}
+
 /* The k1 of path `mode` from base instance j (of lo0..hi0 at M0) at M.
  * Mode 0 (proportional): the ends keep k1 (j <= lo0 + 1) or K - k1
  * (j >= hi0 - 1) fixed, so that their groups of size 0 or 1 keep their
@@ -698,8 +723,7 @@ static int follow_M(const scm_ansatz *a, int dK, int j, int mode, int lo0, int h
              attempt++) {
             if (attempt == 1 && ch->hybrids != hy0)
                 break; /* the corrector's own fallback was hybrids from this start */
-            for (int c = 0; c < n; c++)
-                xt[c] = isnan(Mp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (Mn - Mc) / (Mc - Mp);
+            path_predict(xc, xp, Mc, Mp, Mn, n, xt);
             double res, eps, gmin;
             if (attempt == 0) {
                 ok = corrector(ch, bf, xt, o, &res, &eps) == 0;
@@ -713,16 +737,7 @@ static int follow_M(const scm_ansatz *a, int dK, int j, int mode, int lo0, int h
             }
             ok = ok && psd_ok(bf, xt, o, &gmin);
             (*steps)++;
-            if (ok) { /* a jump to another branch: a correction much larger than the last step */
-                double corr = 0.0, last = 0.0;
-                for (int c = 0; c < n; c++) {
-                    double pred =
-                        isnan(Mp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (Mn - Mc) / (Mc - Mp);
-                    corr = fmax(corr, fabs(xt[c] - pred));
-                    last = fmax(last, isnan(Mp) ? 0.0 : fabs(xc[c] - xp[c]));
-                }
-                ok = corr <= 0.05 + 2.0 * last;
-            }
+            ok = ok && path_no_jump(xc, xp, Mc, Mp, Mn, n, xt);
         }
         scm_blockflow_free(bf);
         if (in != in1)
@@ -832,8 +847,7 @@ static int step_k1_frac(const scm_ansatz *a, const scm_ansatz_inst *in, const do
         if (h < 1.0 / 64)
             return -1;
         double kn = kb > ka ? fmin(kb, kc + h) : fmax(kb, kc - h);
-        for (int c = 0; c < n; c++)
-            xt[c] = isnan(kp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (kn - kc) / (kc - kp);
+        path_predict(xc, xp, kc, kp, kn, n, xt);
         scm_error e;
         scm_ansatz_inst *ik = kn == kb ? (scm_ansatz_inst *)inst_b
                                        : scm_ansatz_instantiate(a, K, M, kn, &e);
@@ -844,16 +858,10 @@ static int step_k1_frac(const scm_ansatz *a, const scm_ansatz_inst *in, const do
                 scm_ansatz_inst_free(ik);
             return -2;
         }
-        double res, eps, gmin, corr = 0.0, last = 0.0;
+        double res, eps, gmin;
         int ok = scm_ansatz_inst_nscalars(ik) == n && corrector(ch, bf, xt, o, &res, &eps) == 0 &&
-                 psd_ok(bf, xt, o, &gmin);
+                 psd_ok(bf, xt, o, &gmin) && path_no_jump(xc, xp, kc, kp, kn, n, xt);
         (*steps)++;
-        for (int c = 0; ok && c < n; c++) { /* a jump to another branch */
-            double pred = isnan(kp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (kn - kc) / (kc - kp);
-            corr = fmax(corr, fabs(xt[c] - pred));
-            last = fmax(last, isnan(kp) ? 0.0 : fabs(xc[c] - xp[c]));
-        }
-        ok = ok && corr <= 0.05 + 2.0 * last;
         scm_blockflow_free(bf);
         if (ik != inst_b)
             scm_ansatz_inst_free(ik);
