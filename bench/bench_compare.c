@@ -5,24 +5,25 @@
  * sigma = 1, GMRES, loose_until 1e-6, grad_stop 1e-10, eps_stop 1e-10,
  * max_steps 1e5, base seed 1) with model.K and model.M set; runs 0..N-1 of
  * each K are swept through scm_sweep_exec on the given threads, exactly the
- * runs of `scm compare --runs N`.  Each K is run twice in the same process:
- * the baseline (the settings before issue 12: CVODE's difference-quotient
- * Jacobian-vector products, analytic_jv 0) and today's (the rule's analytic
- * product); the ratio of runs/s is the speed-up (ratios, not absolute
- * times, compare across a shared machine).
- *
- * With --families K=FILE (the families file of `scm compare`, e.g.
- * PREFIX.K17.families.json) the runs are classified against it and two
- * more configurations run: the early stop (scm_sweep_opts.certify, issue
- * 12: docs/sweeps.md "Early stop") with the baseline's products, paying
- * for the certificates of the points on first need (as the first runs of
- * a sweep do: "cold"), then again with the certificates made, with the
- * baseline's and with the analytic products, and the last with the
- * baseline's products and scm compare's looser first stage of today (rtol
- * 1e-4, atol 1e-6; the others keep 1e-6, 1e-8), which is today's `scm
- * compare --certify`; the runs whose class differs from the baseline's are
- * counted.  Rates are given per wall-clock second
- * and per CPU second of the process (steadier on a shared machine).
+ * runs of `scm compare --runs N`.  Each K is run in several configurations
+ * in the same process (the table cfgs below), the first the baseline of
+ * every ratio: the settings before issue 12 (CVODE's difference-quotient
+ * Jacobian-vector products, analytic_jv 0, the first stage at rtol 1e-6,
+ * atol 1e-8, no early stop, SUNDIALS's vector operations).  Then the
+ * analytic product; and with --families K=FILE (the families file of `scm
+ * compare`, e.g. PREFIX.K17.families.json), which classifies the runs: the
+ * early stop (scm_sweep_opts.certify: docs/sweeps.md "Early stop"), first
+ * paying for the certificates of the points on first need (as the first
+ * runs of a sweep do: "cold"), then with them made, with either product;
+ * scm compare's looser first stage (rtol 1e-4, atol 1e-6; `scm compare
+ * --certify` as of the start of 2026-12-04); that with scm's vector
+ * operations (nvecops.c); and that with the lagged analytic product,
+ * today's `scm compare --certify`.  The runs whose class differs from the
+ * first configuration's are counted.  Rates are given per wall-clock
+ * second and per CPU second of the process (steadier on a shared machine);
+ * the ratios, not absolute rates, compare across a shared machine.
+ * --configs i,j,... runs only those rows of cfgs (the first given is then
+ * the baseline of the ratios).
  *
  * The profile columns come from CVODE's counters of the first P runs, rerun
  * one by one through scm_traj_run: steps, rhs evaluations of the integrator
@@ -32,7 +33,8 @@
  * those products.
  *
  * Usage: bench_compare [--runs N] [--M M] [--K K1,K2,...] [--threads T] [--profile P]
- *                      [--families K=FILE]... [--certify-rmax R] [--certify-global F]
+ *                      [--families K=FILE]... [--configs i,j,...] [--certify-rmax R]
+ *                      [--certify-global F]
  * Exit status 0, or 1 on an error (printed). */
 #include <gsl/gsl_errno.h>
 #include <math.h>
@@ -136,7 +138,7 @@ static int profile(const scm_config *c, long P)
     }
     double *Q = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
     double *R = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);
-    double steps = 0, rhs = 0, lin = 0, secs = 0;
+    double steps = 0, rhs = 0, lin = 0, secs = 0, jac = 0;
     int rc = Q && R ? 0 : 1;
     for (long i = 0; i < P && !rc; i++) {
         scm_traj_opts o = c->traj;
@@ -157,6 +159,7 @@ static int profile(const scm_config *c, long P)
         steps += (double)res.n_steps;
         rhs += (double)res.n_rhs;
         lin += (double)res.n_lin_iters;
+        jac += (double)res.n_jac_evals;
         scm_traj_result_free(&res);
     }
     if (!rc && P > 0) {
@@ -164,7 +167,9 @@ static int profile(const scm_config *c, long P)
         printf("    profile of runs 0..%ld (1 thread): per run %.3f s, %.0f steps, %.0f rhs, %.0f "
                "Krylov iterations (%.2f per step)",
                P - 1, secs / p, steps / p, rhs / p, lin / p, lin / steps);
-        if (c->traj.analytic_jv)
+        if (c->traj.analytic_jv == 2)
+            printf(", %.0f linearisations\n", jac / p);
+        else if (c->traj.analytic_jv)
             printf("\n");
         else /* one rhs evaluation per difference-quotient product */
             printf(", %.0f%% of %.0f flow evaluations in Jv products\n", 100.0 * lin / evals,
@@ -176,12 +181,55 @@ static int profile(const scm_config *c, long P)
     return rc;
 }
 
+/* The configurations, in the order run; the first is the baseline of
+ * every ratio.  Settings before issue 12: difference-quotient Jv, the
+ * first stage at rtol 1e-6, atol 1e-8, no early stop, SUNDIALS's vectors. */
+typedef struct {
+    const char *name;
+    int jv;      /* scm_traj_opts.analytic_jv */
+    int loose;   /* 1: scm compare's first stage since issue 12 (1e-4, 1e-6) */
+    int certify; /* the early stop (needs --families) */
+    int vec_ops; /* scm's vector operations (else SUNDIALS's) */
+    int profile; /* print CVODE's counters of the first runs */
+} bench_cfg;
+
+enum { NCFG = 8 };
+static const bench_cfg cfgs[NCFG] = {
+    {"DQ Jv", 0, 0, 0, 0, 1},
+    {"analytic Jv", 1, 0, 0, 0, 1},
+    /* with families: the early stop, paying for the certificates on first
+     * need (as the first runs of a sweep do), then with them made */
+    {"DQ + cert cold", 0, 0, 1, 0, 0},
+    {"DQ + certify", 0, 0, 1, 0, 0},
+    {"an. + certify", 1, 0, 1, 0, 0},
+    /* scm compare --certify as of the start of 2026-12-04 */
+    {"DQ+cert+loose", 0, 1, 1, 0, 0},
+    {"+ scm vec ops", 0, 1, 1, 1, 0},
+    {"+ lagged Jv", 2, 1, 1, 1, 1},
+};
+
+/* Is cfg in the comma list? */
+static int in_list(const char *list, int cfg)
+{
+    for (const char *p = list; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            return 0;
+        if (v == cfg)
+            return 1;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     gsl_set_error_handler_off();
     long n = 8, P = 4;
     int M = 17, threads = 2;
     const char *Ks = "17,18,19";
+    const char *only = NULL; /* --configs: a comma list of indices into cfgs */
     double rmax = 0.05, cglobal = 1e-3;
     const char *fam_path[64] = {0};
     long fam_K[64];
@@ -197,6 +245,8 @@ int main(int argc, char **argv)
             threads = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--profile") == 0)
             P = atol(argv[i + 1]);
+        else if (strcmp(argv[i], "--configs") == 0)
+            only = argv[i + 1];
         else if (strcmp(argv[i], "--certify-rmax") == 0)
             rmax = atof(argv[i + 1]);
         else if (strcmp(argv[i], "--certify-global") == 0)
@@ -250,18 +300,9 @@ int main(int argc, char **argv)
         o.certify_rmax = rmax;
         o.certify_global = cglobal;
         double base = 0.0, base_cpu = 0.0;
-        /* 0: baseline (DQ Jv), 1: analytic Jv; with families 2: the early
-         * stop with DQ Jv, paying for the certificates, 3, 4: the early stop
-         * with DQ and analytic Jv, certificates already made, 5: as 3 with
-         * scm compare's first stage of today (rtol 1e-4, atol 1e-6; 0-4 run
-         * it at 1e-6, 1e-8, the settings before issue 12): today's scm
-         * compare --certify (DQ Jv, the integrator's default) */
-        const int ncfg = fams.n > 0 ? 6 : 2;
-        static const char *names[6] = {"DQ Jv",        "analytic Jv",   "DQ + cert cold",
-                                       "DQ + certify", "an. + certify", "DQ+cert+loose"};
-        static const int an[6] = {0, 1, 0, 0, 1, 0};
+        const int ncfg = fams.n > 0 ? NCFG : 2;
         const double base_lr = c->traj.loose_rtol, base_la = c->traj.loose_atol;
-        scm_sweep_record *rec[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+        scm_sweep_record *rec[NCFG] = {NULL};
         for (int q = 0; q < ncfg; q++)
             rec[q] = malloc(sizeof(scm_sweep_record) * (size_t)n);
         if (!rc && fams.n > 0) {
@@ -271,11 +312,18 @@ int main(int argc, char **argv)
                 rc = 1;
             scm_model_free(m);
         }
+        int first = -1;
         for (int cfg = 0; cfg < ncfg && !rc; cfg++) {
-            c->traj.analytic_jv = an[cfg];
-            c->traj.loose_rtol = cfg == 5 ? 1e-4 : base_lr;
-            c->traj.loose_atol = cfg == 5 ? 1e-6 : base_la;
-            o.certify = cfg >= 2;
+            const bench_cfg *g = &cfgs[cfg];
+            if (only && !in_list(only, cfg))
+                continue;
+            if (first < 0)
+                first = cfg;
+            c->traj.analytic_jv = g->jv;
+            c->traj.loose_rtol = g->loose ? 1e-4 : base_lr;
+            c->traj.loose_atol = g->loose ? 1e-6 : base_la;
+            c->traj.sundials_vec_ops = !g->vec_ops;
+            o.certify = g->certify;
             tally t = {0, 0, 0, rec[cfg], 0};
             if (!rec[cfg]) {
                 rc = 1;
@@ -289,26 +337,27 @@ int main(int argc, char **argv)
                 break;
             }
             double s = now() - t0, rate = (double)n / s, cpu = cpu_now() - c0;
-            if (cfg == 0) {
+            if (cfg == first) {
                 base = rate;
                 base_cpu = (double)n / cpu;
             }
             long cert = 0, cls = 0;
             for (long i = 0; i < n; i++) {
                 cert += rec[cfg][i].stop == SCM_STOP_CERTIFIED;
-                cls += strcmp(rec[cfg][i].cls, rec[0][i].cls) != 0;
+                cls += strcmp(rec[cfg][i].cls, rec[first][i].cls) != 0;
             }
             printf("  K = %2ld %-13s: %7.2f runs/s (x%.2f), %6.2f runs per CPU s (x%.2f)  (%.1f s, "
                    "mean %.0f steps, %.0f rhs, %ld of %ld converged",
-                   K, names[cfg], rate, rate / base, (double)n / cpu, (double)n / cpu / base_cpu, s,
+                   K, g->name, rate, rate / base, (double)n / cpu, (double)n / cpu / base_cpu, s,
                    t.steps / (double)n, t.rhs / (double)n, t.conv, n);
-            if (cfg >= 2)
+            if (g->certify)
                 printf(", %ld certified, %ld in another class than the baseline", cert, cls);
             printf(")\n");
-            if (cfg < 2)
+            if (g->profile)
                 rc = profile(c, P < n ? P : n);
         }
-        if (!rc) { /* the same runs must end the same way */
+        if (!rc && (!only || (in_list(only, 0) && in_list(only, 1)))) {
+            /* the same runs must end the same way */
             long diff = 0;
             for (long i = 0; i < n; i++) {
                 const scm_sweep_record *x = &rec[0][i], *y = &rec[1][i];
@@ -323,7 +372,7 @@ int main(int argc, char **argv)
                    "eps_stop)\n",
                    diff, n);
         }
-        for (int q = 0; q < 6; q++)
+        for (int q = 0; q < NCFG; q++)
             free(rec[q]);
         scm_sweep_families_free(&fams);
         scm_config_free(c);

@@ -14,7 +14,9 @@ def by_k1(summary):
     for cl in summary["classes"]:
         c["k1=%d" % cl["k1"] if cl.get("k1") is not None and cl["k1"] >= 0 else cl["class"]] += \
             cl["count"]
-    c["not_converged"] += summary["not_converged"]["total"]
+    # the classes list the runs not converged as a class of their own
+    # (older summaries may not): count them once
+    c["not_converged"] = max(c["not_converged"], summary["not_converged"]["total"])
     return c
 
 

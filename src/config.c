@@ -288,7 +288,8 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
     static const char *const keys[] = {"method", "linear_solver", "rtol", "atol", "t_max",
                                        "t_first", "n_out", "eps_stop", "grad_stop",
                                        "max_steps", "psd_tol", "dead_tol", "dead_fail",
-                                       "loose_rtol", "loose_atol", "loose_until", NULL};
+                                       "loose_rtol", "loose_atol", "loose_until", "jtimes",
+                                       NULL};
     const cJSON *s = NULL;
     scm_status st;
     scm_traj_opts *o = &c->traj;
@@ -296,10 +297,20 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
     if ((st = get_section(root, "integrator", &s, err)) ||
         (st = check_keys(s, "integrator", keys, err)))
         return st;
-    const char *method = NULL, *ls = NULL;
+    const char *method = NULL, *ls = NULL, *jt = NULL;
     if ((st = get_string(s, "integrator", "method", "bdf", &method, err)) ||
-        (st = get_string(s, "integrator", "linear_solver", "auto", &ls, err)))
+        (st = get_string(s, "integrator", "linear_solver", "auto", &ls, err)) ||
+        (st = get_string(s, "integrator", "jtimes", "dq", &jt, err)))
         return st;
+    if (strcmp(jt, "dq") == 0)
+        o->analytic_jv = 0;
+    else if (strcmp(jt, "analytic") == 0)
+        o->analytic_jv = 1;
+    else if (strcmp(jt, "lagged") == 0)
+        o->analytic_jv = 2;
+    else
+        return scm_error_set(err, SCM_EINVAL,
+                             "'integrator.jtimes' must be \"dq\", \"analytic\" or \"lagged\", got \"%s\"", jt);
     if (strcmp(method, "bdf") == 0)
         o->method = SCM_METHOD_BDF;
     else if (strcmp(method, "adams") == 0)
@@ -447,6 +458,8 @@ static cJSON *used_json(const scm_config *c)
     cJSON_AddNumberToObject(g, "loose_rtol", o->loose_rtol);
     cJSON_AddNumberToObject(g, "loose_atol", o->loose_atol);
     cJSON_AddNumberToObject(g, "loose_until", o->loose_until);
+    static const char *const jtimes[] = {"dq", "analytic", "lagged"};
+    cJSON_AddStringToObject(g, "jtimes", jtimes[o->analytic_jv >= 0 && o->analytic_jv <= 2 ? o->analytic_jv : 0]);
     return root;
 }
 

@@ -21,6 +21,7 @@ struct scm_flow {
     int T_identity; /* T = I: B T is B itself */
     const double *v; /* second layer in use: the model's, or scm_flow_set_v's */
     double *A, *B, *S, *P;
+    double *RT, *C; /* scratch: R^T (M x K), a K x K product */
     double *F; /* K x (K + M) pair values f of scm_flow_rhs_gv */
     struct flow_lin *lin; /* the linearisation of scm_flow_jvp, lazily */
 };
@@ -47,6 +48,7 @@ static double teacher_term(const scm_model *m)
 struct flow_lin {
     int valid;
     double *Q, *R, *A, *B, *S, *h, *dQ, *dR, *dA, *dB, *P;
+    double *RT, *BT, *C; /* R^T, B^T (M x K) at the point; a K x K product */
     scm_pair2 *ss, *st;
 };
 
@@ -73,7 +75,9 @@ scm_flow *scm_flow_alloc(const scm_model *model)
     fl->S = malloc(sizeof(double) * K * K);
     fl->P = malloc(sizeof(double) * K * (K > M ? K : M));
     fl->F = malloc(sizeof(double) * K * (K + M));
-    if (!fl->A || !fl->B || !fl->S || !fl->P || !fl->F) {
+    fl->RT = malloc(sizeof(double) * K * M);
+    fl->C = malloc(sizeof(double) * K * K);
+    if (!fl->A || !fl->B || !fl->S || !fl->P || !fl->F || !fl->RT || !fl->C) {
         scm_flow_free(fl);
         return NULL;
     }
@@ -93,6 +97,8 @@ void scm_flow_free(scm_flow *fl)
     free(fl->S);
     free(fl->P);
     free(fl->F);
+    free(fl->RT);
+    free(fl->C);
     lin_free(fl->lin);
     free(fl);
 }
@@ -247,13 +253,10 @@ static scm_status flow_rhs(scm_flow *fl, const double *Q, const double *R, doubl
     /* P = S Q + B R^T;  F_Q = -(P + P^T) */
     double *P = fl->P;
     scm_linalg_gemm(K, K, K, fl->S, Q, 0, P);
-    for (int k = 0; k < K; k++)
-        for (int l = 0; l < K; l++) {
-            double s = 0.0;
-            for (int n = 0; n < M; n++)
-                s += fl->B[k * M + n] * R[l * M + n];
-            P[k * K + l] += s;
-        }
+    scm_linalg_transpose(K, M, R, fl->RT); /* B R^T as a plain product: blocked */
+    scm_linalg_gemm(K, K, M, fl->B, fl->RT, 0, fl->C);
+    for (long i = 0; i < (long)K * K; i++)
+        P[i] += fl->C[i];
     for (int k = 0; k < K; k++)
         for (int l = k; l < K; l++)
             FQ[k * K + l] = FQ[l * K + k] = -(P[k * K + l] + P[l * K + k]);
@@ -417,7 +420,7 @@ static struct flow_lin *lin_alloc(int K, int M)
     if (!L)
         return NULL;
     size_t KK = (size_t)K * K, KM = (size_t)K * M, KP = (size_t)K * (size_t)(K > M ? K : M);
-    L->Q = malloc(sizeof(double) * (5 * KK + 4 * KM + (size_t)K + KP));
+    L->Q = malloc(sizeof(double) * (6 * KK + 6 * KM + (size_t)K + KP));
     L->ss = malloc(sizeof(scm_pair2) * KK);
     L->st = malloc(sizeof(scm_pair2) * KM);
     if (!L->Q || !L->ss || !L->st) {
@@ -434,6 +437,9 @@ static struct flow_lin *lin_alloc(int K, int M)
     L->dA = L->dR + KM;
     L->dB = L->dA + KK;
     L->P = L->dB + KM;
+    L->RT = L->P + KP;
+    L->BT = L->RT + KM;
+    L->C = L->BT + KM;
     return L;
 }
 
@@ -484,6 +490,8 @@ static scm_status lin_setup(scm_flow *fl, struct flow_lin *L, const double *Q, c
     }
     memcpy(L->Q, Q, sizeof(double) * (size_t)K * (size_t)K);
     memcpy(L->R, R, sizeof(double) * (size_t)K * (size_t)M);
+    scm_linalg_transpose(K, M, R, L->RT);
+    scm_linalg_transpose(K, M, L->B, L->BT);
     L->valid = 1;
     return SCM_OK;
 }
@@ -548,13 +556,16 @@ scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const do
     /* P = dS Q + S dQ + dB R^T + B dR^T;  J_Q = -(P + P^T) */
     scm_linalg_gemm(K, K, K, dS, Q, 0, P);
     scm_linalg_gemm(K, K, K, L->S, L->dQ, 0, L->dA); /* dA is spent: scratch */
-    for (int k = 0; k < K; k++)
-        for (int l = 0; l < K; l++) {
-            double s = L->dA[k * K + l];
-            for (int n = 0; n < M; n++)
-                s += L->dB[k * M + n] * R[l * M + n] + L->B[k * M + n] * L->dR[l * M + n];
-            P[k * K + l] += s;
-        }
+    /* B dR^T enters J_Q only through P + P^T, so its transpose dR B^T
+     * serves: both as plain (blocked) products with the cached transposes */
+    for (long i = 0; i < KK; i++)
+        P[i] += L->dA[i];
+    scm_linalg_gemm(K, K, M, L->dB, L->RT, 0, L->C);
+    for (long i = 0; i < KK; i++)
+        P[i] += L->C[i];
+    scm_linalg_gemm(K, K, M, L->dR, L->BT, 0, L->C);
+    for (long i = 0; i < KK; i++)
+        P[i] += L->C[i];
     for (int k = 0; k < K; k++)
         for (int l = k; l < K; l++)
             JQ[k * K + l] = JQ[l * K + k] = -(P[k * K + l] + P[l * K + k]);

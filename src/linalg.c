@@ -26,9 +26,60 @@ int scm_linalg_cholesky(double *A, int n)
     return -1;
 }
 
+/* C = A B in 4 x 4 tiles of C held in registers (the plain loop below
+ * spends its time loading and storing C).  Every entry is still summed over
+ * p in increasing order from 0, so the result is bitwise that of the plain
+ * loop.  C overlaps neither A nor B. */
+static void gemm_nn(int m, int n, int k, const double *restrict A, const double *restrict B,
+                    double *restrict C)
+{
+    int i = 0;
+    for (; i + 4 <= m; i += 4) {
+        const double *a0 = A + (long)i * k;
+        int j = 0;
+        for (; j + 4 <= n; j += 4) {
+            double c[4][4] = {{0.0}};
+            for (int p = 0; p < k; p++) {
+                const double *b = B + (long)p * n + j;
+                for (int r = 0; r < 4; r++) {
+                    const double a = a0[(long)r * k + p];
+                    for (int q = 0; q < 4; q++)
+                        c[r][q] += a * b[q];
+                }
+            }
+            for (int r = 0; r < 4; r++)
+                for (int q = 0; q < 4; q++)
+                    C[(long)(i + r) * n + j + q] = c[r][q];
+        }
+        for (; j < n; j++) {
+            double c[4] = {0.0};
+            for (int p = 0; p < k; p++)
+                for (int r = 0; r < 4; r++)
+                    c[r] += a0[(long)r * k + p] * B[(long)p * n + j];
+            for (int r = 0; r < 4; r++)
+                C[(long)(i + r) * n + j] = c[r];
+        }
+    }
+    for (; i < m; i++) {
+        double *c = C + (long)i * n;
+        for (int j = 0; j < n; j++)
+            c[j] = 0.0;
+        for (int p = 0; p < k; p++) {
+            const double a = A[(long)i * k + p];
+            const double *b = B + (long)p * n;
+            for (int j = 0; j < n; j++)
+                c[j] += a * b[j];
+        }
+    }
+}
+
 void scm_linalg_gemm(int m, int n, int k, const double *A, const double *B, int transb,
                      double *C)
 {
+    if (!transb) {
+        gemm_nn(m, n, k, A, B, C);
+        return;
+    }
     for (int i = 0; i < m; i++) {
         double *c = C + (long)i * n;
         for (int j = 0; j < n; j++)
@@ -37,16 +88,17 @@ void scm_linalg_gemm(int m, int n, int k, const double *A, const double *B, int 
             double a = A[(long)i * k + p];
             if (a == 0.0)
                 continue;
-            if (transb)
-                for (int j = 0; j < n; j++)
-                    c[j] += a * B[(long)j * k + p];
-            else {
-                const double *b = B + (long)p * n;
-                for (int j = 0; j < n; j++)
-                    c[j] += a * b[j];
-            }
+            for (int j = 0; j < n; j++)
+                c[j] += a * B[(long)j * k + p];
         }
     }
+}
+
+void scm_linalg_transpose(int m, int n, const double *A, double *At)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            At[(long)j * m + i] = A[(long)i * n + j];
 }
 
 double scm_linalg_max_abs(const double *x, long n)

@@ -12,9 +12,14 @@
  * index of the first pivot that is not positive. */
 int scm_linalg_cholesky(double *A, int n);
 
-/* C (m x n) = A (m x k) B (k x n), or A B^T when transb (B is n x k). */
+/* C (m x n) = A (m x k) B (k x n), or A B^T when transb (B is n x k).
+ * C must not overlap A or B.  Each entry is summed over k in increasing
+ * order (so the result does not depend on the blocking). */
 void scm_linalg_gemm(int m, int n, int k, const double *A, const double *B, int transb,
                      double *C);
+
+/* At (n x m) = A^T for the m x n row-major A. */
+void scm_linalg_transpose(int m, int n, const double *A, double *At);
 
 /* LU factorisation with partial pivoting (the largest entry of the column,
  * the first of equals), in place, of the n x n column-major matrix A

@@ -278,6 +278,8 @@ scm_status scm_sweep_opts_check(const scm_sweep_opts *o, scm_error *err)
     if (!(o->loose_grad_stop >= 0.0 && isfinite(o->loose_grad_stop)))
         return scm_error_set(err, SCM_EINVAL, "loose_grad_stop must be >= 0, got %g",
                              o->loose_grad_stop);
+    if (o->certify < 0 || o->certify > 2)
+        return scm_error_set(err, SCM_EINVAL, "certify must be 0, 1 or 2, got %d", o->certify);
     if (!(o->certify_grad > 0.0 && isfinite(o->certify_grad)))
         return scm_error_set(err, SCM_EINVAL, "certify_grad must be > 0, got %g", o->certify_grad);
     if (!(o->certify_global >= 0.0 && o->certify_global < 1.0))
@@ -837,6 +839,8 @@ char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, 
         cJSON_AddNumberToObject(ce, "grad", so->certify_grad);
         cJSON_AddNumberToObject(ce, "global", so->certify_global);
         cJSON_AddNumberToObject(ce, "rmax", so->certify_rmax);
+        if (so->certify == 2)
+            cJSON_AddBoolToObject(ce, "basin", 0);
     }
     char *s = scm_output_print(o, 1);
     cJSON_Delete(o);

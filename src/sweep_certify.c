@@ -126,7 +126,7 @@ int sweep_certify_cb(void *user, double t, const double *Q, const double *R, dou
         x->dist = x->radius = NAN;
         return 1;
     }
-    if (!(max_F < x->o->certify_grad))
+    if (x->o->certify == 2 || !(max_F < x->o->certify_grad))
         return 0;
     const int K = c->K, M = c->M;
     const long KK = (long)K * K, KM = (long)K * M;

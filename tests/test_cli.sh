@@ -108,6 +108,7 @@ expect_error given_notpsd "not positive semi-definite" '{"model": {"K": 1, "M": 
 expect_error Q_asym "'init.Q' is not symmetric" '{"model": {"K": 2, "M": 1}, "init": {"type": "given", "Q": [[1, 0.5], [0.1, 1]], "R": [[0], [0]]}}'
 expect_error rtol "integrator.rtol must be in (0, 1)" '{"model": {"K": 2, "M": 2}, "integrator": {"rtol": 2}}'
 expect_error method "'integrator.method' must be" '{"model": {"K": 2, "M": 2}, "integrator": {"method": "rk4"}}'
+expect_error jtimes "'integrator.jtimes' must be .dq., .analytic. or .lagged., got .exact." '{"model": {"K": 2, "M": 2}, "integrator": {"jtimes": "exact"}}'
 expect_error n_out "'integrator.n_out' must be an integer" '{"model": {"K": 2, "M": 2}, "integrator": {"n_out": 0}}'
 expect_error rule "'rule' must be one of gd, normalised, stiefel, two_layer, sgd, got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
 expect_error bad_json "invalid JSON near line 2" '{"model":

@@ -230,6 +230,21 @@ for r in b:
     if r["stop"] == "certified":
         assert r["converged"] and (r["cert"]["point"] is None or r["cert"]["dist"] < r["cert"]["radius"]), r
 PY
+# --certify-global: the loss rule only, so every certified run is the
+# global minimum; the same classes, the header records it
+"$SCM" sweep c9.K9.config.json --runs 16 --threads 2 --families c9.K9.families.json --certify-global -o glob9.jsonl -q
+check "[ $? -eq 0 ]" "sweep --certify-global"
+python3 - full9.jsonl glob9.jsonl <<'PY' && ok || ko "early stop by the loss rule only"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert b[0]["certify"] == {"grad": 1e-3, "global": 1e-3, "rmax": 0.05, "basin": False}, b[0]
+a, b = a[1:], b[1:]
+assert [r["class"] for r in a] == [r["class"] for r in b]
+cert = [r for r in b if r["stop"] == "certified"]
+assert cert and all(r["cert"]["rule"] == "global" and r["class"].startswith("global_minimum") for r in cert), cert
+assert any(r["class"] != "global_minimum/k1=0" for r in b)  # runs it could not certify
+PY
 "$SCM" sweep c9.K9.config.json --runs 16 --families c9.K9.families.json -o cert9.jsonl --resume -q 2> resume9.err
 check "[ $? -eq 2 ] && grep -q 'different sweep' resume9.err" "resume without --certify refused"
 "$SCM" sweep c9.K9.config.json --runs 4 --families c9.K9.families.json --certify \

@@ -41,8 +41,8 @@ static void test_solvers_agree(void)
     scm_model *m = scm_model_alloc(K, M, &scm_act_erf, NULL, NULL, NULL, &e);
     double Q0[16], R0[12];
     CHECK(scm_init_random(m, 500, 1.0, 7, Q0, R0, &e) == SCM_OK, "init: %s", e.msg);
-    scm_traj_result r[4]; /* dense, GMRES, Adams, GMRES with the analytic Jv */
-    for (int s = 0; s < 4; s++) {
+    scm_traj_result r[5]; /* dense, GMRES, Adams, GMRES with the analytic Jv, lagged */
+    for (int s = 0; s < 5; s++) {
         scm_traj_opts o;
         scm_traj_opts_default(&o);
         o.t_max = 30;
@@ -50,15 +50,18 @@ static void test_solvers_agree(void)
         o.atol = 1e-12;
         o.eps_stop = o.grad_stop = 0;
         o.method = s == 2 ? SCM_METHOD_ADAMS : SCM_METHOD_BDF;
-        o.linsol = s == 1 || s == 3 ? SCM_LINSOL_GMRES : SCM_LINSOL_DENSE;
-        o.analytic_jv = s == 3;
+        o.linsol = s == 1 || s >= 3 ? SCM_LINSOL_GMRES : SCM_LINSOL_DENSE;
+        o.analytic_jv = s == 3 ? 1 : s == 4 ? 2 : 0;
         CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r[s], &e) == SCM_OK, "run: %s", e.msg);
         CHECK(r[s].stop == SCM_STOP_T_MAX, "solver %d stopped with %s (%s)", s,
               scm_stop_reason_str(r[s].stop), r[s].err.msg);
         CHECK(r[s].t == 30.0, "final t = %g", r[s].t);
         CHECK(r[s].n_out == o.n_out + 1, "recorded %ld points", r[s].n_out);
     }
-    for (int s = 1; s < 4; s++) {
+    /* the lagged product linearises once per few steps, not per iterate */
+    CHECK(r[4].n_jac_evals > 0 && r[4].n_jac_evals < r[4].n_steps / 2 && r[1].n_jac_evals == 0,
+          "lagged: %ld linearisations in %ld steps", r[4].n_jac_evals, r[4].n_steps);
+    for (int s = 1; s < 5; s++) {
         CHECK(max_diff(r[0].Q, r[s].Q, K * K) < 1e-7, "solver %d Q differs by %g", s,
               max_diff(r[0].Q, r[s].Q, K * K));
         CHECK(max_diff(r[0].R, r[s].R, K * M) < 1e-7, "solver %d R differs by %g", s,
@@ -71,7 +74,7 @@ static void test_solvers_agree(void)
     for (long i = 1; i < r[0].n_out; i++)
         mono &= r[0].out_t[i] > r[0].out_t[i - 1] && r[0].out_eps[i] <= r[0].out_eps[i - 1] * (1 + 1e-12);
     CHECK(mono, "times not increasing or eps increasing along the record");
-    for (int s = 0; s < 4; s++)
+    for (int s = 0; s < 5; s++)
         scm_traj_result_free(&r[s]);
     scm_model_free(m);
 }
@@ -305,15 +308,26 @@ static void test_loose_dead(void)
     o.eps_stop = 1e-10;
     o.max_steps = 20000;
     scm_traj_result r;
-    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_OK, "K = 18 run");
-    CHECK(r.stop == SCM_STOP_EPS && r.n_dead == 1 && r.n_steps < 5000 && fabs(r.eps) < 1e-9,
-          "K = 18 run: stop %s, %d dead, %ld steps, eps %g", scm_stop_reason_str(r.stop),
-          r.n_dead, r.n_steps, r.eps);
-    int k = 0;
-    while (k < K && !r.dead[k])
-        k++;
-    CHECK(k < K && r.Q[k * K + k] == 0.0, "the dead student is frozen at zero");
-    scm_traj_result_free(&r);
+    /* with each Jacobian-vector product (the lagged one linearised, for a
+     * few steps, where the student was alive), the same student dies */
+    int dead_k[3] = {-1, -1, -1};
+    for (int jv = 0; jv < 3; jv++) {
+        o.analytic_jv = jv;
+        CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_OK, "K = 18 run");
+        CHECK(r.stop == SCM_STOP_EPS && r.n_dead == 1 && r.n_steps < 5000 && fabs(r.eps) < 1e-9,
+              "K = 18 run, jtimes %d: stop %s, %d dead, %ld steps, eps %g", jv,
+              scm_stop_reason_str(r.stop), r.n_dead, r.n_steps, r.eps);
+        int k = 0;
+        while (k < K && !r.dead[k])
+            k++;
+        CHECK(k < K && r.Q[k * K + k] == 0.0, "the dead student is frozen at zero (jtimes %d)",
+              jv);
+        dead_k[jv] = k;
+        scm_traj_result_free(&r);
+    }
+    CHECK(dead_k[1] == dead_k[0] && dead_k[2] == dead_k[0], "the same student dies: %d %d %d",
+          dead_k[0], dead_k[1], dead_k[2]);
+    o.analytic_jv = 0;
     scm_init_scale(m, 1e-3, Q0, R0); /* Q_kk ~ 1e-6 */
     CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_EINVAL &&
               strstr(e.msg, "integrator.loose_atol"),

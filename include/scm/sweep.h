@@ -98,7 +98,10 @@ typedef struct {
      * with max |dy/dtau| < certify_grad, its state is within the certified
      * basin radius of a listed point (scm_basin_certify_point) and the exact
      * checks at the state hold.  Its class is the one a run converged onto
-     * that point (or the global minimum) gets. */
+     * that point (or the global minimum) gets.  1: both rules; 2: (a)
+     * only, which rests on nothing the classification does not already
+     * rest on (the list's lowest losses, as eps_stop), while (b) rests on a
+     * curvature bound checked on sampled rays. */
     int certify;
     double certify_grad;   /* 1e-3 */
     double certify_global; /* 1e-3 */

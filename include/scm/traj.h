@@ -49,18 +49,28 @@ typedef struct {
      * stays in the state: from then on the PSD check allows
      * psd_tol loose_rtol / rtol, and a ReLU student with Q_kk below
      * 100 loose_atol is dead; a start with Q_kk(0) < 1e4 loose_atol is
-     * refused (SCM_EINVAL).  A first-stage step shorter than 1e-10
-     * max(1, t) is a stall, and the run fails (res->loose_failed). */
+     * refused (SCM_EINVAL).  A step shorter than 1e-10 max(1, t),
+     * in the first stage or after it, is a stall, and the run fails
+     * (res->loose_failed). */
     double loose_rtol, loose_atol, loose_until;
     scm_rule_params rule_params; /* the rule's parameters (rule.h) */
     /* Initial second layer of a rule that trains v (K entries; NULL: the
      * model's v).  Kept by pointer. */
     const double *v0;
-    /* 1: with GMRES, use the rule's analytic Jacobian-vector product
-     * (scm_rule.jtimes) when it has one; 0 (default, until its effect on
-     * speed and classifications is settled, docs/sweeps.md): CVODE's
-     * difference quotients, one rhs evaluation per Krylov iteration. */
+    /* With GMRES, the Jacobian-vector products: 0 (default): CVODE's
+     * difference quotients, one rhs evaluation per Krylov iteration; 1: the
+     * rule's analytic product (scm_rule.jtimes) at each Newton iterate; 2:
+     * that product at a point kept for 5 steps (CVODE's modified Newton, as
+     * with a dense Jacobian): its linearisation, the kernels' second
+     * derivatives, is made once per point and each product then costs a few
+     * K x K matrix products (scm compare uses 2; docs/sweeps.md).  A rule
+     * without jtimes uses 0.  Config key integrator.jtimes: "dq",
+     * "analytic", "lagged". */
     int analytic_jv;
+    /* 1: SUNDIALS's own serial vector operations; 0 (default): scm's
+     * vectorisable ones (src/nvecops.c), the same up to the order of the
+     * sums in dot products and norms.  For benchmarks against the stock. */
+    int sundials_vec_ops;
     /* Early stop (NULL: off).  Called after each step at which the loss and
      * max |dy/dtau| are the flow's at the state (every step of the second
      * stage, and of the loose stage once the estimate of max |dy/dtau| is
@@ -104,11 +114,14 @@ typedef struct {
     double *out_t, *out_eps, *out_Q, *out_R, *out_v; /* n_out entries / matrices */
     int *dead;         /* K flags: the student died during the run */
     int n_dead;        /* how many did */
-    long n_steps, n_rhs, n_jac_evals, n_lin_iters;
+    long n_steps, n_rhs, n_jac_evals, n_lin_iters; /* n_jac_evals: dense Jacobians,
+                                                      or linearisations of analytic_jv 2 */
     int loose_failed;  /* stop == SCM_STOP_FAILED in the loose stage (its error
                           crossing the PSD boundary near parallel or vanishing
-                          students, CVODE failing there, or its steps collapsing):
-                          a run with a tighter loose stage may not fail */
+                          students, CVODE failing there, or its steps collapsing),
+                          or the steps collapsing after it (on a state that
+                          carries its error): a run with a tighter loose stage
+                          may not fail */
 } scm_traj_result;
 
 /* Integrate rule from (Q0, R0) (and o->v0 when the rule trains v); a

@@ -31,10 +31,11 @@ static void compare_usage(FILE *f)
             "usage: scm compare --M M --K K1,K2,... --runs N [CONFIG.json] [--seed S]\n"
             "                   [--threads T] [--families K=FP.json]... [--traces n]\n"
             "                   [--no-stability] [--no-plots] [--set key=value]... [-o PREFIX]\n"
-            "                   [--rule R1,R2,...] [--certify] [--quiet]\n"
+            "                   [--rule R1,R2,...] [--certify | --certify-global] [--quiet]\n"
             "\n"
             "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
-            "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES, two-stage\n"
+            "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES with the\n"
+            "lagged analytic Jacobian-vector product (integrator.jtimes), two-stage\n"
             "accuracy (rtol 1e-4, atol 1e-6 until max |F| < 1e-6, then 1e-8, 1e-10;\n"
             "a run whose loose stage fails is redone with rtol 1e-6, atol 1e-8),\n"
             "eps_stop 1e-10, max_steps 1e5, seed 1), run or resumed in\n"
@@ -57,6 +58,7 @@ static void compare_usage(FILE *f)
             "count of converged runs.  Each family reached gets the verdict of\n"
             "`scm stability --trials 3 --sigma 1e-4,1e-3,1e-2` (K <= 20; --no-stability\n"
             "skips it).  Default PREFIX: compare_M<M>.\n"
+            "--certify, --certify-global: the sweeps' early stop (scm sweep --help).\n"
             "\n"
             "--rule R1,R2,... (gd, normalised, stiefel, two_layer): one compare per\n"
             "rule (--set rule=R, prefix PREFIX.R), then PREFIX.rules.json and\n"
@@ -415,6 +417,8 @@ int scm_cmd_compare(int argc, char **argv)
             no_plots = 1;
         } else if (strcmp(a, "--certify") == 0) {
             certify = 1; /* the sweeps' early stop (docs/sweeps.md) */
+        } else if (strcmp(a, "--certify-global") == 0) {
+            certify = 2; /* its loss rule only */
         } else if (a[0] == '-' && a[1] != '\0') {
             if (i + 1 >= argc) {
                 fprintf(stderr, "scm compare: option %s needs an argument\n", a);
@@ -520,7 +524,7 @@ int scm_cmd_compare(int argc, char **argv)
         " \"init\": {\"type\": \"random\", \"d\": 1000, \"sigma\": 1, \"seed\": 1},\n"
         " \"integrator\": {\"linear_solver\": \"gmres\", \"grad_stop\": 1e-10,\n"
         "                \"loose_until\": 1e-6, \"loose_rtol\": 1e-4, \"loose_atol\": 1e-6,\n"
-        "                \"eps_stop\": 1e-10, \"max_steps\": 100000}}\n";
+        "                \"jtimes\": \"lagged\", \"eps_stop\": 1e-10, \"max_steps\": 100000}}\n";
     char *text = NULL;
     size_t tlen = 0;
     if (config) {
@@ -633,7 +637,7 @@ int scm_cmd_compare(int argc, char **argv)
         if (quiet)
             sargv[sa++] = "--quiet";
         if (certify)
-            sargv[sa++] = "--certify";
+            sargv[sa++] = certify == 2 ? "--certify-global" : "--certify";
         sargv[sa] = NULL;
         if (!quiet)
             fprintf(stderr, "scm compare: K = %ld, M = %ld: %s\n", Ks[j], M, runsf);

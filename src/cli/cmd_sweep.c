@@ -40,7 +40,8 @@ static void sweep_usage(FILE *f)
             "usage: scm sweep CONFIG.json --runs N [--seed S] [--threads T] [-o RUNS.jsonl]\n"
             "                 [--resume] [--shard i/n] [--families FP.json] [--summary FILE]\n"
             "                 [--set key=value]... [--loose-grad-stop G] [--dead-q Q]\n"
-            "                 [--match-rtol R] [--fsync-interval S] [--certify] [--quiet]\n"
+            "                 [--match-rtol R] [--fsync-interval S] [--certify | --certify-global]\n"
+            "                 [--quiet]\n"
             "\n"
             "Run N random initialisations of the configured model (init.type random):\n"
             "run i draws its initial state with a seed derived from the base seed S\n"
@@ -69,6 +70,10 @@ static void sweep_usage(FILE *f)
             "  --certify          early stop: end a run once it is certified to converge to\n"
             "                     a listed strict minimum, or its loss is below 1e-3 times\n"
             "                     the lowest positive family loss (docs/sweeps.md)\n"
+            "  --certify-global   the early stop by the loss rule only (the basin\n"
+            "                     certificates rest on a curvature bound checked on\n"
+            "                     sampled rays; the loss rule on nothing more than the\n"
+            "                     classification itself)\n"
             "  -q, --quiet        no progress line and no final summary on stderr\n"
             "\n"
             "exit status: 0 done, 1 an I/O failure during the sweep, 2 bad input.\n");
@@ -258,6 +263,8 @@ int scm_cmd_sweep(int argc, char **argv)
             resume = 1;
         } else if (strcmp(a, "--certify") == 0) {
             so.certify = 1;
+        } else if (strcmp(a, "--certify-global") == 0) {
+            so.certify = 2;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--runs") == 0 || strcmp(a, "--seed") == 0 ||
                    strcmp(a, "--threads") == 0 || strcmp(a, "--shard") == 0 ||
                    strcmp(a, "--families") == 0 || strcmp(a, "--summary") == 0 ||

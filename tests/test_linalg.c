@@ -1,0 +1,183 @@
+/* test_linalg.c: the hot loops written for speed, against the plain
+ * computations they replace: the blocked product of linalg.c against the
+ * textbook triple loop (bit for bit: the same sum order), and the vector
+ * operations of nvecops.c against SUNDIALS's own serial ones (bit for bit
+ * where element-wise; the reductions against a long double sum). */
+#include <math.h>
+#include <nvector/nvector_serial.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sundials/sundials_context.h>
+
+#include "linalg.h"
+#include "nvecops.h"
+#include "testutil.h"
+
+/* uniform in [-1, 1) from a fixed LCG (no library state) */
+static double next(unsigned long *s)
+{
+    *s = *s * 6364136223846793005UL + 1442695040888963407UL;
+    return (double)(*s >> 11) * 0x1.0p-52 - 1.0;
+}
+
+static void fill(double *x, long n, unsigned long *s, int zeros)
+{
+    for (long i = 0; i < n; i++)
+        x[i] = zeros && i % 5 == 2 ? 0.0 : next(s) * (1.0 + 1e3 * (i % 7 == 3));
+}
+
+static void test_gemm(void)
+{
+    static const int sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 18, 19, 35, 36};
+    const int ns = (int)(sizeof sizes / sizeof sizes[0]);
+    unsigned long seed = 12345;
+    long shapes = 0, bad = 0, badt = 0;
+    for (int a = 0; a < ns; a++)
+        for (int b = 0; b < ns; b++)
+            for (int c = 0; c < ns; c += 3) {
+                const int m = sizes[a], n = sizes[b], k = sizes[c];
+                double *A = malloc(sizeof(double) * (size_t)(m * k));
+                double *B = malloc(sizeof(double) * (size_t)(k * n));
+                double *Bt = malloc(sizeof(double) * (size_t)(k * n));
+                double *C = malloc(sizeof(double) * (size_t)(m * n));
+                double *D = malloc(sizeof(double) * (size_t)(m * n));
+                if (!A || !B || !Bt || !C || !D) {
+                    CHECK(0, "out of memory");
+                    return;
+                }
+                fill(A, (long)m * k, &seed, (a + b) % 2);
+                fill(B, (long)k * n, &seed, 0);
+                for (int i = 0; i < m; i++) /* the textbook order: p = 0, 1, ... */
+                    for (int j = 0; j < n; j++) {
+                        double s = 0.0;
+                        for (int p = 0; p < k; p++)
+                            s += A[i * k + p] * B[p * n + j];
+                        D[i * n + j] = s;
+                    }
+                scm_linalg_gemm(m, n, k, A, B, 0, C);
+                bad += memcmp(C, D, sizeof(double) * (size_t)(m * n)) != 0;
+                scm_linalg_transpose(k, n, B, Bt); /* n x k */
+                for (int p = 0; p < k; p++)
+                    for (int j = 0; j < n; j++)
+                        if (Bt[j * k + p] != B[p * n + j])
+                            badt++;
+                scm_linalg_gemm(m, n, k, A, Bt, 1, C);
+                bad += memcmp(C, D, sizeof(double) * (size_t)(m * n)) != 0;
+                shapes++;
+                free(A), free(B), free(Bt), free(C), free(D);
+            }
+    CHECK(bad == 0, "%ld of %ld shapes: the blocked product differs from the triple loop", bad,
+          shapes);
+    CHECK(badt == 0, "%ld transposed entries wrong", badt);
+}
+
+/* The exact value's bound for a sum of n terms summed in any order:
+ * |error| <= (n - 1) eps sum |terms| (to first order). */
+static int close_to(double got, long double exact, long double abs_sum, long n)
+{
+    return fabsl((long double)got - exact) <= (long double)(n + 1) * 0x1.0p-52 * abs_sum;
+}
+
+static void test_nvecops(void)
+{
+    SUNContext ctx = NULL;
+    if (SUNContext_Create(NULL, &ctx) != 0) {
+        CHECK(0, "SUNContext_Create");
+        return;
+    }
+    static const long lens[] = {1, 7, 8, 9, 17, 459, 630, 1001};
+    unsigned long seed = 99;
+    long bits = 0, red = 0, cases = 0;
+    for (size_t q = 0; q < sizeof lens / sizeof lens[0]; q++) {
+        const long n = lens[q];
+        /* stock: SUNDIALS's operations; own: scm's, on a clone (the clone
+         * must inherit them, as CVODE's and SPGMR's work vectors do) */
+        N_Vector stock[4], own[4];
+        N_Vector tmpl = N_VNew_Serial(n, ctx);
+        scm_nvecops_install(tmpl);
+        for (int i = 0; i < 4; i++) {
+            stock[i] = N_VNew_Serial(n, ctx);
+            own[i] = N_VClone(tmpl);
+        }
+        CHECK(own[0]->ops->nvdotprod == tmpl->ops->nvdotprod &&
+                  own[0]->ops->nvdotprod != stock[0]->ops->nvdotprod,
+              "a clone does not inherit the operations");
+        for (int i = 0; i < 3; i++) {
+            fill(NV_DATA_S(stock[i]), n, &seed, 0);
+            memcpy(NV_DATA_S(own[i]), NV_DATA_S(stock[i]), sizeof(double) * (size_t)n);
+        }
+        for (long i = 0; i < n; i++) /* a positive weight vector */
+            NV_DATA_S(stock[2])[i] = NV_DATA_S(own[2])[i] = 1.0 + fabs(NV_DATA_S(stock[2])[i]);
+        /* N_VLinearSum in each of SUNDIALS's special cases, also in place */
+        static const double coef[][2] = {{1, 1},  {1, -1},   {-1, 1},    {-1, -1}, {1, 0.5},
+                                         {0.5, 1}, {-1, 0.3}, {0.3, -1},  {0.7, 0.7},
+                                         {0.7, -0.7}, {-2.5, 1.5}, {0, 2}};
+        for (size_t c = 0; c < sizeof coef / sizeof coef[0]; c++)
+            for (int alias = 0; alias < 3; alias++) {
+                /* z = a x + b y with z separate (0), z = x (1), z = y (2) */
+                N_Vector zs = stock[3], zo = own[3];
+                N_Vector xs = stock[0], ys = stock[1], xo = own[0], yo = own[1];
+                if (alias) { /* work on copies so that the inputs survive */
+                    memcpy(NV_DATA_S(zs), NV_DATA_S(alias == 1 ? xs : ys),
+                           sizeof(double) * (size_t)n);
+                    memcpy(NV_DATA_S(zo), NV_DATA_S(alias == 1 ? xo : yo),
+                           sizeof(double) * (size_t)n);
+                    N_VLinearSum(coef[c][0], alias == 1 ? zs : xs, coef[c][1],
+                                 alias == 2 ? zs : ys, zs);
+                    N_VLinearSum(coef[c][0], alias == 1 ? zo : xo, coef[c][1],
+                                 alias == 2 ? zo : yo, zo);
+                } else {
+                    N_VLinearSum(coef[c][0], xs, coef[c][1], ys, zs);
+                    N_VLinearSum(coef[c][0], xo, coef[c][1], yo, zo);
+                }
+                bits += memcmp(NV_DATA_S(zs), NV_DATA_S(zo), sizeof(double) * (size_t)n) != 0;
+                cases++;
+            }
+        N_VScale(-0.37, stock[0], stock[3]);
+        N_VScale(-0.37, own[0], own[3]);
+        bits += memcmp(NV_DATA_S(stock[3]), NV_DATA_S(own[3]), sizeof(double) * (size_t)n) != 0;
+        N_VProd(stock[0], stock[1], stock[3]);
+        N_VProd(own[0], own[1], own[3]);
+        bits += memcmp(NV_DATA_S(stock[3]), NV_DATA_S(own[3]), sizeof(double) * (size_t)n) != 0;
+        N_VDiv(stock[0], stock[2], stock[3]);
+        N_VDiv(own[0], own[2], own[3]);
+        bits += memcmp(NV_DATA_S(stock[3]), NV_DATA_S(own[3]), sizeof(double) * (size_t)n) != 0;
+        cases += 3;
+        /* the reductions, against long double sums */
+        long double d = 0, dabs = 0, w = 0;
+        const double *x = NV_DATA_S(stock[0]), *y = NV_DATA_S(stock[1]), *wt = NV_DATA_S(stock[2]);
+        for (long i = 0; i < n; i++) {
+            d += (long double)x[i] * y[i];
+            dabs += fabsl((long double)x[i] * y[i]);
+            w += ((long double)x[i] * wt[i]) * ((long double)x[i] * wt[i]);
+        }
+        const double dot_own = N_VDotProd(own[0], own[1]), dot_stock = N_VDotProd(stock[0], stock[1]);
+        red += !close_to(dot_own, d, dabs, n) || !close_to(dot_stock, d, dabs, n);
+        const double wr = N_VWrmsNorm(own[0], own[2]);
+        red += !(fabsl((long double)wr * wr * n - w) <= (long double)(n + 3) * 0x1.0p-52 * w);
+        red += !(fabs(wr - N_VWrmsNorm(stock[0], stock[2])) <= 4e-16 * (double)n * wr);
+        /* integer entries: every partial sum is exact, so any order agrees */
+        for (long i = 0; i < n; i++) {
+            NV_DATA_S(own[0])[i] = NV_DATA_S(stock[0])[i] = (double)((i * 37) % 11) - 5.0;
+            NV_DATA_S(own[1])[i] = NV_DATA_S(stock[1])[i] = (double)((i * 13) % 7) - 3.0;
+        }
+        red += N_VDotProd(own[0], own[1]) != N_VDotProd(stock[0], stock[1]);
+        red += N_VWrmsNorm(own[0], own[1]) != N_VWrmsNorm(stock[0], stock[1]);
+        for (int i = 0; i < 4; i++) {
+            N_VDestroy(stock[i]);
+            N_VDestroy(own[i]);
+        }
+        N_VDestroy(tmpl);
+    }
+    CHECK(bits == 0, "%ld of %ld element-wise cases differ from SUNDIALS's bits", bits, cases);
+    CHECK(red == 0, "%ld reductions off their error bound", red);
+    SUNContext_Free(&ctx);
+}
+
+int main(void)
+{
+    test_gemm();
+    test_nvecops();
+    return TEST_SUMMARY();
+}
