@@ -119,10 +119,10 @@ static void test_nvecops(void)
                 N_Vector zs = stock[3], zo = own[3];
                 N_Vector xs = stock[0], ys = stock[1], xo = own[0], yo = own[1];
                 if (alias) { /* work on copies so that the inputs survive */
-                    memcpy(NV_DATA_S(zs), NV_DATA_S(alias == 1 ? xs : ys),
-                           sizeof(double) * (size_t)n);
-                    memcpy(NV_DATA_S(zo), NV_DATA_S(alias == 1 ? xo : yo),
-                           sizeof(double) * (size_t)n);
+                    /* (NV_DATA_S does not parenthesise its argument) */
+                    N_Vector srcs = alias == 1 ? xs : ys, srco = alias == 1 ? xo : yo;
+                    memcpy(NV_DATA_S(zs), NV_DATA_S(srcs), sizeof(double) * (size_t)n);
+                    memcpy(NV_DATA_S(zo), NV_DATA_S(srco), sizeof(double) * (size_t)n);
                     N_VLinearSum(coef[c][0], alias == 1 ? zs : xs, coef[c][1],
                                  alias == 2 ? zs : ys, zs);
                     N_VLinearSum(coef[c][0], alias == 1 ? zo : xo, coef[c][1],
