@@ -191,7 +191,7 @@ static int cvode_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user)
  * preconditioner: this only moves the point of the linearisation used by
  * cvode_jtimes, so that the Newton iteration is CVODE's modified Newton.
  * Every 5 steps: CVODE's default for a dense Jacobian, 51 steps (and
- * set-ups every 20), took 12% more steps at M = 17 (convergence failures
+ * set-ups every 20), took 12% more steps at K = 18, M = 17 (convergence failures
  * cutting the step), every step 15% more rhs evaluations, 3 and 5 steps
  * the fewest (docs/sweeps.md). */
 #define LAGGED_JV_STEPS 5
