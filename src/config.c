@@ -283,6 +283,9 @@ static scm_status parse_init(const cJSON *root, scm_config *c, scm_error *err)
     return SCM_OK;
 }
 
+/* integrator.jtimes, by scm_traj_opts.analytic_jv */
+static const char *const jtimes_names[3] = {"dq", "analytic", "lagged"};
+
 static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *err)
 {
     static const char *const keys[] = {"method", "linear_solver", "rtol", "atol", "t_max",
@@ -302,13 +305,11 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
         (st = get_string(s, "integrator", "linear_solver", "auto", &ls, err)) ||
         (st = get_string(s, "integrator", "jtimes", "dq", &jt, err)))
         return st;
-    if (strcmp(jt, "dq") == 0)
-        o->analytic_jv = 0;
-    else if (strcmp(jt, "analytic") == 0)
-        o->analytic_jv = 1;
-    else if (strcmp(jt, "lagged") == 0)
-        o->analytic_jv = 2;
-    else
+    o->analytic_jv = -1;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(jt, jtimes_names[i]) == 0)
+            o->analytic_jv = i;
+    if (o->analytic_jv < 0)
         return scm_error_set(err, SCM_EINVAL,
                              "'integrator.jtimes' must be \"dq\", \"analytic\" or \"lagged\", got \"%s\"", jt);
     if (strcmp(method, "bdf") == 0)
@@ -458,8 +459,8 @@ static cJSON *used_json(const scm_config *c)
     cJSON_AddNumberToObject(g, "loose_rtol", o->loose_rtol);
     cJSON_AddNumberToObject(g, "loose_atol", o->loose_atol);
     cJSON_AddNumberToObject(g, "loose_until", o->loose_until);
-    static const char *const jtimes[] = {"dq", "analytic", "lagged"};
-    cJSON_AddStringToObject(g, "jtimes", jtimes[o->analytic_jv >= 0 && o->analytic_jv <= 2 ? o->analytic_jv : 0]);
+    cJSON_AddStringToObject(g, "jtimes",
+                            jtimes_names[o->analytic_jv >= 0 && o->analytic_jv <= 2 ? o->analytic_jv : 0]);
     return root;
 }
 
