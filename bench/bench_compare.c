@@ -22,8 +22,9 @@
  * first configuration's are counted.  Rates are given per wall-clock
  * second and per CPU second of the process (steadier on a shared machine);
  * the ratios, not absolute rates, compare across a shared machine.
- * --configs i,j,... runs only those rows of cfgs (the first given is then
- * the baseline of the ratios).
+ * --configs i,j,... runs those rows of cfgs in that order (the first given
+ * is then the baseline of the ratios; a row may repeat: "7,7,8" makes the
+ * certificates in the first row 7 and times the second with them made).
  *
  * The profile columns come from CVODE's counters of the first P runs, rerun
  * one by one through scm_traj_run: steps, rhs evaluations of the integrator
@@ -191,37 +192,34 @@ typedef struct {
     int certify; /* the early stop (needs --families) */
     int vec_ops; /* scm's vector operations (else SUNDIALS's) */
     int profile; /* print CVODE's counters of the first runs */
+    int krylov_dim;  /* scm_traj_opts.krylov_dim (0: the default, 5) */
+    double eps_lin;  /* scm_traj_opts.eps_lin (0: the default, 0.05) */
+    int precond;     /* scm_traj_opts.precond: the frozen-S preconditioner */
 } bench_cfg;
 
-enum { NCFG = 8 };
+enum { NCFG = 14, MAXRUN = 32 };
 static const bench_cfg cfgs[NCFG] = {
-    {"DQ Jv", 0, 0, 0, 0, 1},
-    {"analytic Jv", 1, 0, 0, 0, 1},
+    {"DQ Jv", 0, 0, 0, 0, 1, 0, 0.0, 0},
+    {"analytic Jv", 1, 0, 0, 0, 1, 0, 0.0, 0},
     /* with families: the early stop, paying for the certificates on first
      * need (as the first runs of a sweep do), then with them made */
-    {"DQ + cert cold", 0, 0, 1, 0, 0},
-    {"DQ + certify", 0, 0, 1, 0, 0},
-    {"an. + certify", 1, 0, 1, 0, 0},
+    {"DQ + cert cold", 0, 0, 1, 0, 0, 0, 0.0, 0},
+    {"DQ + certify", 0, 0, 1, 0, 0, 0, 0.0, 0},
+    {"an. + certify", 1, 0, 1, 0, 0, 0, 0.0, 0},
     /* scm compare --certify as of the start of 2026-12-04 */
-    {"DQ+cert+loose", 0, 1, 1, 0, 0},
-    {"+ scm vec ops", 0, 1, 1, 1, 0},
-    {"+ lagged Jv", 2, 1, 1, 1, 1},
+    {"DQ+cert+loose", 0, 1, 1, 0, 0, 0, 0.0, 0},
+    {"+ scm vec ops", 0, 1, 1, 1, 0, 0, 0.0, 0},
+    {"+ lagged Jv", 2, 1, 1, 1, 1, 0, 0.0, 0},
+    /* GMRES's dimension and tolerance (2026-12-04, second session) */
+    {"+ Krylov 10", 2, 1, 1, 1, 1, 10, 0.0, 0},
+    {"+ Krylov 10 .02", 2, 1, 1, 1, 1, 10, 0.02, 0},
+    {"+ Krylov 20", 2, 1, 1, 1, 1, 20, 0.0, 0},
+    /* the preconditioner with S frozen, with the products it could pay
+     * for most (difference quotients) and with the lagged ones */
+    {"lag. K20 + PC", 2, 1, 1, 1, 1, 20, 0.0, 1},
+    {"DQ Krylov 20", 0, 1, 1, 1, 1, 20, 0.0, 0},
+    {"DQ K20 + PC", 0, 1, 1, 1, 1, 20, 0.0, 1},
 };
-
-/* Is cfg in the comma list? */
-static int in_list(const char *list, int cfg)
-{
-    for (const char *p = list; *p;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p)
-            return 0;
-        if (v == cfg)
-            return 1;
-        p = *end == ',' ? end + 1 : end;
-    }
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -302,8 +300,28 @@ int main(int argc, char **argv)
         double base = 0.0, base_cpu = 0.0;
         const int ncfg = fams.n > 0 ? NCFG : 2;
         const double base_lr = c->traj.loose_rtol, base_la = c->traj.loose_atol;
-        scm_sweep_record *rec[NCFG] = {NULL};
-        for (int q = 0; q < ncfg; q++)
+        /* the rows in the order run: --configs's (a row may repeat, e.g.
+         * first to make the certificates, then timed with them made) */
+        int ord[MAXRUN], nord = 0;
+        if (only) {
+            for (const char *q = only; *q && nord < MAXRUN;) {
+                char *qe;
+                long v = strtol(q, &qe, 10);
+                if (qe == q || v < 0 || v >= ncfg) {
+                    fprintf(stderr, "bench_compare: bad --configs '%s' (rows 0..%d)\n", only,
+                            ncfg - 1);
+                    rc = 1;
+                    break;
+                }
+                ord[nord++] = (int)v;
+                q = *qe == ',' ? qe + 1 : qe;
+            }
+        } else {
+            for (int q = 0; q < ncfg; q++)
+                ord[nord++] = q;
+        }
+        scm_sweep_record *rec[MAXRUN] = {NULL};
+        for (int q = 0; q < nord; q++)
             rec[q] = malloc(sizeof(scm_sweep_record) * (size_t)n);
         if (!rc && fams.n > 0) {
             scm_model *m = scm_config_model(c, NULL);
@@ -312,20 +330,24 @@ int main(int argc, char **argv)
                 rc = 1;
             scm_model_free(m);
         }
-        int first = -1;
-        for (int cfg = 0; cfg < ncfg && !rc; cfg++) {
+        int pos_dq = -1, pos_an = -1; /* rows 0 and 1, compared below */
+        for (int q = 0; q < nord && !rc; q++) {
+            const int cfg = ord[q];
             const bench_cfg *g = &cfgs[cfg];
-            if (only && !in_list(only, cfg))
-                continue;
-            if (first < 0)
-                first = cfg;
+            if (cfg == 0 && pos_dq < 0)
+                pos_dq = q;
+            if (cfg == 1 && pos_an < 0)
+                pos_an = q;
             c->traj.analytic_jv = g->jv;
             c->traj.loose_rtol = g->loose ? 1e-4 : base_lr;
             c->traj.loose_atol = g->loose ? 1e-6 : base_la;
             c->traj.sundials_vec_ops = !g->vec_ops;
+            c->traj.krylov_dim = g->krylov_dim ? g->krylov_dim : 5;
+            c->traj.eps_lin = g->eps_lin > 0.0 ? g->eps_lin : 0.05;
+            c->traj.precond = g->precond;
             o.certify = g->certify;
-            tally t = {0, 0, 0, rec[cfg], 0};
-            if (!rec[cfg]) {
+            tally t = {0, 0, 0, rec[q], 0};
+            if (!rec[q]) {
                 rc = 1;
                 break;
             }
@@ -337,14 +359,14 @@ int main(int argc, char **argv)
                 break;
             }
             double s = now() - t0, rate = (double)n / s, cpu = cpu_now() - c0;
-            if (cfg == first) {
+            if (q == 0) {
                 base = rate;
                 base_cpu = (double)n / cpu;
             }
             long cert = 0, cls = 0;
             for (long i = 0; i < n; i++) {
-                cert += rec[cfg][i].stop == SCM_STOP_CERTIFIED;
-                cls += strcmp(rec[cfg][i].cls, rec[first][i].cls) != 0;
+                cert += rec[q][i].stop == SCM_STOP_CERTIFIED;
+                cls += strcmp(rec[q][i].cls, rec[0][i].cls) != 0;
             }
             printf("  K = %2ld %-13s: %7.2f runs/s (x%.2f), %6.2f runs per CPU s (x%.2f)  (%.1f s, "
                    "mean %.0f steps, %.0f rhs, %ld of %ld converged",
@@ -356,11 +378,11 @@ int main(int argc, char **argv)
             if (g->profile)
                 rc = profile(c, P < n ? P : n);
         }
-        if (!rc && (!only || (in_list(only, 0) && in_list(only, 1)))) {
+        if (!rc && pos_dq >= 0 && pos_an >= 0) {
             /* the same runs must end the same way */
             long diff = 0;
             for (long i = 0; i < n; i++) {
-                const scm_sweep_record *x = &rec[0][i], *y = &rec[1][i];
+                const scm_sweep_record *x = &rec[pos_dq][i], *y = &rec[pos_an][i];
                 int both_min = x->stop == SCM_STOP_EPS &&
                                y->stop == SCM_STOP_EPS; /* eps < eps_stop */
                 diff += x->converged != y->converged || x->n_anti != y->n_anti ||
@@ -372,7 +394,7 @@ int main(int argc, char **argv)
                    "eps_stop)\n",
                    diff, n);
         }
-        for (int q = 0; q < NCFG; q++)
+        for (int q = 0; q < MAXRUN; q++)
             free(rec[q]);
         scm_sweep_families_free(&fams);
         scm_config_free(c);

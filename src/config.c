@@ -285,6 +285,17 @@ static scm_status parse_init(const cJSON *root, scm_config *c, scm_error *err)
 
 /* integrator.jtimes, by scm_traj_opts.analytic_jv */
 static const char *const jtimes_names[3] = {"dq", "analytic", "lagged"};
+/* integrator.precond, by scm_traj_opts.precond */
+static const char *const precond_names[2] = {"none", "frozen_s"};
+
+/* The index of name in names[0..n-1], or -1. */
+static int name_index(const char *name, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
 
 static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *err)
 {
@@ -292,7 +303,7 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
                                        "t_first", "n_out", "eps_stop", "grad_stop",
                                        "max_steps", "psd_tol", "dead_tol", "dead_fail",
                                        "loose_rtol", "loose_atol", "loose_until", "jtimes",
-                                       NULL};
+                                       "precond", "krylov_dim", "eps_lin", NULL};
     const cJSON *s = NULL;
     scm_status st;
     scm_traj_opts *o = &c->traj;
@@ -300,18 +311,18 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
     if ((st = get_section(root, "integrator", &s, err)) ||
         (st = check_keys(s, "integrator", keys, err)))
         return st;
-    const char *method = NULL, *ls = NULL, *jt = NULL;
+    const char *method = NULL, *ls = NULL, *jt = NULL, *pc = NULL;
     if ((st = get_string(s, "integrator", "method", "bdf", &method, err)) ||
         (st = get_string(s, "integrator", "linear_solver", "auto", &ls, err)) ||
-        (st = get_string(s, "integrator", "jtimes", "dq", &jt, err)))
+        (st = get_string(s, "integrator", "jtimes", "dq", &jt, err)) ||
+        (st = get_string(s, "integrator", "precond", "none", &pc, err)))
         return st;
-    o->analytic_jv = -1;
-    for (int i = 0; i < 3; i++)
-        if (strcmp(jt, jtimes_names[i]) == 0)
-            o->analytic_jv = i;
-    if (o->analytic_jv < 0)
+    if ((o->analytic_jv = name_index(jt, jtimes_names, 3)) < 0)
         return scm_error_set(err, SCM_EINVAL,
                              "'integrator.jtimes' must be \"dq\", \"analytic\" or \"lagged\", got \"%s\"", jt);
+    if ((o->precond = name_index(pc, precond_names, 2)) < 0)
+        return scm_error_set(err, SCM_EINVAL,
+                             "'integrator.precond' must be \"none\" or \"frozen_s\", got \"%s\"", pc);
     if (strcmp(method, "bdf") == 0)
         o->method = SCM_METHOD_BDF;
     else if (strcmp(method, "adams") == 0)
@@ -338,7 +349,8 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
         (st = get_number(s, "integrator", "dead_tol", o->dead_tol, &o->dead_tol, err)) ||
         (st = get_number(s, "integrator", "loose_rtol", o->loose_rtol, &o->loose_rtol, err)) ||
         (st = get_number(s, "integrator", "loose_atol", o->loose_atol, &o->loose_atol, err)) ||
-        (st = get_number(s, "integrator", "loose_until", o->loose_until, &o->loose_until, err)))
+        (st = get_number(s, "integrator", "loose_until", o->loose_until, &o->loose_until, err)) ||
+        (st = get_number(s, "integrator", "eps_lin", o->eps_lin, &o->eps_lin, err)))
         return st;
     const cJSON *df = s ? cJSON_GetObjectItemCaseSensitive(s, "dead_fail") : NULL;
     if (df && !cJSON_IsBool(df))
@@ -350,6 +362,9 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
     if ((st = get_integer(s, "integrator", "max_steps", (double)o->max_steps, 1, 1e12, &x, err)))
         return st;
     o->max_steps = (long)x;
+    if ((st = get_integer(s, "integrator", "krylov_dim", o->krylov_dim, 1, 500, &x, err)))
+        return st;
+    o->krylov_dim = (int)x;
     return scm_traj_opts_check(o, err);
 }
 
@@ -391,6 +406,15 @@ static scm_status parse_rule(const cJSON *root, scm_config *c, scm_error *err)
         return st;
     if ((st = scm_rule_params_check(c->rule, p, err)))
         return st;
+    if (c->traj.precond && !(c->rule->psetup && c->rule->psolve))
+        return scm_error_set(err, SCM_EINVAL,
+                             "'integrator.precond' = \"%s\" is for rule gd (rule is \"%s\")",
+                             precond_names[1], c->rule->name);
+    if (c->traj.precond && c->traj.linsol == SCM_LINSOL_DENSE)
+        return scm_error_set(err, SCM_EINVAL,
+                             "'integrator.precond' = \"%s\" is for GMRES "
+                             "('integrator.linear_solver' is \"dense\")",
+                             precond_names[1]);
     if (c->rule->retract && c->scale != 1.0)
         return scm_error_set(err, SCM_EINVAL,
                              "'init.scale' = %g has no effect with rule %s (the start is "
@@ -461,6 +485,9 @@ static cJSON *used_json(const scm_config *c)
     cJSON_AddNumberToObject(g, "loose_until", o->loose_until);
     cJSON_AddStringToObject(g, "jtimes",
                             jtimes_names[o->analytic_jv >= 0 && o->analytic_jv <= 2 ? o->analytic_jv : 0]);
+    cJSON_AddStringToObject(g, "precond", precond_names[o->precond == 1]);
+    cJSON_AddNumberToObject(g, "krylov_dim", o->krylov_dim);
+    cJSON_AddNumberToObject(g, "eps_lin", o->eps_lin);
     return root;
 }
 

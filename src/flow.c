@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_eigen.h>
+
 #include "linalg.h"
 
 struct scm_flow {
@@ -24,6 +26,7 @@ struct scm_flow {
     double *RT, *C; /* scratch: R^T (M x K), a K x K product */
     double *F; /* K x (K + M) pair values f of scm_flow_rhs_gv */
     struct flow_lin *lin; /* the linearisation of scm_flow_jvp, lazily */
+    struct flow_pc *pc;   /* the preconditioner of scm_flow_precond_*, lazily */
 };
 
 /* The teacher's self-overlap term 1/2 sum v*_m v*_n f(T_mm, T_nn, T_mn);
@@ -88,6 +91,8 @@ scm_flow *scm_flow_alloc(const scm_model *model)
     return fl;
 }
 
+static void pc_free(struct flow_pc *pc);
+
 void scm_flow_free(scm_flow *fl)
 {
     if (!fl)
@@ -100,6 +105,7 @@ void scm_flow_free(scm_flow *fl)
     free(fl->RT);
     free(fl->C);
     lin_free(fl->lin);
+    pc_free(fl->pc);
     free(fl);
 }
 
@@ -677,5 +683,119 @@ scm_status scm_flow_jacobian(scm_flow *fl, const double *Q, const double *R, dou
     for (long i = 0; i < n * n; i++)
         if (!isfinite(J[i]))
             return SCM_ENAN;
+    return SCM_OK;
+}
+
+/* ---- the preconditioner: the Newton matrix with S frozen ---- */
+
+/* S = U diag(lam) U^T at the set-up point (Ut = U^T), room for the solve,
+ * and GSL's eigensolver with its K x K input. */
+struct flow_pc {
+    int valid;
+    double *U, *Ut, *lam, *Y, *Z;
+    gsl_matrix *S;
+    gsl_vector *ev;
+    gsl_matrix *evec;
+    gsl_eigen_symmv_workspace *w;
+};
+
+static void pc_free(struct flow_pc *pc)
+{
+    if (!pc)
+        return;
+    free(pc->U); /* one block holds all the doubles */
+    gsl_matrix_free(pc->S);
+    gsl_vector_free(pc->ev);
+    gsl_matrix_free(pc->evec);
+    if (pc->w)
+        gsl_eigen_symmv_free(pc->w);
+    free(pc);
+}
+
+static struct flow_pc *pc_alloc(int K, int M)
+{
+    struct flow_pc *pc = calloc(1, sizeof *pc);
+    if (!pc)
+        return NULL;
+    size_t KK = (size_t)K * K, KP = (size_t)K * (size_t)(K > M ? K : M);
+    pc->U = malloc(sizeof(double) * (2 * KK + (size_t)K + 2 * KP));
+    pc->S = gsl_matrix_alloc((size_t)K, (size_t)K);
+    pc->ev = gsl_vector_alloc((size_t)K);
+    pc->evec = gsl_matrix_alloc((size_t)K, (size_t)K);
+    pc->w = gsl_eigen_symmv_alloc((size_t)K);
+    if (!pc->U || !pc->S || !pc->ev || !pc->evec || !pc->w) {
+        pc_free(pc);
+        return NULL;
+    }
+    pc->Ut = pc->U + KK;
+    pc->lam = pc->Ut + KK;
+    pc->Y = pc->lam + K;
+    pc->Z = pc->Y + KP;
+    return pc;
+}
+
+scm_status scm_flow_precond_setup(scm_flow *fl, const double *Q, const double *R)
+{
+    const int K = fl->m->K, M = fl->m->M;
+    if (fl->v != fl->m->v)
+        return SCM_EINVAL; /* S of the model's v, as the jvp */
+    if (!fl->pc && !(fl->pc = pc_alloc(K, M)))
+        return SCM_ENOMEM;
+    struct flow_pc *pc = fl->pc;
+    pc->valid = 0;
+    scm_status st = scm_flow_grad(fl, Q, R, NULL, fl->A, fl->B);
+    if (st)
+        return st;
+    for (int k = 0; k < K; k++)
+        for (int l = 0; l < K; l++)
+            gsl_matrix_set(pc->S, (size_t)k, (size_t)l, fl->A[k * K + l] + fl->A[l * K + k]);
+    if (!isfinite(scm_linalg_max_abs(pc->S->data, (long)K * K)))
+        return SCM_ENAN;
+    if (gsl_eigen_symmv(pc->S, pc->ev, pc->evec, pc->w) != GSL_SUCCESS)
+        return SCM_ESOLVER;
+    for (int k = 0; k < K; k++) {
+        pc->lam[k] = gsl_vector_get(pc->ev, (size_t)k);
+        for (int l = 0; l < K; l++)
+            pc->U[k * K + l] = pc->Ut[l * K + k] = gsl_matrix_get(pc->evec, (size_t)k, (size_t)l);
+    }
+    pc->valid = 1;
+    return SCM_OK;
+}
+
+/* An eigenvalue of the frozen operator, clamped at zero (see flow.h). */
+static double pc_den(double gamma, double mu) { return 1.0 + gamma * (mu > 0.0 ? mu : 0.0); }
+
+scm_status scm_flow_precond_solve(scm_flow *fl, double gamma, const double *rQ,
+                                  const double *rR, double *zQ, double *zR)
+{
+    const int K = fl->m->K, M = fl->m->M;
+    struct flow_pc *pc = fl->pc;
+    if (!pc || !pc->valid)
+        return SCM_EINVAL;
+    if (!(gamma >= 0.0))
+        return SCM_EINVAL;
+    double *Y = pc->Y, *Z = pc->Z;
+    /* Q: Y = U^T rQ U, divided entry-wise, back with U . U^T */
+    scm_linalg_gemm(K, K, K, pc->Ut, rQ, 0, Z);
+    scm_linalg_gemm(K, K, K, Z, pc->U, 0, Y);
+    for (int i = 0; i < K; i++)
+        for (int j = 0; j < K; j++)
+            Y[i * K + j] /= pc_den(gamma, pc->lam[i] + pc->lam[j]);
+    scm_linalg_gemm(K, K, K, pc->U, Y, 0, Z);
+    scm_linalg_gemm(K, K, K, Z, pc->Ut, 0, Y);
+    for (int k = 0; k < K; k++) /* symmetric up to rounding: mean of both */
+        for (int l = k; l < K; l++)
+            zQ[k * K + l] = zQ[l * K + k] = 0.5 * (Y[k * K + l] + Y[l * K + k]);
+    /* R: U (I + gamma lam)^-1 U^T rR */
+    scm_linalg_gemm(K, M, K, pc->Ut, rR, 0, Y);
+    for (int i = 0; i < K; i++) {
+        const double d = pc_den(gamma, pc->lam[i]);
+        for (int n = 0; n < M; n++)
+            Y[i * M + n] /= d;
+    }
+    scm_linalg_gemm(K, M, K, pc->U, Y, 0, zR);
+    if (!isfinite(scm_linalg_max_abs(zQ, (long)K * K)) ||
+        !isfinite(scm_linalg_max_abs(zR, (long)K * M)))
+        return SCM_ENAN;
     return SCM_OK;
 }

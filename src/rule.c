@@ -100,6 +100,31 @@ static scm_status gd_jtimes(const scm_rule_params *p, scm_flow *fl, const double
     return SCM_OK;
 }
 
+/* The gd flow's preconditioner: S frozen (scm_flow_precond_setup). */
+static scm_status gd_psetup(const scm_rule_params *p, scm_flow *fl, const double *y,
+                            double *scratch)
+{
+    (void)p;
+    const scm_model *m = scm_flow_model(fl);
+    double *Q = scratch, *R = Q + (long)m->K * m->K;
+    gd_unpack(m, y, Q, R, NULL);
+    return scm_flow_precond_setup(fl, Q, R);
+}
+
+static scm_status gd_psolve(const scm_rule_params *p, scm_flow *fl, double gamma,
+                            const double *r, double *z, double *scratch)
+{
+    (void)p;
+    const scm_model *m = scm_flow_model(fl);
+    double *Q = scratch, *R = Q + (long)m->K * m->K;
+    gd_unpack(m, r, Q, R, NULL);
+    scm_status st = scm_flow_precond_solve(fl, gamma, Q, R, Q, R);
+    if (st)
+        return st;
+    gd_pack(m, Q, R, NULL, z);
+    return SCM_OK;
+}
+
 /* ---- normalised -------------------------------------------------------- */
 
 static long nm_dim(const scm_model *m) { return tri(m->K, 0) + (long)m->K * m->M; }
@@ -350,7 +375,8 @@ static scm_status sgd_rhs(const scm_rule_params *p, scm_flow *fl, const double *
 
 const scm_rule scm_rule_gd = {.name = "gd", .dim = gd_dim, .scratch = scratch_len,
                               .pack = gd_pack, .unpack = gd_unpack, .rhs = gd_rhs,
-                              .jtimes = gd_jtimes};
+                              .jtimes = gd_jtimes, .psetup = gd_psetup,
+                              .psolve = gd_psolve};
 const scm_rule scm_rule_normalised = {.name = "normalised", .dim = nm_dim,
                                       .scratch = scratch_len, .pack = nm_pack,
                                       .unpack = nm_unpack, .rhs = nm_rhs,

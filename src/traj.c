@@ -41,6 +41,9 @@ void scm_traj_opts_default(scm_traj_opts *o)
     scm_rule_params_default(&o->rule_params);
     o->v0 = NULL;
     o->analytic_jv = 0;
+    o->precond = 0;
+    o->krylov_dim = 5;
+    o->eps_lin = 0.05;
     o->sundials_vec_ops = 0;
     o->certify = NULL;
     o->certify_user = NULL;
@@ -61,6 +64,14 @@ scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err)
         return scm_error_set(err, SCM_EINVAL, "integrator.n_out must be in [1, 1000000], got %d", o->n_out);
     if (o->analytic_jv < 0 || o->analytic_jv > 2)
         return scm_error_set(err, SCM_EINVAL, "analytic_jv must be 0, 1 or 2, got %d", o->analytic_jv);
+    if (o->precond < 0 || o->precond > 1)
+        return scm_error_set(err, SCM_EINVAL, "precond must be 0 or 1, got %d", o->precond);
+    if (o->krylov_dim < 1 || o->krylov_dim > 500)
+        return scm_error_set(err, SCM_EINVAL, "integrator.krylov_dim must be in [1, 500], got %d",
+                             o->krylov_dim);
+    if (!(o->eps_lin > 0.0 && o->eps_lin < 1.0))
+        return scm_error_set(err, SCM_EINVAL, "integrator.eps_lin must be in (0, 1), got %g",
+                             o->eps_lin);
     if (!(o->eps_stop >= 0.0))
         return scm_error_set(err, SCM_EINVAL, "integrator.eps_stop must be >= 0, got %g", o->eps_stop);
     if (!(o->grad_stop >= 0.0))
@@ -140,6 +151,10 @@ typedef struct {
     int lin_bad; /* the product failed there (near parallel neurons): use
                     difference quotients until the next set-up */
     long n_lin; /* linearisations taken */
+    /* precond: the preconditioner was built (pc_dead: n_dead then) and
+     * holds (not pc_bad) */
+    int precond, have_pc, pc_dead, pc_bad;
+    int lagged; /* analytic_jv 2 in use */
 } traj_ctx;
 
 /* Zero the rows (and columns) of the dead students. */
@@ -185,15 +200,15 @@ static int cvode_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user)
     return 0;
 }
 
-/* analytic_jv 2: CVODE's linear-solver set-up, called when it would
- * evaluate a Jacobian (jok false: every LAGGED_JV_STEPS steps, after a
- * convergence failure, at the start) or may reuse one (jok true).  No
- * preconditioner: this only moves the point of the linearisation used by
- * cvode_jtimes, so that the Newton iteration is CVODE's modified Newton.
- * Every 5 steps: CVODE's default for a dense Jacobian, 51 steps (and
- * set-ups every 20), took 12% more steps at K = 18, M = 17 (convergence failures
- * cutting the step), every step 15% more rhs evaluations, 3 and 5 steps
- * the fewest (docs/sweeps.md). */
+/* CVODE's linear-solver set-up, called when it would evaluate a Jacobian
+ * (jok false: every LAGGED_JV_STEPS steps with analytic_jv 2, after a
+ * convergence failure, at the start) or may reuse one (jok true).  It
+ * moves the point of the linearisation used by cvode_jtimes (analytic_jv
+ * 2), so that the Newton iteration is CVODE's modified Newton, and builds
+ * the preconditioner there (precond).  Every 5 steps: CVODE's default for
+ * a dense Jacobian, 51 steps (and set-ups every 20), took 12% more steps
+ * at K = 18, M = 17 (convergence failures cutting the step), every step
+ * 15% more rhs evaluations, 3 and 5 steps the fewest (docs/sweeps.md). */
 #define LAGGED_JV_STEPS 5
 
 static int cvode_lin_setup(sunrealtype t, N_Vector y, N_Vector fy, sunbooleantype jok,
@@ -201,17 +216,42 @@ static int cvode_lin_setup(sunrealtype t, N_Vector y, N_Vector fy, sunbooleantyp
 {
     (void)t, (void)fy, (void)gamma;
     traj_ctx *c = user;
-    if (jok && c->have_lin && c->lin_dead == c->n_dead) {
+    if (jok && (!c->lagged || (c->have_lin && c->lin_dead == c->n_dead)) &&
+        (!c->precond || (c->have_pc && c->pc_dead == c->n_dead))) {
         *jcur = SUNFALSE;
         return 0;
     }
     memcpy(c->ylin, N_VGetArrayPointer(y), sizeof(double) * (size_t)c->rule->dim(c->m));
     clean_state(c, c->ylin);
-    c->have_lin = 1;
-    c->lin_dead = c->n_dead;
-    c->lin_bad = 0;
-    c->n_lin++;
+    if (c->lagged) {
+        c->have_lin = 1;
+        c->lin_dead = c->n_dead;
+        c->lin_bad = 0;
+        c->n_lin++;
+    }
+    if (c->precond) {
+        /* a failure (a kernel outside its domain at a Newton iterate, the
+         * eigensolver) leaves GMRES unpreconditioned until the next set-up */
+        c->pc_bad = c->rule->psetup(c->params, c->fl, c->ylin,
+                                    c->scratch + c->rule->scratch(c->m)) != SCM_OK;
+        c->have_pc = 1;
+        c->pc_dead = c->n_dead;
+    }
     *jcur = SUNTRUE;
+    return 0;
+}
+
+/* precond: z = P^-1 r, or z = r where there is no preconditioner. */
+static int cvode_psolve(sunrealtype t, N_Vector y, N_Vector fy, N_Vector r, N_Vector z,
+                        sunrealtype gamma, sunrealtype delta, int lr, void *user)
+{
+    (void)t, (void)y, (void)fy, (void)delta, (void)lr;
+    traj_ctx *c = user;
+    if (!c->pc_bad && c->pc_dead == c->n_dead &&
+        c->rule->psolve(c->params, c->fl, gamma, N_VGetArrayPointer(r), N_VGetArrayPointer(z),
+                        c->scratch + c->rule->scratch(c->m)) == SCM_OK)
+        return 0;
+    N_VScale(1.0, r, z);
     return 0;
 }
 
@@ -523,18 +563,23 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     }
     int gmres = o->linsol == SCM_LINSOL_GMRES ||
                 (o->linsol == SCM_LINSOL_AUTO && n > SCM_LINSOL_AUTO_DENSE_MAX);
+    c.lagged = gmres && o->analytic_jv == 2 && rule->jtimes;
+    c.precond = gmres && o->precond && rule->psetup && rule->psolve;
     if (gmres) {
-        LS = SUNLinSol_SPGMR(y, SUN_PREC_NONE, 0, ctx);
+        /* right preconditioning: GMRES's test stays on the true residual
+         * (left, the damping preconditioner shrank it and loosened the solve) */
+        LS = SUNLinSol_SPGMR(y, c.precond ? SUN_PREC_RIGHT : SUN_PREC_NONE, o->krylov_dim, ctx);
     } else {
         J = SUNDenseMatrix(n, n, ctx);
         LS = J ? lu_new(n, ctx) : NULL;
     }
     if (!LS || CVodeSetLinearSolver(cv, LS, J) ||
         (gmres && o->analytic_jv && rule->jtimes && CVodeSetJacTimes(cv, NULL, cvode_jtimes)) ||
-        (gmres && o->analytic_jv == 2 && rule->jtimes &&
-         (CVodeSetPreconditioner(cv, cvode_lin_setup, NULL) ||
-          CVodeSetLSetupFrequency(cv, LAGGED_JV_STEPS) ||
-          CVodeSetJacEvalFrequency(cv, LAGGED_JV_STEPS)))) {
+        ((c.lagged || c.precond) &&
+         CVodeSetPreconditioner(cv, cvode_lin_setup, c.precond ? cvode_psolve : NULL)) ||
+        (gmres && CVodeSetEpsLin(cv, o->eps_lin)) ||
+        (c.lagged && (CVodeSetLSetupFrequency(cv, LAGGED_JV_STEPS) ||
+                      CVodeSetJacEvalFrequency(cv, LAGGED_JV_STEPS)))) {
         st = scm_error_set(err, SCM_ESOLVER, "setting up the CVODE linear solver failed: %s",
                            c.cvode_msg);
         goto fail;

@@ -109,6 +109,12 @@ expect_error Q_asym "'init.Q' is not symmetric" '{"model": {"K": 2, "M": 1}, "in
 expect_error rtol "integrator.rtol must be in (0, 1)" '{"model": {"K": 2, "M": 2}, "integrator": {"rtol": 2}}'
 expect_error method "'integrator.method' must be" '{"model": {"K": 2, "M": 2}, "integrator": {"method": "rk4"}}'
 expect_error jtimes "'integrator.jtimes' must be .dq., .analytic. or .lagged., got .exact." '{"model": {"K": 2, "M": 2}, "integrator": {"jtimes": "exact"}}'
+expect_error precond "'integrator.precond' must be .none. or .frozen_s., got .ilu." '{"model": {"K": 2, "M": 2}, "integrator": {"precond": "ilu"}}'
+expect_error precond_rule "'integrator.precond' = .frozen_s. is for rule gd (rule is .two_layer.)" '{"model": {"K": 2, "M": 2}, "rule": "two_layer", "integrator": {"precond": "frozen_s"}}'
+expect_error precond_dense "'integrator.precond' = .frozen_s. is for GMRES" '{"model": {"K": 2, "M": 2}, "integrator": {"precond": "frozen_s", "linear_solver": "dense"}}'
+expect_error krylov_dim "'integrator.krylov_dim' must be an integer in \[1, 500\], got 0" '{"model": {"K": 2, "M": 2}, "integrator": {"krylov_dim": 0}}'
+expect_error krylov_frac "'integrator.krylov_dim' must be an integer in \[1, 500\], got 2.5" '{"model": {"K": 2, "M": 2}, "integrator": {"krylov_dim": 2.5}}'
+expect_error eps_lin "integrator.eps_lin must be in (0, 1), got 1" '{"model": {"K": 2, "M": 2}, "integrator": {"eps_lin": 1}}'
 expect_error n_out "'integrator.n_out' must be an integer" '{"model": {"K": 2, "M": 2}, "integrator": {"n_out": 0}}'
 expect_error rule "'rule' must be one of gd, normalised, stiefel, two_layer, sgd, got .adam." '{"model": {"K": 2, "M": 2}, "rule": "adam"}'
 expect_error bad_json "invalid JSON near line 2" '{"model":

@@ -11,7 +11,10 @@
  *    the product);
  *  - error statuses: a state beyond Cauchy-Schwarz, NaN, bad T;
  *  - scm_flow_rhs_gv: the flow of scm_flow_rhs to the bit and the v
- *    gradient of scm_twolayer_grad_v (1e-14), a dead ReLU student included. */
+ *    gradient of scm_twolayer_grad_v (1e-14), a dead ReLU student included;
+ *  - the frozen-S preconditioner against the same operator assembled as a
+ *    dense K^2 x K^2 (and KM x KM) matrix, clamped in its own eigenbasis. */
+#include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -570,6 +573,110 @@ static void test_rhs_gv(gsl_rng *r)
         }
 }
 
+/* x = V diag(1 / (1 + gamma max(mu, 0))) V^T b for the symmetric n x n
+ * operator L (overwritten), by GSL's eigensolver: the clamped inverse that
+ * scm_flow_precond_solve applies through S's eigenbasis instead.  Counts
+ * the clamped eigenvalues into *neg. */
+static void clamped_solve(double *L, int n, double gamma, const double *b, double *x, int *neg)
+{
+    gsl_matrix_view Lv = gsl_matrix_view_array(L, (size_t)n, (size_t)n);
+    gsl_vector *mu = gsl_vector_alloc((size_t)n);
+    gsl_matrix *V = gsl_matrix_alloc((size_t)n, (size_t)n);
+    gsl_eigen_symmv_workspace *w = gsl_eigen_symmv_alloc((size_t)n);
+    CHECK(gsl_eigen_symmv(&Lv.matrix, mu, V, w) == GSL_SUCCESS, "dense eigensolver");
+    for (int i = 0; i < n; i++)
+        x[i] = 0.0;
+    for (int j = 0; j < n; j++) {
+        double c = 0.0, m = gsl_vector_get(mu, (size_t)j);
+        for (int i = 0; i < n; i++)
+            c += gsl_matrix_get(V, (size_t)i, (size_t)j) * b[i];
+        *neg += m < 0.0;
+        c /= 1.0 + gamma * (m > 0.0 ? m : 0.0);
+        for (int i = 0; i < n; i++)
+            x[i] += c * gsl_matrix_get(V, (size_t)i, (size_t)j);
+    }
+    gsl_eigen_symmv_free(w);
+    gsl_matrix_free(V);
+    gsl_vector_free(mu);
+}
+
+static void test_precond(gsl_rng *r)
+{
+    const int K = 4, M = 3, KK = 16, KM = 12;
+    int neg_total = 0;
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+        for (int kind = 0; kind < 3; kind++) {
+            state s = random_state(r, K, M, K + M + 4, kind == 0);
+            if (kind == 2) /* second-layer signs mixed: S indefinite */
+                s.v[1] = -s.v[1], s.v[3] = -s.v[3];
+            scm_error e;
+            scm_model *m = scm_model_alloc(K, M, acts[a], s.T, s.v, s.vs, &e);
+            CHECK(m != NULL, "model: %s", e.msg);
+            scm_flow *fl = scm_flow_alloc(m);
+            double rQ[16], rR[12], zQ[16], zR[12], A[16], B[12], S[16];
+            CHECK(scm_flow_precond_solve(fl, 1.0, rQ, rR, zQ, zR) == SCM_EINVAL,
+                  "a solve without a set-up is refused");
+            CHECK(scm_flow_precond_setup(fl, s.Q, s.R) == SCM_OK, "set-up");
+            CHECK(scm_flow_grad(fl, s.Q, s.R, NULL, A, B) == SCM_OK, "grad");
+            for (int k = 0; k < K; k++)
+                for (int l = 0; l < K; l++)
+                    S[k * K + l] = A[k * K + l] + A[l * K + k];
+            for (int k = 0; k < K; k++)
+                for (int l = k; l < K; l++)
+                    rQ[k * K + l] = rQ[l * K + k] = gsl_ran_gaussian(r, 1.0);
+            for (int i = 0; i < KM; i++)
+                rR[i] = gsl_ran_gaussian(r, 1.0);
+            CHECK(scm_flow_precond_solve(fl, -1.0, rQ, rR, zQ, zR) == SCM_EINVAL,
+                  "gamma < 0 is refused");
+            const double gammas[3] = {0.0, 0.3, 7.0};
+            for (int g = 0; g < 3; g++) {
+                const double gamma = gammas[g];
+                CHECK(scm_flow_precond_solve(fl, gamma, rQ, rR, zQ, zR) == SCM_OK, "solve");
+                /* X -> S X + X S on row-major vec(X), and X -> S X on K x M */
+                double LQ[16 * 16] = {0}, LR[12 * 12] = {0}, xQ[16], xR[12];
+                for (int k = 0; k < K; k++)
+                    for (int l = 0; l < K; l++)
+                        for (int j = 0; j < K; j++) {
+                            LQ[(k * K + l) * KK + j * K + l] += S[k * K + j];
+                            LQ[(k * K + l) * KK + k * K + j] += S[j * K + l];
+                        }
+                for (int k = 0; k < K; k++)
+                    for (int n = 0; n < M; n++)
+                        for (int j = 0; j < K; j++)
+                            LR[(k * M + n) * KM + j * M + n] = S[k * K + j];
+                int neg = 0;
+                clamped_solve(LQ, KK, gamma, rQ, xQ, &neg);
+                clamped_solve(LR, KM, gamma, rR, xR, &neg);
+                if (gamma > 0.0)
+                    neg_total += neg;
+                double dq = 0.0, dr = 0.0, nz = 0.0, nr = 0.0;
+                for (int i = 0; i < KK; i++) {
+                    dq = fmax(dq, fabs(zQ[i] - xQ[i]));
+                    nz += zQ[i] * zQ[i], nr += rQ[i] * rQ[i];
+                }
+                for (int i = 0; i < KM; i++) {
+                    dr = fmax(dr, fabs(zR[i] - xR[i]));
+                    nz += zR[i] * zR[i], nr += rR[i] * rR[i];
+                }
+                CHECK(dq < 1e-12 && dr < 1e-12, "%s kind %d gamma %g: Q off by %g, R by %g",
+                      acts[a]->name, kind, gamma, dq, dr);
+                CHECK(nz <= nr * (1.0 + 1e-12), "the inverse does not damp: |z|^2 %g > |r|^2 %g",
+                      nz, nr);
+                /* z may alias r */
+                double aQ[16], aR[12];
+                memcpy(aQ, rQ, sizeof aQ);
+                memcpy(aR, rR, sizeof aR);
+                CHECK(scm_flow_precond_solve(fl, gamma, aQ, aR, aQ, aR) == SCM_OK &&
+                          memcmp(aQ, zQ, sizeof aQ) == 0 && memcmp(aR, zR, sizeof aR) == 0,
+                      "aliased solve differs");
+            }
+            scm_flow_free(fl);
+            scm_model_free(m);
+            free_state(&s);
+        }
+    CHECK(neg_total > 0, "no case with a negative eigenvalue (the clamp untested)");
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -583,6 +690,7 @@ int main(void)
     test_jvp(r);
     test_jacobian(r);
     test_rhs_gv(r);
+    test_precond(r);
     test_loss_mc(r);
     gsl_rng_free(r);
     return TEST_SUMMARY();

@@ -41,8 +41,12 @@ static void test_solvers_agree(void)
     scm_model *m = scm_model_alloc(K, M, &scm_act_erf, NULL, NULL, NULL, &e);
     double Q0[16], R0[12];
     CHECK(scm_init_random(m, 500, 1.0, 7, Q0, R0, &e) == SCM_OK, "init: %s", e.msg);
-    scm_traj_result r[5]; /* dense, GMRES, Adams, GMRES with the analytic Jv, lagged */
-    for (int s = 0; s < 5; s++) {
+    /* dense, GMRES, Adams, GMRES with the analytic Jv, lagged, GMRES with
+     * the frozen-S preconditioner (difference quotients, lagged), lagged
+     * with Krylov dimension 20 and a tighter linear tolerance */
+    enum { NS = 8 };
+    scm_traj_result r[NS];
+    for (int s = 0; s < NS; s++) {
         scm_traj_opts o;
         scm_traj_opts_default(&o);
         o.t_max = 30;
@@ -51,7 +55,10 @@ static void test_solvers_agree(void)
         o.eps_stop = o.grad_stop = 0;
         o.method = s == 2 ? SCM_METHOD_ADAMS : SCM_METHOD_BDF;
         o.linsol = s == 1 || s >= 3 ? SCM_LINSOL_GMRES : SCM_LINSOL_DENSE;
-        o.analytic_jv = s == 3 ? 1 : s == 4 ? 2 : 0;
+        o.analytic_jv = s == 3 ? 1 : s == 4 || s >= 6 ? 2 : 0;
+        o.precond = s == 5 || s == 6;
+        o.krylov_dim = s == 7 ? 20 : 5;
+        o.eps_lin = s == 7 ? 0.01 : 0.05;
         CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r[s], &e) == SCM_OK, "run: %s", e.msg);
         CHECK(r[s].stop == SCM_STOP_T_MAX, "solver %d stopped with %s (%s)", s,
               scm_stop_reason_str(r[s].stop), r[s].err.msg);
@@ -61,7 +68,7 @@ static void test_solvers_agree(void)
     /* the lagged product linearises once per few steps, not per iterate */
     CHECK(r[4].n_jac_evals > 0 && r[4].n_jac_evals < r[4].n_steps / 2 && r[1].n_jac_evals == 0,
           "lagged: %ld linearisations in %ld steps", r[4].n_jac_evals, r[4].n_steps);
-    for (int s = 1; s < 5; s++) {
+    for (int s = 1; s < NS; s++) {
         CHECK(max_diff(r[0].Q, r[s].Q, K * K) < 1e-7, "solver %d Q differs by %g", s,
               max_diff(r[0].Q, r[s].Q, K * K));
         CHECK(max_diff(r[0].R, r[s].R, K * M) < 1e-7, "solver %d R differs by %g", s,
@@ -74,7 +81,12 @@ static void test_solvers_agree(void)
     for (long i = 1; i < r[0].n_out; i++)
         mono &= r[0].out_t[i] > r[0].out_t[i - 1] && r[0].out_eps[i] <= r[0].out_eps[i - 1] * (1 + 1e-12);
     CHECK(mono, "times not increasing or eps increasing along the record");
-    for (int s = 0; s < 5; s++)
+    /* the preconditioner is in use (it does not cut the iterations here:
+     * erf, K = 4, 570 -> 562 and 568 -> 573) */
+    CHECK(r[5].n_lin_iters != r[1].n_lin_iters && r[6].n_lin_iters != r[4].n_lin_iters,
+          "preconditioned Krylov iterations %ld, %ld, the same as without", r[5].n_lin_iters,
+          r[6].n_lin_iters);
+    for (int s = 0; s < NS; s++)
         scm_traj_result_free(&r[s]);
     scm_model_free(m);
 }
@@ -309,10 +321,13 @@ static void test_loose_dead(void)
     o.max_steps = 20000;
     scm_traj_result r;
     /* with each Jacobian-vector product (the lagged one linearised, for a
-     * few steps, where the student was alive), the same student dies */
-    int dead_k[3] = {-1, -1, -1};
-    for (int jv = 0; jv < 3; jv++) {
-        o.analytic_jv = jv;
+     * few steps, where the student was alive), and with the frozen-S
+     * preconditioner (S_kk ~ Q_kk^(-1/2) of the dying student), the same
+     * student dies */
+    int dead_k[5] = {-1, -1, -1, -1, -1};
+    for (int jv = 0; jv < 5; jv++) {
+        o.analytic_jv = jv < 3 ? jv : jv == 3 ? 0 : 2;
+        o.precond = jv >= 3;
         CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_OK, "K = 18 run");
         CHECK(r.stop == SCM_STOP_EPS && r.n_dead == 1 && r.n_steps < 5000 && fabs(r.eps) < 1e-9,
               "K = 18 run, jtimes %d: stop %s, %d dead, %ld steps, eps %g", jv,
@@ -325,9 +340,12 @@ static void test_loose_dead(void)
         dead_k[jv] = k;
         scm_traj_result_free(&r);
     }
-    CHECK(dead_k[1] == dead_k[0] && dead_k[2] == dead_k[0], "the same student dies: %d %d %d",
-          dead_k[0], dead_k[1], dead_k[2]);
+    CHECK(dead_k[1] == dead_k[0] && dead_k[2] == dead_k[0] && dead_k[3] == dead_k[0] &&
+              dead_k[4] == dead_k[0],
+          "the same student dies: %d %d %d %d %d", dead_k[0], dead_k[1], dead_k[2], dead_k[3],
+          dead_k[4]);
     o.analytic_jv = 0;
+    o.precond = 0;
     scm_init_scale(m, 1e-3, Q0, R0); /* Q_kk ~ 1e-6 */
     CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_EINVAL &&
               strstr(e.msg, "integrator.loose_atol"),

@@ -86,6 +86,28 @@ scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, doubl
 scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const double *dQ,
                         const double *dR, double *JQ, double *JR);
 
+/* A preconditioner for the Newton matrix I - gamma J of an implicit
+ * integrator: J with S = A + A^T frozen, so that (dQ, dR) -> -(S dQ + dQ S,
+ * S dR), solved in the eigenbasis of S (S = U diag(lam) U^T).  The
+ * eigenvalues of the frozen operator (lam_i + lam_j for Q, lam_i for R) are
+ * clamped at zero: the preconditioner only damps and its inverse has norm
+ * at most 1, also where S has large negative eigenvalues (a dying ReLU
+ * student's S_kk grows like Q_kk^(-1/2), of either sign) or J and the
+ * frozen operator disagree in sign.  A dead student's rows and columns of
+ * S are zero: the identity there.
+ *
+ * scm_flow_precond_setup: the eigendecomposition of S at (Q, R), kept in
+ * the flow (O(K^2 (K + M)) kernel work as scm_flow_grad, plus an O(K^3)
+ * symmetric eigensolver); status of scm_flow_grad, SCM_ESOLVER when the
+ * eigensolver fails, SCM_EINVAL while scm_flow_set_v is in force.
+ * scm_flow_precond_solve: (zQ, zR) solving (1 + gamma (S (+) S)_+) zQ = rQ
+ * and (1 + gamma S_+) zR = rR (rQ, zQ K x K symmetric, rR, zR K x M; z may
+ * alias r), 6 K x K x max(K, M) products; SCM_EINVAL without a set-up or
+ * for gamma < 0. */
+scm_status scm_flow_precond_setup(scm_flow *fl, const double *Q, const double *R);
+scm_status scm_flow_precond_solve(scm_flow *fl, double gamma, const double *rQ,
+                                  const double *rR, double *zQ, double *zR);
+
 /* The Jacobian of (F_Q, F_R) at (Q, R) in closed form: the products of
  * scm_flow_jvp with every unit direction, assembled with the directions'
  * sparsity (a unit direction changes O(K + M) entries of A and B), so a

@@ -76,6 +76,15 @@ typedef struct scm_rule {
      * difference quotients. */
     scm_status (*jtimes)(const scm_rule_params *p, scm_flow *fl, const double *y,
                          const double *v, double *Jv, double *scratch);
+    /* Optional (NULL: none): a preconditioner of the Newton matrix
+     * I - gamma (d rhs / dy) for Krylov solvers.  psetup builds it at y and
+     * keeps it in fl; psolve applies its inverse to r (z may alias r).
+     * Both take a scratch buffer of 2 scratch(m) doubles; a status other
+     * than SCM_OK means "not available here" (the caller uses none). */
+    scm_status (*psetup)(const scm_rule_params *p, scm_flow *fl, const double *y,
+                         double *scratch);
+    scm_status (*psolve)(const scm_rule_params *p, scm_flow *fl, double gamma, const double *r,
+                         double *z, double *scratch);
 } scm_rule;
 
 extern const scm_rule scm_rule_gd, scm_rule_normalised, scm_rule_stiefel, scm_rule_two_layer,

@@ -67,6 +67,25 @@ typedef struct {
      * without jtimes uses 0.  Config key integrator.jtimes: "dq",
      * "analytic", "lagged". */
     int analytic_jv;
+    /* With GMRES: the largest Krylov dimension per linear solve (default
+     * 5, CVODE's), and the linear solves' tolerance factor (default 0.05,
+     * CVODE's; a fraction of the Newton iteration's tolerance).  Where GMRES
+     * stops at its dimension short of the tolerance, the Newton iteration
+     * may fail and CVODE cut the step: at K = 18, M = 17, 20 instead of 5
+     * took 13% fewer steps (scm compare uses 20; docs/sweeps.md).  Config
+     * keys integrator.krylov_dim, eps_lin. */
+    int krylov_dim;
+    double eps_lin;
+    /* With GMRES, a preconditioner: 0 (default): none; 1: the rule's
+     * (scm_rule.psetup/psolve; for gd the Newton matrix with S frozen,
+     * solved in S's eigenbasis, scm_flow_precond_setup), built where CVODE
+     * would evaluate a Jacobian (with analytic_jv 2 at the lagged point).
+     * Applied on the right.  Where it cannot be built (a kernel or
+     * eigensolver failure) GMRES runs unpreconditioned until the next
+     * set-up.  A rule without one uses 0.  Slower than none in scm
+     * compare's sweeps (docs/sweeps.md): for experiments.  Config key
+     * integrator.precond: "none", "frozen_s". */
+    int precond;
     /* 1: SUNDIALS's own serial vector operations; 0 (default): scm's
      * vectorisable ones (src/nvecops.c), the same up to the order of the
      * sums in dot products and norms.  For benchmarks against the stock. */

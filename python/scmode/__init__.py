@@ -61,7 +61,8 @@ class _TrajOpts(ctypes.Structure):
                 ("loose_rtol", ctypes.c_double), ("loose_atol", ctypes.c_double),
                 ("loose_until", ctypes.c_double), ("rule_params", _RuleParams),
                 ("v0", ctypes.c_void_p), ("analytic_jv", ctypes.c_int),
-                ("sundials_vec_ops", ctypes.c_int),
+                ("krylov_dim", ctypes.c_int), ("eps_lin", ctypes.c_double),
+                ("precond", ctypes.c_int), ("sundials_vec_ops", ctypes.c_int),
                 ("certify", ctypes.c_void_p), ("certify_user", ctypes.c_void_p),
                 ("certify_from", ctypes.c_double)]
 

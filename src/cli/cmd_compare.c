@@ -35,7 +35,8 @@ static void compare_usage(FILE *f)
             "\n"
             "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
             "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES with the\n"
-            "lagged analytic Jacobian-vector product (integrator.jtimes), two-stage\n"
+            "lagged analytic Jacobian-vector product (integrator.jtimes) and Krylov\n"
+            "dimension 20 (integrator.krylov_dim), two-stage\n"
             "accuracy (rtol 1e-4, atol 1e-6 until max |F| < 1e-6, then 1e-8, 1e-10;\n"
             "a run whose loose stage fails is redone with rtol 1e-6, atol 1e-8),\n"
             "eps_stop 1e-10, max_steps 1e5, seed 1), run or resumed in\n"
@@ -524,7 +525,8 @@ int scm_cmd_compare(int argc, char **argv)
         " \"init\": {\"type\": \"random\", \"d\": 1000, \"sigma\": 1, \"seed\": 1},\n"
         " \"integrator\": {\"linear_solver\": \"gmres\", \"grad_stop\": 1e-10,\n"
         "                \"loose_until\": 1e-6, \"loose_rtol\": 1e-4, \"loose_atol\": 1e-6,\n"
-        "                \"jtimes\": \"lagged\", \"eps_stop\": 1e-10, \"max_steps\": 100000}}\n";
+        "                \"jtimes\": \"lagged\", \"krylov_dim\": 20, \"eps_stop\": 1e-10,\n"
+        "                \"max_steps\": 100000}}\n";
     char *text = NULL;
     size_t tlen = 0;
     if (config) {
