@@ -107,6 +107,18 @@ static double span_defect(int K, int M, const double *Q, const double *R)
     return z;
 }
 
+/* Q = R R^T (K x K, T = I): the in-span Gram of the rows of R. */
+static void in_span_q(int K, int M, const double *R, double *Q)
+{
+    for (int k = 0; k < K; k++)
+        for (int l = 0; l <= k; l++) {
+            double x = 0.0;
+            for (int n = 0; n < M; n++)
+                x += R[k * M + n] * R[l * M + n];
+            Q[k * K + l] = Q[l * K + k] = x;
+        }
+}
+
 double scm_basin_dist2(const scm_model *m, const double *Qc1, const double *Rc1,
                        const double *Qc2, const double *Rc2)
 {
@@ -144,6 +156,7 @@ void scm_basin_opts_default(scm_basin_opts *o)
     o->curv_frac = 0.5;
     o->safety = 2.0;
     o->mu_rel_min = 1e-7;
+    o->proved = 1;
 }
 
 /* The Hessian-free curvature U . H(u) U of f in flow units at the weights
@@ -185,13 +198,69 @@ static void normalise(double *x, long n)
         x[i] /= s;
 }
 
+/* Constants of the Lipschitz bounds of the ReLU pair Hessians (basin.h,
+ * docs/sweeps.md "How rigorous"): the aa block G(a; b) = N / (2 pi |a|),
+ * N = |c| P + c c^T / |c|, c = P b, P = I - a a^T / |a|^2, moves by at most
+ * (LIP_GA |b| |da| / |a| + LIP_GB |db|) / (2 pi |a|); the ab block
+ * E[1{a.x > 0} 1{b.x > 0} x x^T] by at most LIP_AB (|da| / |a| + |db| / |b|). */
+#define LIP_GA (4.0 + 2.0 / sqrt(3.0)) /* d|c|, |c| dP, d(c c^T / |c|), N d|a| / |a| */
+#define LIP_GB (1.0 + 2.0 / sqrt(3.0)) /* d|c| and d(c c^T / |c|) through P db */
+#define LIP_AB sqrt(3.0 / (2.0 * M_PI)) /* E[delta(a.x) |da.x| (y.x)^2] <= sqrt(3) |da| / (sqrt(2 pi) |a|) */
+
+double scm_basin_hessian_shift(const scm_model *m, const double *Qs, double r)
+{
+    const int K = m->K, M = m->M;
+    if (!(r >= 0.0))
+        return INFINITY;
+    double worst = 0.0;
+    for (int k = 0; k < K; k++) {
+        const double ak = sqrt(Qs[k * K + k]) - r; /* |w_k| on the ball */
+        if (!(ak > 0.0))
+            return INFINITY;
+        double row = 0.0; /* block row k: sum over blocks of block-norm bounds */
+        for (int l = 0; l < K; l++) {
+            if (l == k)
+                continue;
+            const double al = sqrt(Qs[l * K + l]) - r, bl = sqrt(Qs[l * K + l]) + r;
+            if (!(al > 0.0))
+                return INFINITY;
+            const double w = fabs(m->v[k] * m->v[l]);
+            row += w * (LIP_GA * bl * r / ak + LIP_GB * r) / (2.0 * M_PI * ak); /* G(w_k; w_l) */
+            row += w * LIP_AB * (r / ak + r / al);                              /* Phi(w_k, w_l) */
+        }
+        for (int n = 0; n < M; n++) { /* teachers fixed, of norm sqrt(T_nn) */
+            const double bn = m->T ? sqrt(m->T[n * M + n]) : 1.0;
+            row += fabs(m->v[k] * m->vs[n]) * LIP_GA * bn * r / (2.0 * M_PI * ak * ak);
+        }
+        worst = fmax(worst, row);
+    }
+    return worst;
+}
+
+/* The largest r <= r_hi with scm_basin_hessian_shift(r) <= budget (it
+ * increases with r), by bisection; 0 if none. */
+static double proved_radius(const scm_model *m, const double *Qs, double r_hi, double budget)
+{
+    if (scm_basin_hessian_shift(m, Qs, r_hi) <= budget)
+        return r_hi;
+    double lo = 0.0, hi = r_hi;
+    for (int i = 0; i < 80; i++) {
+        const double mid = 0.5 * (lo + hi);
+        if (scm_basin_hessian_shift(m, Qs, mid) <= budget)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const double *Rs,
                                    const scm_basin_opts *o, scm_basin_cert *cert,
                                    scm_error *err)
 {
     const int K = m->K, M = m->M;
     memset(cert, 0, sizeof *cert);
-    cert->mu = cert->lam_max = NAN;
+    cert->mu = cert->lam_max = cert->grad = NAN;
     for (int a = 0; a < M; a++)
         for (int b = 0; b < M; b++)
             if (m->T && m->T[a * M + b] != (a == b ? 1.0 : 0.0))
@@ -212,6 +281,12 @@ scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const d
                      Qs[k * K + k]);
             return SCM_OK;
         }
+    if (o->proved && m->act != &scm_act_relu) {
+        snprintf(cert->why, sizeof cert->why,
+                 "the proved radius is for ReLU (activation %s): use the sampled one",
+                 m->act->name);
+        return SCM_OK;
+    }
     const int n_eig = o->n_eig < (int)n ? o->n_eig : (int)n;
     const int ndir = 2 * n_eig + n_eig + o->n_random;
     scm_flow *fl = scm_flow_alloc(m);
@@ -225,14 +300,21 @@ scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const d
     gsl_matrix *evec = gsl_matrix_alloc((size_t)n, (size_t)n);
     gsl_eigen_symmv_workspace *ews = gsl_eigen_symmv_alloc((size_t)n);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    double *Qin = malloc(sizeof(double) * (size_t)K * (size_t)K); /* R* R*^T */
     scm_status st = SCM_OK;
     if (!fl || !W || !Ws || !H || !u || !us || !dirs || !w.Wp || !w.Gp || !w.Gm || !ev || !evec ||
-        !ews || !rng) {
+        !ews || !rng || !Qin) {
         st = scm_error_set(err, SCM_ENOMEM, "out of memory in the basin certificate");
         goto out;
     }
     scm_error e2;
-    if (scm_weights_realise(m, Qs, Rs, d, W, Ws, &e2)) {
+    /* the point as it lies in the teacher span, u* = (R*, 0): its listed Q*
+     * carries the solver's error as a span defect of 1e-9 or so, which as
+     * weights outside the span would be 3e-5, no longer small against a
+     * proved radius.  The argument is about this u* (its mu, its gradient,
+     * its distance, exact in scm_basin_dist2 up to the defect) */
+    in_span_q(K, M, Rs, Qin);
+    if (scm_weights_realise(m, Qin, Rs, d, W, Ws, &e2)) {
         snprintf(cert->why, sizeof cert->why, "cannot realise the point: %.150s", e2.msg);
         goto out;
     }
@@ -280,6 +362,37 @@ scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const d
                      hi);
             goto out;
         }
+    }
+    if (o->proved) {
+        /* H(u) >= curv_frac mu on the ball where the Hessian moves by at
+         * most (1 - curv_frac) mu (the eigensolver's and the Hessian's
+         * round-off, about n eps lambda_max, allowed for generously) */
+        const double mu_eff = cert->mu - 1e-9 * fabs(cert->lam_max);
+        const double cmin = o->curv_frac * mu_eff;
+        double r_hi = o->r_max;
+        for (int k = 0; k < K; k++)
+            r_hi = fmin(r_hi, 0.999 * sqrt(Qin[k * K + k]));
+        const double r = proved_radius(m, Qin, r_hi, mu_eff - cmin);
+        /* the listed point is a fixed point only to its residual: with
+         * g = grad f(u*), the distance decreases wherever it exceeds
+         * |g| / cmin, so the ball is invariant if r is larger than that */
+        if (scm_weights_grad(fl, d, W, Ws, NULL, w.Gp) != SCM_OK) {
+            snprintf(cert->why, sizeof cert->why, "no gradient at the point");
+            goto out;
+        }
+        double g2 = 0.0;
+        for (long i = 0; i < n; i++)
+            g2 += w.Gp[i] * w.Gp[i];
+        cert->grad = sqrt((double)d * g2); /* grad_u f = sqrt(d) dEps/dW */
+        if (!(r >= o->r_min) || !(r > 2.0 * cert->grad / cmin)) {
+            snprintf(cert->why, sizeof cert->why,
+                     "the proved radius %.3g is below %.3g or twice |grad| / (%.3g mu) = %.3g", r,
+                     o->r_min, o->curv_frac, 2.0 * cert->grad / cmin);
+            goto out;
+        }
+        cert->ok = 1;
+        cert->radius = r;
+        goto out;
     }
     gsl_matrix_view Hv = gsl_matrix_view_array(H, (size_t)n, (size_t)n);
     if (gsl_eigen_symmv(&Hv.matrix, ev, evec, ews) != GSL_SUCCESS) {
@@ -364,6 +477,7 @@ out:
         gsl_eigen_symmv_free(ews);
     if (rng)
         gsl_rng_free(rng);
+    free(Qin);
     return st;
 }
 
@@ -398,8 +512,16 @@ scm_status scm_basin_check_state(const scm_model *m, const double *Qcs, const do
     /* both realised with the teachers on the first M coordinates (T = I:
      * the same Ws), so u - u* is the displacement of the distance above */
     scm_error e2;
-    if (scm_weights_realise(m, Qcs, Rcs, d, W, Ws, &e2) ||
-        scm_weights_realise(m, Qc, Rc, d, Wst, Ws2, &e2))
+    double *Qin = malloc(sizeof(double) * (size_t)K * (size_t)K);
+    if (!Qin) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory in the basin check");
+        goto out;
+    }
+    in_span_q(K, M, Rcs, Qin); /* the point as certified (scm_basin_certify_point) */
+    int bad = scm_weights_realise(m, Qin, Rcs, d, W, Ws, &e2) ||
+              scm_weights_realise(m, Qc, Rc, d, Wst, Ws2, &e2);
+    free(Qin);
+    if (bad)
         goto out;
     const double sd = sqrt((double)d);
     double nrm = 0.0;
@@ -408,8 +530,13 @@ scm_status scm_basin_check_state(const scm_model *m, const double *Qcs, const do
         nrm += U[i] * U[i];
     }
     nrm = sqrt(nrm);
-    if (!(fabs(nrm - *dist) <= 1e-6 * fmax(1.0, *dist) + 1e-3 * *dist))
-        goto out; /* the realisations do not line up: no claim */
+    /* the realised distance to the in-span point is the formula's without
+     * the point's span defect: at most it, else no claim */
+    if (!(nrm <= *dist * (1.0 + 1e-6) + 1e-12))
+        goto out;
+    *dist = nrm; /* the distance the certificate is about */
+    if (!(nrm < cert->radius) || !(nrm > 0.0))
+        goto out;
     for (long i = 0; i < n; i++)
         U[i] /= nrm;
     const double cmin = curv_frac * cert->mu;

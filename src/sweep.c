@@ -841,6 +841,8 @@ char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, 
         cJSON_AddNumberToObject(ce, "rmax", so->certify_rmax);
         if (so->certify == 2)
             cJSON_AddBoolToObject(ce, "basin", 0);
+        else /* the radii from the Hessian's Lipschitz bound (basin.h) */
+            cJSON_AddStringToObject(ce, "basin", "proved");
     }
     char *s = scm_output_print(o, 1);
     cJSON_Delete(o);

@@ -3,6 +3,7 @@
  * (issue 12).  The fixed points are those of the built-in ansaetze at
  * K = M = 7 (scm_family_find); a certified state is checked against the
  * full integration from it, a saddle must never be certified. */
+#include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "scm/stability.h"
 #include "scm/sweep.h"
 #include "scm/traj.h"
+#include "scm/weights.h"
 #include "testutil.h"
 
 #define K7 7
@@ -138,8 +140,33 @@ static void test_minimum(const scm_model *m, const double *Qs, const double *Rs,
           err.msg);
     CHECK_CLOSE(cert.mu, (double)(2 * K7) * sr.eval_small[0], 1e-6, 1e-12,
                 "smallest Hessian eigenvalue, flow units");
-    printf("k1 = 1 minimum at K = M = 7: loss %.10f, mu %.4g, lambda_max %.4g, radius %.3g\n",
-           eps_s, cert.mu, cert.lam_max, cert.radius);
+    printf("k1 = 1 minimum at K = M = 7: loss %.10f, mu %.4g, lambda_max %.4g, radius %.3g "
+           "(proved), |grad| %.3g\n",
+           eps_s, cert.mu, cert.lam_max, cert.radius, cert.grad);
+    /* the proved radius is the bound's: the Hessian moves by at most
+     * (1 - curv_frac) mu on it, by more beyond; the point's residual is far
+     * inside it */
+    double Qin[K7 * K7];
+    for (int k = 0; k < K7; k++)
+        for (int l = 0; l < K7; l++) {
+            Qin[k * K7 + l] = 0.0;
+            for (int q = 0; q < K7; q++)
+                Qin[k * K7 + l] += Rs[k * K7 + q] * Rs[l * K7 + q];
+        }
+    const double budget = (1.0 - bo.curv_frac) * cert.mu;
+    CHECK(scm_basin_hessian_shift(m, Qin, cert.radius) <= budget * (1.0 + 1e-6) &&
+              scm_basin_hessian_shift(m, Qin, 1.01 * cert.radius) > budget * (1.0 - 1e-6),
+          "the proved radius is where the bound meets (1 - curv_frac) mu");
+    CHECK(cert.grad < 0.25 * bo.curv_frac * cert.mu * cert.radius, "|grad| %g at the point",
+          cert.grad);
+    /* the sampled radius (proved = 0) is larger, and also refuses nothing here */
+    scm_basin_opts bs = bo;
+    bs.proved = 0;
+    scm_basin_cert cs;
+    CHECK(scm_basin_certify_point(m, Qs, Rs, &bs, &cs, &err) == SCM_OK && cs.ok &&
+              cs.radius > cert.radius && cs.mu == cert.mu,
+          "sampled radius %g against the proved %g: %s", cs.radius, cert.radius, cs.why);
+    printf("k1 = 1 minimum at K = M = 7: sampled radius %.3g\n", cs.radius);
 
     /* States inside the radius: certified at run time, and the full
      * integration from them ends on the point. */
@@ -181,6 +208,11 @@ static void test_saddle(const scm_model *m, const double *Qs, const double *Rs)
     CHECK(scm_basin_certify_point(m, Qs, Rs, &bo, &cert, &err) == SCM_OK, "%s", err.msg);
     CHECK(!cert.ok && cert.mu < 0 && cert.radius == 0.0, "a saddle is never certified: %s",
           cert.why);
+    scm_basin_cert cs;
+    bo.proved = 0;
+    CHECK(scm_basin_certify_point(m, Qs, Rs, &bo, &cs, &err) == SCM_OK && !cs.ok,
+          "nor with the sampled radius: %s", cs.why);
+    bo.proved = 1;
     double Qsc[K7 * K7], Rsc[K7 * K7], Q[K7 * K7], R[K7 * K7], Qc[K7 * K7], Rc[K7 * K7];
     scm_basin_canonical(m, Qs, Rs, Qsc, Rsc, NULL, NULL);
     displaced(Rs, 1e-6, 5, Q, R);
@@ -189,6 +221,187 @@ static void test_saddle(const scm_model *m, const double *Qs, const double *Rs)
     double dist;
     scm_basin_check_state(m, Qsc, Rsc, &cert, Qc, Rc, bo.curv_frac, &ok, &dist, &err);
     CHECK(!ok, "a state 1e-6 from a saddle is not certified");
+}
+
+/* The largest |eigenvalue| of the symmetric n x n A (overwritten). */
+static double sym_norm(double *A, long n)
+{
+    gsl_matrix_view hv = gsl_matrix_view_array(A, (size_t)n, (size_t)n);
+    gsl_vector *ev = gsl_vector_alloc((size_t)n);
+    gsl_eigen_symm_workspace *w = gsl_eigen_symm_alloc((size_t)n);
+    double out = -1.0;
+    if (gsl_eigen_symm(&hv.matrix, ev, w) == GSL_SUCCESS) {
+        out = 0.0;
+        for (long i = 0; i < n; i++)
+            out = fmax(out, fabs(gsl_vector_get(ev, (size_t)i)));
+    }
+    gsl_eigen_symm_free(w);
+    gsl_vector_free(ev);
+    return out;
+}
+
+/* H(u) - H(u*) in flow units (n x n, n = K d, symmetrised) from
+ * scm_stab_hessian at two weight matrices (K x d, d = K + M); 0 where the
+ * closed form does not evaluate (nearly parallel neurons). */
+static int hess_diff(const scm_model *m, const double *W0, const double *W1, const double *Ws,
+                     double *dH)
+{
+    const long d = m->K + m->M, n = (long)m->K * d;
+    scm_flow *fl = scm_flow_alloc(m);
+    double *H0 = malloc(sizeof(double) * (size_t)(n * n)), *H1 = malloc(sizeof(double) * (size_t)(n * n));
+    scm_error err;
+    int ok = scm_stab_hessian(fl, d, W0, Ws, H0, &err) == SCM_OK &&
+             scm_stab_hessian(fl, d, W1, Ws, H1, &err) == SCM_OK;
+    for (long i = 0; ok && i < n; i++)
+        for (long j = 0; j <= i; j++)
+            dH[i * n + j] = dH[j * n + i] =
+                0.5 * (double)d * (H1[i * n + j] + H1[j * n + i] - H0[i * n + j] - H0[j * n + i]);
+    free(H0);
+    free(H1);
+    scm_flow_free(fl);
+    return ok;
+}
+
+/* The 2-norm of block (k, l) (d x d) of the symmetric dH: by the
+ * eigenvalues of the block (k = l) or of [[0, B], [B^T, 0]] (+-sigma). */
+static double block_norm(const double *dH, long n, long d, int k, int l)
+{
+    const long b = k == l ? d : 2 * d;
+    double *A = calloc((size_t)(b * b), sizeof(double));
+    for (long i = 0; i < d; i++)
+        for (long j = 0; j < d; j++) {
+            const double x = dH[(k * d + i) * n + l * d + j];
+            if (k == l)
+                A[i * b + j] = x;
+            else
+                A[i * b + d + j] = A[(d + j) * b + i] = x;
+        }
+    double out = sym_norm(A, b);
+    free(A);
+    return out;
+}
+
+/* scm_basin_hessian_shift against the closed-form Hessian (stability.c, a
+ * different computation): at the point W0 (rows of norm sqrt(Q_kk)),
+ * displacements u - u* of norm r, random, concentrated on one student, or
+ * turning one student towards another (nearly parallel pairs), never move
+ * the Hessian by more than the bound.  Returns the largest ratio seen. */
+static double check_shift(const scm_model *m, const double *W0, const double *Ws, unsigned seed,
+                          const char *what)
+{
+    const int K = m->K, M = m->M;
+    const long d = K + M, n = (long)K * d;
+    const double sd = sqrt((double)d);
+    double Q0[64 * 64], R0[64 * 64];
+    scm_weights_overlaps(m, d, W0, Ws, Q0, R0);
+    double *W1 = malloc(sizeof(double) * (size_t)n), *U = malloc(sizeof(double) * (size_t)n);
+    double *dH = malloc(sizeof(double) * (size_t)(n * n));
+    double worst = 0.0, worst_ab = 0.0, worst_aa = 0.0;
+    unsigned s = seed;
+    int n_eval = 0;
+    const double rs[4] = {1e-3, 1e-2, 0.05, 0.2};
+    for (int ir = 0; ir < 4; ir++)
+        for (int kind = 0; kind < 3; kind++)
+            for (int rep = 0; rep < 4; rep++) {
+                const double r = rs[ir];
+                const double shift = scm_basin_hessian_shift(m, Q0, r);
+                if (!isfinite(shift))
+                    continue;
+                double nu = 0.0;
+                const int k = (int)((prand(&s) + 1.0) * 0.5 * K) % K, l = (k + 1) % K;
+                for (long i = 0; i < n; i++) {
+                    if (kind == 0)
+                        U[i] = prand(&s);
+                    else if (kind == 1)
+                        U[i] = i / d == k ? prand(&s) : 0.0;
+                    else /* student k towards student l (u space) */
+                        U[i] = i / d == k ? (W0[l * d + i % d] - W0[k * d + i % d]) / sd : 0.0;
+                    nu += U[i] * U[i];
+                }
+                nu = sqrt(nu);
+                if (!(nu > 0.0))
+                    continue;
+                for (long i = 0; i < n; i++)
+                    W1[i] = W0[i] + sd * r * U[i] / nu;
+                if (!hess_diff(m, W0, W1, Ws, dH))
+                    continue;
+                if (K == 2 && m->vs[0] == 0.0) {
+                    /* two students alone: each block against its own bound
+                     * (basin.c's constants, restated): the ab block, and the
+                     * aa block G(w_0; w_1) */
+                    const double a0 = sqrt(Q0[0]) - r, a1 = sqrt(Q0[3]) - r, b1 = sqrt(Q0[3]) + r;
+                    const double w = fabs(m->v[0] * m->v[1]);
+                    const double bab = w * sqrt(3.0 / (2.0 * M_PI)) * (r / a0 + r / a1);
+                    const double baa = w * ((4.0 + 2.0 / sqrt(3.0)) * b1 * r / a0 +
+                                            (1.0 + 2.0 / sqrt(3.0)) * r) / (2.0 * M_PI * a0);
+                    const double nab = block_norm(dH, n, d, 0, 1), naa = block_norm(dH, n, d, 0, 0);
+                    worst_ab = fmax(worst_ab, nab / bab);
+                    worst_aa = fmax(worst_aa, naa / baa);
+                    CHECK(nab <= bab && naa <= baa,
+                          "%s: r = %g kind %d: ab block %.4g (bound %.4g), aa block %.4g (bound %.4g)",
+                          what, r, kind, nab, bab, naa, baa);
+                }
+                const double dh = sym_norm(dH, n);
+                n_eval++;
+                worst = fmax(worst, dh / shift);
+                CHECK(dh <= shift, "%s: r = %g kind %d: |H(u) - H(u*)| = %.4g above the bound %.4g",
+                      what, r, kind, dh, shift);
+            }
+    CHECK(n_eval >= 30, "%s: only %d displacements evaluated", what, n_eval);
+    if (worst_ab > 0.0)
+        printf("%s: largest block / its bound: ab %.3f, aa %.3f\n", what, worst_ab, worst_aa);
+    free(W1);
+    free(U);
+    free(dH);
+    return worst;
+}
+
+static void test_hessian_shift(const scm_model *m7, const double *Qs, const double *Rs)
+{
+    scm_error err;
+    double worst;
+    /* a student and a teacher alone (the aa block of a teacher term), and
+     * two students alone (a teacher of zero weight): each bound by itself */
+    {
+        double vs0[1] = {0.0}, v2[2] = {1.0, -0.7};
+        scm_model *m1 = scm_model_alloc(1, 1, &scm_act_relu, NULL, NULL, NULL, &err);
+        scm_model *m2 = scm_model_alloc(2, 1, &scm_act_relu, NULL, v2, vs0, &err);
+        CHECK(m1 && m2, "models: %s", err.msg);
+        /* rows of W are sqrt(d) u: a student at angle 0.3, then 1e-3 rad from the teacher */
+        const double ang[2] = {0.3, 1e-3};
+        for (int a = 0; a < 2; a++) {
+            double W[2], Ws[2] = {sqrt(2.0), 0.0};
+            W[0] = sqrt(2.0) * 0.9 * cos(ang[a]);
+            W[1] = sqrt(2.0) * 0.9 * sin(ang[a]);
+            worst = check_shift(m1, W, Ws, 11u + (unsigned)a, "K = 1, M = 1");
+            printf("K = 1, M = 1, angle %g: largest |dH| / bound %.3f\n", ang[a], worst);
+        }
+        for (int a = 0; a < 2; a++) {
+            double W[6] = {0}, Ws[3] = {sqrt(3.0), 0.0, 0.0};
+            W[0] = sqrt(3.0) * 1.1;
+            W[1] = sqrt(3.0) * 0.2;
+            W[3] = sqrt(3.0) * 0.8 * cos(ang[a]);
+            W[4] = sqrt(3.0) * 0.8 * sin(ang[a]);
+            W[5] = sqrt(3.0) * 0.3;
+            worst = check_shift(m2, W, Ws, 21u + (unsigned)a, "K = 2, M = 1");
+            printf("K = 2, M = 1 (v* = 0), angle %g: largest |dH| / bound %.3f\n", ang[a], worst);
+        }
+        scm_model_free(m1);
+        scm_model_free(m2);
+    }
+    /* the k1 = 1 minimum at K = M = 7, and a random state */
+    const long d = 2 * K7, n = (long)K7 * d;
+    double *W = malloc(sizeof(double) * (size_t)n), *Ws = malloc(sizeof(double) * (size_t)(K7 * d));
+    CHECK(scm_weights_realise(m7, Qs, Rs, d, W, Ws, &err) == SCM_OK, "%s", err.msg);
+    worst = check_shift(m7, W, Ws, 31u, "k1 = 1 minimum, K = M = 7");
+    printf("k1 = 1 minimum at K = M = 7: largest |dH| / bound %.3f\n", worst);
+    unsigned s = 77u;
+    for (long i = 0; i < n; i++)
+        W[i] = prand(&s) * sqrt((double)d) * 0.6;
+    worst = check_shift(m7, W, Ws, 41u, "random state, K = M = 7");
+    printf("random state at K = M = 7: largest |dH| / bound %.3f\n", worst);
+    free(W);
+    free(Ws);
 }
 
 /* Sweeps at K = M = 7 with the family list as points: the early stop keeps
@@ -322,6 +535,7 @@ int main(void)
         CHECK_CLOSE(fam.pt[imin].eps, 0.02320, 0, 5e-6, "k1 = 1 loss vs MATH.md's 0.02320");
         test_hook(m, fam.pt[imin].R);
         test_alignment(m, fam.pt[imin].Q, fam.pt[imin].R);
+        test_hessian_shift(m, fam.pt[imin].Q, fam.pt[imin].R);
         test_minimum(m, fam.pt[imin].Q, fam.pt[imin].R, fam.pt[imin].eps);
     }
     if (isad >= 0)

@@ -221,7 +221,7 @@ python3 - full9.jsonl cert9.jsonl <<'PY' && ok || ko "early stop keeps the class
 import json, sys
 a = [json.loads(l) for l in open(sys.argv[1])]
 b = [json.loads(l) for l in open(sys.argv[2])]
-assert "certify" not in a[0] and b[0]["certify"] == {"grad": 1e-3, "global": 1e-3, "rmax": 0.05}, b[0]
+assert "certify" not in a[0] and b[0]["certify"] == {"grad": 1e-3, "global": 1e-3, "rmax": 0.05, "basin": "proved"}, b[0]
 a, b = a[1:], b[1:]
 assert [r["class"] for r in a] == [r["class"] for r in b]
 assert sum(r["stop"] == "certified" for r in b) >= 12, [r["stop"] for r in b]

@@ -20,16 +20,24 @@
  * d/dtau |u - u*|^2 = -2 (u - u*) . grad f(u) < 0 in the ball |u - u*| <= r
  * minus its centre: the ball is forward invariant and contains no other
  * critical point, and the flow from any state in it converges to u*
- * (LaSalle).  The certificate checks phi'' >= curv_frac mu (mu the
- * smallest eigenvalue of the Hessian at u*, in closed form) at s = r/4,
- * r/2, r along the eigenvectors of the smallest eigenvalues (both signs),
- * random combinations of them and random directions, and certifies the
- * radius found divided by safety.  It is a sampled check of a Lipschitz
- * bound, not a proof over every direction; the run-time test adds the one
+ * (LaSalle).  The radius (ReLU, proved, the default): the Hessian H(u) of
+ * f moves on the ball |u - u*| <= r by at most scm_basin_hessian_shift(r),
+ * a bound from the closed-form pair Hessians' Lipschitz constants (below);
+ * the radius is the largest r at which that is at most (1 - curv_frac) mu
+ * (mu the smallest eigenvalue of H(u*), in closed form), so that phi'' >=
+ * curv_frac mu on the whole ball.  The listed point is a fixed point only
+ * to its residual g = grad f(u*): the distance still decreases wherever it
+ * exceeds |g| / (curv_frac mu), so the radius must exceed twice that.  The
+ * radius sampled (proved = 0, any activation): phi'' >= curv_frac mu
+ * checked at s = r/4, r/2, r along the eigenvectors of the smallest
+ * eigenvalues (both signs), random combinations of them and random
+ * directions, the radius found divided by safety: a sampled check of the
+ * bound, not a proof over every direction.  The run-time test adds the
  * exact condition it can afford at the state itself (the distance
- * decreases there).  A saddle (mu <= 0), a point with a dead or a parallel
- * student (no closed-form Hessian, as the global minimum of K > M) or a
- * point outside the teacher span is never certified.
+ * decreases there) and the state's own ray.  A saddle (mu <= 0), a point
+ * with a dead or a parallel student (no closed-form Hessian, as the global
+ * minimum of K > M) or a point outside the teacher span is never
+ * certified.
  *
  * Nothing here prints, exits or keeps global state. */
 #ifndef SCM_BASIN_H
@@ -69,6 +77,8 @@ typedef struct {
     double curv_frac;  /* phi'' >= curv_frac mu along every sampled ray (0.5) */
     double safety;     /* certified radius = radius found / safety (2) */
     double mu_rel_min; /* mu <= mu_rel_min lambda_max: not a strict minimum (1e-7) */
+    int proved;        /* 1 (default): the radius from scm_basin_hessian_shift (ReLU
+                          only); 0: from the sampled rays (r_max ... safety above) */
 } scm_basin_opts;
 
 void scm_basin_opts_default(scm_basin_opts *o);
@@ -78,6 +88,7 @@ typedef struct {
     double mu, lam_max;/* extreme Hessian eigenvalues in flow units (NaN if not computed) */
     double radius;     /* the certified radius (0 when not ok) */
     double span_defect;/* tr(Q* - R* R*^T) */
+    double grad;       /* |grad f(u*)|, flow units (proved radius; NaN otherwise) */
     char why[200];     /* why not ok */
 } scm_basin_cert;
 
@@ -87,6 +98,17 @@ typedef struct {
 scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const double *Rs,
                                    const scm_basin_opts *o, scm_basin_cert *cert,
                                    scm_error *err);
+
+/* A bound on max ||H(u) - H(u*)||_2 over |u - u*| <= r for ReLU (T
+ * diagonal), H the Hessian of f in flow units and u* the point of (Q*, R*)
+ * (only the norms sqrt(Q*_kk) enter): the block row sums (the Schur test)
+ * of Lipschitz bounds of the pair Hessians, each pair's vectors moving by
+ * at most r.  With a = w_k, b the other vector (a student or a teacher),
+ * P = I - a a^T / |a|^2, c = P b: the aa block of the pair is
+ * (|c| P + c c^T / |c|) / (2 pi |a|), the ab block of two students
+ * E[1{a.x > 0} 1{b.x > 0} x x^T]; docs/sweeps.md ("How rigorous") derives
+ * their constants.  INFINITY once r reaches a student's norm. */
+double scm_basin_hessian_shift(const scm_model *m, const double *Qs, double r);
 
 /* The exact rate d/dtau of dist^2 to the canonical point (Qc*, Rc*) at a
  * state whose canonical form is (Qc, Rc), given the flow there in the same

@@ -100,8 +100,8 @@ typedef struct {
      * checks at the state hold.  Its class is the one a run converged onto
      * that point (or the global minimum) gets.  1: both rules; 2: (a)
      * only, which rests on nothing the classification does not already
-     * rest on (the list's lowest losses, as eps_stop), while (b) rests on a
-     * curvature bound checked on sampled rays. */
+     * rest on (the list's lowest losses, as eps_stop); (b) rests on the
+     * proved radius of basin.h (ReLU; no basin certificate otherwise). */
     int certify;
     double certify_grad;   /* 1e-3 */
     double certify_global; /* 1e-3 */
