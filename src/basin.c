@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "linalg.h"
 #include "scm/stability.h"
 #include "scm/weights.h"
 
@@ -105,18 +106,6 @@ static double span_defect(int K, int M, const double *Q, const double *R)
             z -= R[k * M + n] * R[k * M + n];
     }
     return z;
-}
-
-/* Q = R R^T (K x K, T = I): the in-span Gram of the rows of R. */
-static void in_span_q(int K, int M, const double *R, double *Q)
-{
-    for (int k = 0; k < K; k++)
-        for (int l = 0; l <= k; l++) {
-            double x = 0.0;
-            for (int n = 0; n < M; n++)
-                x += R[k * M + n] * R[l * M + n];
-            Q[k * K + l] = Q[l * K + k] = x;
-        }
 }
 
 double scm_basin_dist2(const scm_model *m, const double *Qc1, const double *Rc1,
@@ -313,7 +302,7 @@ scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const d
      * weights outside the span would be 3e-5, no longer small against a
      * proved radius.  The argument is about this u* (its mu, its gradient,
      * its distance, exact in scm_basin_dist2 up to the defect) */
-    in_span_q(K, M, Rs, Qin);
+    scm_linalg_gemm(K, K, M, Rs, Rs, 1, Qin); /* R* R*^T */
     if (scm_weights_realise(m, Qin, Rs, d, W, Ws, &e2)) {
         snprintf(cert->why, sizeof cert->why, "cannot realise the point: %.150s", e2.msg);
         goto out;
@@ -517,7 +506,7 @@ scm_status scm_basin_check_state(const scm_model *m, const double *Qcs, const do
         st = scm_error_set(err, SCM_ENOMEM, "out of memory in the basin check");
         goto out;
     }
-    in_span_q(K, M, Rcs, Qin); /* the point as certified (scm_basin_certify_point) */
+    scm_linalg_gemm(K, K, M, Rcs, Rcs, 1, Qin); /* the point as certified: R* R*^T */
     int bad = scm_weights_realise(m, Qin, Rcs, d, W, Ws, &e2) ||
               scm_weights_realise(m, Qc, Rc, d, Wst, Ws2, &e2);
     free(Qin);

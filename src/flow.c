@@ -746,9 +746,7 @@ scm_status scm_flow_precond_setup(scm_flow *fl, const double *Q, const double *R
     scm_status st = scm_flow_grad(fl, Q, R, NULL, fl->A, fl->B);
     if (st)
         return st;
-    for (int k = 0; k < K; k++)
-        for (int l = 0; l < K; l++)
-            gsl_matrix_set(pc->S, (size_t)k, (size_t)l, fl->A[k * K + l] + fl->A[l * K + k]);
+    symmetrise(K, fl->A, pc->S->data); /* a fresh K x K gsl_matrix is contiguous */
     if (!isfinite(scm_linalg_max_abs(pc->S->data, (long)K * K)))
         return SCM_ENAN;
     if (gsl_eigen_symmv(pc->S, pc->ev, pc->evec, pc->w) != GSL_SUCCESS)
