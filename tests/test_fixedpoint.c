@@ -37,7 +37,7 @@
 #include "scm/fpsweep.h"
 #include "scm/init.h"
 #include "scm/traj.h"
-#include "linalg.h"
+#include "core/linalg.h"
 #include "testutil.h"
 
 static scm_ansatz *load_builtin(const char *name)

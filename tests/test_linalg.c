@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sundials/sundials_context.h>
 
-#include "linalg.h"
-#include "nvecops.h"
+#include "core/linalg.h"
+#include "dynamics/nvecops.h"
 #include "testutil.h"
 
 /* uniform in [-1, 1) from a fixed LCG (no library state) */

@@ -21,7 +21,7 @@
 
 #include <sundials/sundials_dense.h>
 
-#include "linalg.h"
+#include "core/linalg.h"
 #include "scm/init.h"
 #include "scm/traj.h"
 #include "testutil.h"

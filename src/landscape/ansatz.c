@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ansatz_internal.h"
+#include "landscape/ansatz_internal.h"
 
 #define NAME_MAX_LEN 31
 #define MAX_GROUPS SCM_ANSATZ_MAX_GROUPS

@@ -10,7 +10,7 @@
  * order of the sums differs, so results differ from the stock vectors in
  * the last bits, and are as deterministic (C11 without fp-contract: the
  * order written is the order computed). */
-#include "nvecops.h"
+#include "dynamics/nvecops.h"
 
 #include <math.h>
 #include <nvector/nvector_serial.h>

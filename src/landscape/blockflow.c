@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "ansatz_internal.h"
+#include "landscape/ansatz_internal.h"
 
 typedef struct {
     double d, o;

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ansatz_internal.h"
-#include "linalg.h"
-#include "parallel.h"
+#include "landscape/ansatz_internal.h"
+#include "core/linalg.h"
+#include "core/parallel.h"
 #include "scm/model.h"
 
 void scm_fp_opts_default(scm_fp_opts *o)

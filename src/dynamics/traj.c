@@ -16,8 +16,8 @@
 #include <sunlinsol/sunlinsol_spgmr.h>
 #include <sunmatrix/sunmatrix_dense.h>
 
-#include "linalg.h"
-#include "nvecops.h"
+#include "core/linalg.h"
+#include "dynamics/nvecops.h"
 
 void scm_traj_opts_default(scm_traj_opts *o)
 {

@@ -1,5 +1,5 @@
 /* parallel.c: see parallel.h. */
-#include "parallel.h"
+#include "core/parallel.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ansatz_internal.h"
-#include "parallel.h"
+#include "landscape/ansatz_internal.h"
+#include "core/parallel.h"
 
 void scm_fp_sweep_free(scm_fp_sweep *sw)
 {

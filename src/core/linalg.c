@@ -1,5 +1,5 @@
 /* linalg.c: see linalg.h. */
-#include "linalg.h"
+#include "core/linalg.h"
 
 #include <gsl/gsl_eigen.h>
 #include <math.h>

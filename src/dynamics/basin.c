@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "linalg.h"
-#include "scm/stability.h"
+#include "core/linalg.h"
+#include "scm/hessian.h"
 #include "scm/weights.h"
 
 /* ---- alignment and distance ---- */

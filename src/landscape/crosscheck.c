@@ -14,7 +14,7 @@
 #include "scm/init.h"
 #include "scm/sweep.h"
 #include "scm/weights.h"
-#include "parallel.h"
+#include "core/parallel.h"
 
 /* ---- options ---------------------------------------------------------- */
 

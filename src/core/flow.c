@@ -15,7 +15,7 @@
 
 #include <gsl/gsl_eigen.h>
 
-#include "linalg.h"
+#include "core/linalg.h"
 
 struct scm_flow {
     const scm_model *m;

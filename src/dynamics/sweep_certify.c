@@ -2,7 +2,7 @@
  * of a listed strict minimum or below the global rule's loss, and the
  * tagging of unconverged runs with the listed point they sit near; see
  * sweep_certify.h, basin.h and docs/sweeps.md ("Early stop"). */
-#include "sweep_certify.h"
+#include "dynamics/sweep_certify.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "linalg.h"
+#include "core/linalg.h"
 
 /* A correlation this close to +-1 (relative determinant 1 - rho^2 below
  * MERGE_SIN2, an angle below 3e-8) makes two ReLU indicators equal (or

@@ -2,7 +2,7 @@
  * docs/staircase.md. */
 #include "scm/staircase.h"
 
-#include "linalg.h"
+#include "core/linalg.h"
 
 #include <gsl/gsl_eigen.h>
 #include <gsl/gsl_linalg.h>

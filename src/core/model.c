@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "linalg.h"
+#include "core/linalg.h"
 
 void scm_model_free(scm_model *m)
 {

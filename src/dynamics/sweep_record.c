@@ -1,0 +1,302 @@
+/* sweep_record.c: a sweep's runs file as JSON lines: the header that
+ * records how the runs were made, and one record per run, written and
+ * parsed back; see sweep.h and docs/sweeps.md. */
+#include "scm/sweep.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/output.h"
+
+/* ---- JSON lines -------------------------------------------------------- */
+
+char *scm_sweep_record_json(const scm_sweep_record *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "index", (double)r->index);
+    cJSON_AddNumberToObject(o, "seed", (double)r->seed);
+    cJSON_AddStringToObject(o, "stop", scm_stop_reason_str(r->stop));
+    cJSON_AddBoolToObject(o, "converged", r->converged);
+    if (r->converged)
+        cJSON_AddNullToObject(o, "why");
+    else
+        cJSON_AddStringToObject(o, "why", r->why);
+    cJSON_AddNumberToObject(o, "t", r->t);
+    cJSON_AddNumberToObject(o, "eps", r->eps);
+    cJSON_AddNumberToObject(o, "max_F", r->max_F);
+    cJSON_AddNumberToObject(o, "steps", (double)r->steps);
+    cJSON_AddNumberToObject(o, "rhs", (double)r->rhs);
+    if (r->loose_retries)
+        cJSON_AddNumberToObject(o, "loose_retries", r->loose_retries);
+    cJSON_AddStringToObject(o, "class", r->cls);
+    if (r->matched) {
+        cJSON_AddStringToObject(o, "family", r->family);
+        cJSON_AddNumberToObject(o, "k1", r->k1);
+    } else {
+        cJSON_AddNullToObject(o, "family");
+        cJSON_AddNullToObject(o, "k1");
+    }
+    cJSON_AddNumberToObject(o, "anti", r->n_anti);
+    cJSON_AddNumberToObject(o, "dead", r->n_dead);
+    cJSON_AddNumberToObject(o, "shared", r->n_shared);
+    if (r->stop == SCM_STOP_CERTIFIED) {
+        cJSON *c = cJSON_AddObjectToObject(o, "cert");
+        cJSON_AddNumberToObject(c, "loss", r->cert_loss);
+        if (r->cert_point >= 0) {
+            cJSON_AddNumberToObject(c, "point", r->cert_point);
+            cJSON_AddNumberToObject(c, "dist", r->cert_dist);
+            cJSON_AddNumberToObject(c, "radius", r->cert_radius);
+        } else {
+            cJSON_AddNullToObject(c, "point");
+            cJSON_AddStringToObject(c, "rule", "global");
+        }
+    }
+    if (!r->converged && r->near >= 0) {
+        cJSON *c = cJSON_AddObjectToObject(o, "near");
+        cJSON_AddNumberToObject(c, "point", r->near);
+        cJSON_AddStringToObject(c, "family", r->near_family);
+        cJSON_AddNumberToObject(c, "k1", r->near_k1);
+        cJSON_AddNumberToObject(c, "loss", r->near_loss);
+        if (isfinite(r->near_dist))
+            cJSON_AddNumberToObject(c, "dist", r->near_dist);
+        else
+            cJSON_AddNullToObject(c, "dist");
+        cJSON_AddStringToObject(c, "stability", r->near_stability);
+    }
+    char *s = scm_output_print(o, 1);
+    cJSON_Delete(o);
+    return s;
+}
+
+static int get_num(const cJSON *o, const char *key, int nullable, double *v)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (nullable && cJSON_IsNull(x)) {
+        *v = NAN;
+        return 1;
+    }
+    if (!cJSON_IsNumber(x))
+        return 0;
+    *v = x->valuedouble;
+    return 1;
+}
+
+static int get_int(const cJSON *o, const char *key, double lo, double hi, long *v)
+{
+    double x;
+    if (!get_num(o, key, 0, &x) || x != floor(x) || x < lo || x > hi)
+        return 0;
+    *v = (long)x;
+    return 1;
+}
+
+scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_error *err)
+{
+    memset(r, 0, sizeof *r);
+    cJSON *o = cJSON_Parse(line);
+    if (!o)
+        return scm_error_set(err, SCM_EINVAL, "not valid JSON");
+    scm_status st = SCM_OK;
+    const char *bad = NULL;
+    long x;
+    double d;
+    if (!cJSON_IsObject(o)) {
+        bad = "(not an object)";
+        goto out;
+    }
+    if (!get_int(o, "index", 0, 9007199254740992.0, &r->index)) {
+        bad = "index";
+        goto out;
+    }
+    if (!get_int(o, "seed", 0, 4294967295.0, &x)) {
+        bad = "seed";
+        goto out;
+    }
+    r->seed = (unsigned long)x;
+    const cJSON *stop = cJSON_GetObjectItemCaseSensitive(o, "stop");
+    int found = 0;
+    for (int s = SCM_STOP_T_MAX; cJSON_IsString(stop) && s <= SCM_STOP_CERTIFIED; s++)
+        if (strcmp(stop->valuestring, scm_stop_reason_str((scm_stop_reason)s)) == 0) {
+            r->stop = (scm_stop_reason)s;
+            found = 1;
+        }
+    if (!found) {
+        bad = "stop";
+        goto out;
+    }
+    const cJSON *conv = cJSON_GetObjectItemCaseSensitive(o, "converged");
+    if (!cJSON_IsBool(conv) ||
+        (cJSON_IsTrue(conv) != (r->stop == SCM_STOP_FIXED_POINT || r->stop == SCM_STOP_EPS ||
+                                r->stop == SCM_STOP_CERTIFIED))) {
+        bad = "converged";
+        goto out;
+    }
+    r->converged = cJSON_IsTrue(conv);
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(o, "why");
+    if (r->converged ? !cJSON_IsNull(why) : !cJSON_IsString(why)) {
+        bad = "why";
+        goto out;
+    }
+    if (!r->converged)
+        snprintf(r->why, sizeof r->why, "%s", why->valuestring);
+    if (!get_num(o, "t", 1, &r->t)) {
+        bad = "t";
+        goto out;
+    }
+    if (!get_num(o, "eps", 1, &r->eps)) {
+        bad = "eps";
+        goto out;
+    }
+    if (!get_num(o, "max_F", 1, &r->max_F)) {
+        bad = "max_F";
+        goto out;
+    }
+    if (!get_int(o, "steps", 0, 9e15, &r->steps)) {
+        bad = "steps";
+        goto out;
+    }
+    if (!get_int(o, "rhs", 0, 9e15, &r->rhs)) {
+        bad = "rhs";
+        goto out;
+    }
+    long retries = 0;
+    if (cJSON_GetObjectItemCaseSensitive(o, "loose_retries") &&
+        !get_int(o, "loose_retries", 1, 1, &retries)) {
+        bad = "loose_retries";
+        goto out;
+    }
+    r->loose_retries = (int)retries;
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(o, "class");
+    if (!cJSON_IsString(cls) || strlen(cls->valuestring) >= sizeof r->cls) {
+        bad = "class";
+        goto out;
+    }
+    snprintf(r->cls, sizeof r->cls, "%s", cls->valuestring);
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(o, "family");
+    if (cJSON_IsString(fam) && strlen(fam->valuestring) < sizeof r->family) {
+        r->matched = 1;
+        snprintf(r->family, sizeof r->family, "%s", fam->valuestring);
+        if (!get_int(o, "k1", 0, 1e6, &x)) {
+            bad = "k1";
+            goto out;
+        }
+        r->k1 = (int)x;
+    } else if (cJSON_IsNull(fam)) {
+        r->k1 = -1;
+        if (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "k1"))) {
+            bad = "k1";
+            goto out;
+        }
+    } else {
+        bad = "family";
+        goto out;
+    }
+    if (!get_int(o, "anti", 0, 1e6, &x)) {
+        bad = "anti";
+        goto out;
+    }
+    r->n_anti = (int)x;
+    if (!get_int(o, "dead", 0, 1e6, &x)) {
+        bad = "dead";
+        goto out;
+    }
+    r->n_dead = (int)x;
+    if (!get_int(o, "shared", 0, 1e6, &x)) {
+        bad = "shared";
+        goto out;
+    }
+    r->n_shared = (int)x;
+    r->cert_point = -1;
+    r->cert_dist = r->cert_radius = r->cert_loss = NAN;
+    const cJSON *cert = cJSON_GetObjectItemCaseSensitive(o, "cert");
+    if ((r->stop == SCM_STOP_CERTIFIED) != cJSON_IsObject(cert) ||
+        (cert && !get_num(cert, "loss", 0, &r->cert_loss))) {
+        bad = "cert";
+        goto out;
+    }
+    if (cert && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cert, "point"))) {
+        if (!get_int(cert, "point", 0, 1e9, &x) || !get_num(cert, "dist", 0, &r->cert_dist) ||
+            !get_num(cert, "radius", 0, &r->cert_radius)) {
+            bad = "cert";
+            goto out;
+        }
+        r->cert_point = (int)x;
+    }
+    r->near = -1;
+    r->near_dist = r->near_loss = NAN;
+    const cJSON *near = cJSON_GetObjectItemCaseSensitive(o, "near");
+    if (near) {
+        const cJSON *nf = cJSON_GetObjectItemCaseSensitive(near, "family"),
+                    *ns = cJSON_GetObjectItemCaseSensitive(near, "stability");
+        if (r->converged || !cJSON_IsObject(near) || !get_int(near, "point", 0, 1e9, &x) ||
+            !get_num(near, "loss", 0, &r->near_loss) || !get_num(near, "dist", 1, &r->near_dist) ||
+            !cJSON_IsString(nf) || strlen(nf->valuestring) >= sizeof r->near_family ||
+            !cJSON_IsString(ns) || strlen(ns->valuestring) >= sizeof r->near_stability) {
+            bad = "near";
+            goto out;
+        }
+        r->near = (int)x;
+        long k1n;
+        if (!get_int(near, "k1", 0, 1e6, &k1n)) {
+            bad = "near";
+            goto out;
+        }
+        r->near_k1 = (int)k1n;
+        snprintf(r->near_family, sizeof r->near_family, "%s", nf->valuestring);
+        snprintf(r->near_stability, sizeof r->near_stability, "%s", ns->valuestring);
+    }
+    (void)d;
+out:
+    if (bad)
+        st = scm_error_set(err, SCM_EINVAL, "missing or invalid field '%s'", bad);
+    cJSON_Delete(o);
+    return st;
+}
+
+char *scm_sweep_header_json(const scm_config *c, uint64_t base, long runs, int shard_i,
+                            int shard_n, const scm_sweep_families *fams)
+{
+    return scm_sweep_header_json_opts(c, base, runs, shard_i, shard_n, fams, NULL);
+}
+
+char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, int shard_i,
+                                 int shard_n, const scm_sweep_families *fams,
+                                 const scm_sweep_opts *so)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "scm_sweep", 1);
+    cJSON_AddItemToObject(o, "config", cJSON_Duplicate(c->used, 1));
+    cJSON_AddNumberToObject(o, "seed", (double)base);
+    cJSON_AddNumberToObject(o, "runs", (double)runs);
+    cJSON *sh = cJSON_AddArrayToObject(o, "shard");
+    cJSON_AddItemToArray(sh, cJSON_CreateNumber(shard_i));
+    cJSON_AddItemToArray(sh, cJSON_CreateNumber(shard_n));
+    cJSON *fa = cJSON_AddArrayToObject(o, "families");
+    for (int i = 0; fams && i < fams->n; i++) {
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "family", fams->f[i].name);
+        cJSON_AddNumberToObject(f, "k1", fams->f[i].k1);
+        cJSON_AddNumberToObject(f, "loss", fams->f[i].eps);
+        cJSON_AddItemToArray(fa, f);
+    }
+    if (so && so->certify) {
+        cJSON *ce = cJSON_AddObjectToObject(o, "certify");
+        cJSON_AddNumberToObject(ce, "grad", so->certify_grad);
+        cJSON_AddNumberToObject(ce, "global", so->certify_global);
+        cJSON_AddNumberToObject(ce, "rmax", so->certify_rmax);
+        if (so->certify == 2)
+            cJSON_AddBoolToObject(ce, "basin", 0);
+        else /* the radii from the Hessian's Lipschitz bound (basin.h) */
+            cJSON_AddStringToObject(ce, "basin", "proved");
+    }
+    char *s = scm_output_print(o, 1);
+    cJSON_Delete(o);
+    return s;
+}
+

@@ -1,0 +1,363 @@
+/* stability.c: the perturbation test and the whole analysis of a fixed
+ * point (scm_stab_analyse); see stability.h and docs/stability.md.  The
+ * Hessian, smoothness and zero modes are in core/hessian.c. */
+#include "scm/stability.h"
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/fixedpoint.h"
+#include "scm/traj.h"
+#include "scm/weights.h"
+
+/* ---- small helpers ---- */
+
+static double *dalloc(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *x, int n)
+{
+    if (n <= 0)
+        return NAN;
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static double vmax(const double *x, int n)
+{
+    double m = -INFINITY;
+    for (int i = 0; i < n; i++)
+        m = fmax(m, x[i]);
+    return n ? m : NAN;
+}
+
+/* ---- options, names ---- */
+
+void scm_stab_opts_default(scm_stab_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->d = 0;
+    o->n_steps = 1000;
+    o->eta = 0.01;
+    o->n_sigma = 4;
+    o->sigma[0] = 1e-4;
+    o->sigma[1] = 1e-3;
+    o->sigma[2] = 1e-2;
+    o->sigma[3] = 1e-1;
+    o->n_trials = 10;
+    o->seed = 1;
+    o->run_flow = 1;
+    o->t_max = 1e5;
+    o->same_tol = 1e-8;
+    o->near_tol = 1e-6;
+    o->global_tol = 1e-10;
+    o->verdict_sigma_max = 1e-2;
+    o->zero_rel_tol = 1e-6;
+    o->smooth_tol = 1e-9;
+    o->hessian = 1;
+    o->jacobian = 1;
+}
+
+void scm_stab_opts_three_sigma(scm_stab_opts *o)
+{
+    scm_stab_opts_default(o);
+    o->n_trials = 3;
+    o->n_sigma = 3;
+    o->sigma[0] = 1e-4;
+    o->sigma[1] = 1e-3;
+    o->sigma[2] = 1e-2;
+}
+
+scm_status scm_stab_opts_check(const scm_stab_opts *o, scm_error *err)
+{
+    if (o->n_steps < 0)
+        return scm_error_set(err, SCM_EINVAL, "steps must be >= 0, got %d", o->n_steps);
+    if (!(o->eta > 0.0 && isfinite(o->eta)))
+        return scm_error_set(err, SCM_EINVAL, "eta must be > 0 and finite, got %g", o->eta);
+    if (o->n_sigma < 0 || o->n_sigma > SCM_STAB_MAX_SIGMA)
+        return scm_error_set(err, SCM_EINVAL, "between 0 and %d sigma values, got %d",
+                             SCM_STAB_MAX_SIGMA, o->n_sigma);
+    for (int i = 0; i < o->n_sigma; i++)
+        if (!(o->sigma[i] > 0.0 && isfinite(o->sigma[i])))
+            return scm_error_set(err, SCM_EINVAL, "sigma must be > 0 and finite, got %g",
+                                 o->sigma[i]);
+    if (o->n_trials < 1)
+        return scm_error_set(err, SCM_EINVAL, "trials must be >= 1, got %d", o->n_trials);
+    if (!(o->t_max > 0.0 && isfinite(o->t_max)))
+        return scm_error_set(err, SCM_EINVAL, "t_max must be > 0 and finite, got %g", o->t_max);
+    if (!(o->same_tol > 0.0) || !(o->global_tol > 0.0) || !(o->zero_rel_tol > 0.0) ||
+        !(o->smooth_tol > 0.0))
+        return scm_error_set(err, SCM_EINVAL, "tolerances must be > 0");
+    if (!(o->near_tol >= o->same_tol))
+        return scm_error_set(err, SCM_EINVAL, "near_tol (%g) must be >= same_tol (%g)",
+                             o->near_tol, o->same_tol);
+    return SCM_OK;
+}
+
+const char *scm_stab_dest_str(scm_stab_dest d)
+{
+    switch (d) {
+    case SCM_DEST_SAME: return "same";
+    case SCM_DEST_GLOBAL: return "global_min";
+    case SCM_DEST_OTHER: return "other";
+    default: return "failed";
+    }
+}
+
+const char *scm_verdict_str(scm_verdict v)
+{
+    return v == SCM_VERDICT_STABLE ? "stable" : v == SCM_VERDICT_UNSTABLE ? "unstable" : "undecided";
+}
+
+const char *scm_hverdict_str(scm_hverdict v)
+{
+    switch (v) {
+    case SCM_HVERDICT_MIN: return "min";
+    case SCM_HVERDICT_SADDLE: return "saddle";
+    case SCM_HVERDICT_DEGENERATE: return "degenerate";
+    case SCM_HVERDICT_INCONSISTENT: return "inconsistent";
+    default: return "none";
+    }
+}
+
+/* ---- the analysis ---- */
+
+static double dist_qr(int K, int M, const double *Q0, const double *R0, const double *Q,
+                      const double *R)
+{
+    double s = 0.0;
+    for (int i = 0; i < K * K; i++)
+        s = fmax(s, fabs(Q[i] - Q0[i]));
+    for (int i = 0; i < K * M; i++)
+        s = fmax(s, fabs(R[i] - R0[i]));
+    return s;
+}
+
+static scm_status hessian_part(const scm_model *m, scm_flow *fl, long d, const double *W,
+                               const double *Ws, const scm_stab_opts *o, scm_stab_result *res,
+                               scm_error *err)
+{
+    const long Kd = (long)m->K * d;
+    scm_status st = SCM_OK;
+    double *H = dalloc((size_t)Kd * (size_t)Kd), *Hf = dalloc((size_t)Kd * (size_t)Kd);
+    double *ev = dalloc((size_t)Kd);
+    if (!H || !Hf || !ev) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory for the Hessian");
+        goto out;
+    }
+    scm_error e2;
+    if (scm_stab_hessian_fd(fl, d, W, Ws, 0.0, Hf, &e2))
+        goto out; /* no Hessian here: the perturbation test decides */
+    if (res->smooth.closed_form && scm_stab_hessian(fl, d, W, Ws, H, &e2) == SCM_OK) {
+        double hm = 0.0, dm = 0.0;
+        for (long i = 0; i < Kd * Kd; i++) {
+            hm = fmax(hm, fabs(H[i]));
+            dm = fmax(dm, fabs(H[i] - Hf[i]));
+        }
+        res->hessian_closed = 1;
+        res->hessian_fd_diff = hm > 0.0 ? dm / hm : dm;
+    } else {
+        memcpy(H, Hf, sizeof *H * (size_t)Kd * (size_t)Kd);
+        res->hessian_fd_diff = NAN;
+    }
+    if ((st = scm_stab_spectrum(H, (int)Kd, o->zero_rel_tol, ev, &res->counts))) {
+        scm_error_set(err, st, "the Hessian's eigenvalues failed (%s)", scm_status_str(st));
+        goto out;
+    }
+    res->hessian_done = 1;
+    res->n_small = (int)(Kd < SCM_STAB_N_SMALL ? Kd : SCM_STAB_N_SMALL);
+    for (int i = 0; i < res->n_small; i++)
+        res->eval_small[i] = ev[i];
+    res->eval_max = ev[Kd - 1];
+    if (res->counts.n_neg > 0)
+        res->hverdict = SCM_HVERDICT_SADDLE;
+    else if (res->counts.n_zero == res->zm.total)
+        res->hverdict = SCM_HVERDICT_MIN;
+    else if (res->counts.n_zero > res->zm.total)
+        res->hverdict = SCM_HVERDICT_DEGENERATE;
+    else
+        res->hverdict = SCM_HVERDICT_INCONSISTENT;
+out:
+    free(H);
+    free(Hf);
+    free(ev);
+    return st;
+}
+
+scm_status scm_stab_analyse(const scm_model *m, const double *Q, const double *R,
+                            const scm_stab_opts *o, scm_stab_result *res, scm_error *err)
+{
+    const int K = m->K, M = m->M;
+    memset(res, 0, sizeof *res);
+    res->hverdict = SCM_HVERDICT_NONE;
+    res->verdict = SCM_VERDICT_UNDECIDED;
+    res->agree = -1;
+    scm_status st = scm_stab_opts_check(o, err);
+    if (st)
+        return st;
+    const long d = o->d > 0 ? o->d : K + M, Kd = (long)K * d;
+    res->d = d;
+    scm_flow *fl = scm_flow_alloc(m);
+    double *W = dalloc((size_t)Kd), *Ws = dalloc((size_t)M * d), *Wp = dalloc((size_t)Kd);
+    double *G = dalloc((size_t)Kd), *Qp = dalloc((size_t)K * K), *Rp = dalloc((size_t)K * M);
+    double *FQ = dalloc((size_t)K * K), *FR = dalloc((size_t)K * M);
+    const int nt = o->n_trials;
+    double *buf = dalloc((size_t)nt * 4);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!fl || !W || !Ws || !Wp || !G || !Qp || !Rp || !FQ || !FR || !buf || !rng) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory in the stability analysis");
+        goto out;
+    }
+    gsl_rng_set(rng, o->seed);
+    if ((st = scm_flow_rhs(fl, Q, R, FQ, FR, &res->eps))) {
+        scm_error_set(err, st, "the flow cannot be evaluated at the point (%s)",
+                      scm_status_str(st));
+        goto out;
+    }
+    {
+        double r = 0.0;
+        for (int i = 0; i < K * K; i++)
+            r = fmax(r, fabs(FQ[i]));
+        for (int i = 0; i < K * M; i++)
+            r = fmax(r, fabs(FR[i]));
+        res->residual = r;
+    }
+    if ((st = scm_weights_realise(m, Q, R, d, W, Ws, err)))
+        goto out;
+    scm_stab_smoothness(m, Q, R, o->smooth_tol, &res->smooth);
+    if ((st = scm_stab_predict_zero_modes(m, Q, R, d, o->smooth_tol, &res->zm))) {
+        scm_error_set(err, st, "zero modes: the dimension d = %ld is below the rank", d);
+        goto out;
+    }
+    if (o->hessian && res->smooth.smooth && (st = hessian_part(m, fl, d, W, Ws, o, res, err)))
+        goto out;
+    if (o->jacobian && res->smooth.smooth) {
+        if (scm_fp_full_stability(fl, Q, R, &res->jac_re_max, &res->jac_re_min) == SCM_OK)
+            res->jacobian_done = 1;
+    }
+
+    /* perturbation test */
+    scm_traj_opts to;
+    scm_traj_opts_default(&to);
+    to.t_max = o->t_max;
+    to.record = 0;
+    int any_escape = 0, all_return = 1, rows_in = 0;
+    for (int si = 0; si < o->n_sigma; si++) {
+        scm_stab_row *row = &res->rows[si];
+        memset(row, 0, sizeof *row);
+        row->sigma = o->sigma[si];
+        row->n = nt;
+        row->other_eps_min = INFINITY;
+        row->other_eps_max = -INFINITY;
+        double *d0 = buf, *d1 = buf + nt, *de = buf + 2 * nt, *fe = buf + 3 * nt;
+        int n_fe = 0, n_ret = 0, n_esc = 0;
+        for (int t = 0; t < nt; t++) {
+            for (long i = 0; i < Kd; i++)
+                Wp[i] = W[i] + gsl_ran_gaussian(rng, row->sigma);
+            scm_weights_overlaps(m, d, Wp, Ws, Qp, Rp);
+            d0[t] = dist_qr(K, M, Q, R, Qp, Rp);
+            double *Q0 = FQ, *R0 = FR; /* the perturbed start for the flow */
+            memcpy(Q0, Qp, sizeof *Q0 * (size_t)K * K);
+            memcpy(R0, Rp, sizeof *R0 * (size_t)K * M);
+            scm_status gs = SCM_OK;
+            for (int s = 0; s < o->n_steps && !gs; s++) {
+                gs = scm_weights_grad(fl, d, Wp, Ws, NULL, G);
+                if (!gs)
+                    for (long i = 0; i < Kd; i++)
+                        Wp[i] -= o->eta * (double)d * G[i];
+            }
+            double e1 = NAN;
+            if (!gs) {
+                scm_weights_overlaps(m, d, Wp, Ws, Qp, Rp);
+                gs = scm_flow_loss(fl, Qp, Rp, &e1);
+            }
+            d1[t] = gs ? INFINITY : dist_qr(K, M, Q, R, Qp, Rp);
+            de[t] = gs ? NAN : e1 - res->eps;
+            int grew = !(d1[t] <= d0[t]);
+            row->n_grew += grew;
+            int same = 0, esc = 0;
+            if (o->run_flow) {
+                scm_traj_result tr;
+                scm_error te;
+                if (scm_traj_run(m, &scm_rule_gd, Q0, R0, &to, &tr, &te)) {
+                    row->n_failed++;
+                } else {
+                    if (tr.stop == SCM_STOP_FAILED) {
+                        row->n_failed++;
+                    } else {
+                        double ef = tr.eps;
+                        fe[n_fe++] = ef;
+                        const int unsettled =
+                            tr.stop == SCM_STOP_T_MAX || tr.stop == SCM_STOP_MAX_STEPS;
+                        row->n_unsettled += unsettled;
+                        if (fabs(ef - res->eps) <= o->same_tol) {
+                            row->n_same++;
+                            same = 1;
+                        } else if (unsettled && fabs(ef - res->eps) <= o->near_tol) {
+                            /* still on its way, in or out: no verdict */
+                        } else if (ef < o->global_tol) {
+                            row->n_global++;
+                            esc = 1;
+                        } else {
+                            row->n_other++;
+                            row->other_eps_min = fmin(row->other_eps_min, ef);
+                            row->other_eps_max = fmax(row->other_eps_max, ef);
+                            esc = 1;
+                        }
+                    }
+                    scm_traj_result_free(&tr);
+                }
+            } else {
+                same = !grew;
+                esc = grew;
+            }
+            n_ret += same && !grew;
+            n_esc += esc;
+        }
+        row->dist0_max = vmax(d0, nt);
+        row->dist_max = vmax(d1, nt);
+        row->deps_max = vmax(de, nt);
+        row->dist0_med = median(d0, nt);
+        row->dist_med = median(d1, nt);
+        row->deps_med = median(de, nt);
+        row->flow_eps_med = median(fe, n_fe);
+        row->verdict = n_esc > 0 ? SCM_VERDICT_UNSTABLE
+                       : n_ret == nt ? SCM_VERDICT_STABLE
+                                     : SCM_VERDICT_UNDECIDED;
+        if (row->sigma <= o->verdict_sigma_max) {
+            rows_in++;
+            any_escape |= row->verdict == SCM_VERDICT_UNSTABLE;
+            all_return &= row->verdict == SCM_VERDICT_STABLE;
+        }
+        res->n_rows = si + 1;
+    }
+    res->verdict = any_escape ? SCM_VERDICT_UNSTABLE
+                   : rows_in > 0 && all_return ? SCM_VERDICT_STABLE
+                                               : SCM_VERDICT_UNDECIDED;
+    if (res->hverdict == SCM_HVERDICT_MIN || res->hverdict == SCM_HVERDICT_SADDLE) {
+        if (res->verdict != SCM_VERDICT_UNDECIDED)
+            res->agree = (res->hverdict == SCM_HVERDICT_MIN) == (res->verdict == SCM_VERDICT_STABLE);
+    }
+out:
+    scm_flow_free(fl);
+    free(W);
+    free(Ws);
+    free(Wp);
+    free(G);
+    free(Qp);
+    free(Rp);
+    free(FQ);
+    free(FR);
+    free(buf);
+    if (rng)
+        gsl_rng_free(rng);
+    return st;
+}
