@@ -334,5 +334,64 @@ PY
 (cd "$W" && "$SCM" compare --M 3 --K 3 --runs 2 --rule gd,adam -o cr2 > /dev/null 2> cr2.err)
 check "[ $? -eq 2 ] && grep -q \"'adam' is not a rule\" '$W/cr2.err' && [ ! -e '$W/cr2.rules.json' ]" "compare --rule adam: $(cat "$W/cr2.err")"
 
+# --set values are whole JSON values and keys have no empty segment; a key
+# twice in one object is refused, in a file and in a --set value (issue 26)
+GOOD='{"model": {"K": 2, "M": 2}}'
+expect_error set_trailing "'3,4' is not a number" "$GOOD" --set model.K=3,4
+expect_error set_suffix "'1e-8x' is not a number" "$GOOD" --set integrator.rtol=1e-8x
+expect_error set_hex "'0x10' is not a number" "$GOOD" --set init.sigma=0x10
+expect_error set_empty_mid "empty key segment" "$GOOD" --set model..K=3
+expect_error set_empty_lead "empty key segment" "$GOOD" --set .model.K=3
+expect_error set_empty_trail "empty key segment" "$GOOD" --set model.K.=3
+expect_error set_dup "key 'K' appears twice" "$GOOD" --set 'model={"K": 2, "M": 2, "K": 3}'
+expect_error dup_key "key 'model.K' appears twice" '{"model": {"K": 2, "M": 2, "K": 3}}'
+expect_error dup_section "key 'model' appears twice" '{"model": {"K": 2, "M": 2}, "model": {"K": 3, "M": 3}}'
+
+# Where an output may go (scm_output_check_path): a device is written
+# through, never replaced; a link, a directory, the config itself or the
+# other output are refused (exit 2) before anything is computed or written.
+# The device is a private node (mknod, as root) so that a regression
+# replaces nothing of the machine's.
+O=$W/outputs
+mkdir -p "$O"
+cp "$SRC/examples/relu_k2.json" "$O/cfg.json"
+if mknod "$O/null" c 1 3 2> /dev/null; then
+    "$SCM" run "$O/cfg.json" -o "$O/null" -q > /dev/null 2> "$O/e"
+    check "[ $? -eq 0 ] && [ -c '$O/null' ]" "-o a character device: $(cat "$O/e"); now $(stat -c %F "$O/null")"
+    ln -s null "$O/nulllink"
+    "$SCM" run "$O/cfg.json" -o "$O/nulllink" -q > /dev/null 2> "$O/e"
+    check "[ $? -eq 0 ] && [ -L '$O/nulllink' ] && [ -c '$O/null' ]" "-o a link to a device: $(cat "$O/e")"
+fi
+if mknod "$O/full" c 1 7 2> /dev/null; then
+    "$SCM" run "$O/cfg.json" -o "$O/full" -q > /dev/null 2> "$O/e"
+    check "[ $? -eq 1 ] && grep -q 'No space left' '$O/e' && [ -c '$O/full' ]" "-o a full device: $(cat "$O/e")"
+fi
+mkfifo "$O/fifo"
+timeout 20 cat "$O/fifo" > "$O/fifo.out" 2> /dev/null < /dev/null &
+reader=$!
+"$SCM" run "$O/cfg.json" -o "$O/fifo" -q > /dev/null 2> "$O/e"
+check "[ $? -eq 0 ] && [ -p '$O/fifo' ]" "-o a FIFO: $(cat "$O/e")"
+wait $reader
+check "grep -q '\"command\":' '$O/fifo.out'" "-o a FIFO: the reader got no result"
+"$SCM" run "$O/cfg.json" -o /dev/fd/1 -q > "$O/stdout.json" 2> "$O/e"
+check "[ $? -eq 0 ] && grep -q '\"command\":' '$O/stdout.json'" "-o /dev/fd/1: $(cat "$O/e")"
+echo '{"kept": true}' > "$O/target.json"
+ln -s target.json "$O/link.json"
+ln -s nowhere.json "$O/dangling.json"
+for bad in link dangling; do
+    "$SCM" run "$O/cfg.json" -o "$O/$bad.json" -q > /dev/null 2> "$O/e"
+    check "[ $? -eq 2 ] && grep -q 'symbolic link' '$O/e' && [ -L '$O/$bad.json' ]" "-o $bad: $(cat "$O/e")"
+done
+check "grep -q kept '$O/target.json' && [ ! -e '$O/nowhere.json' ]" "a link's target was written"
+"$SCM" run "$O/cfg.json" -o "$O" -q > /dev/null 2> "$O/e"
+check "[ $? -eq 2 ] && grep -q 'is a directory' '$O/e'" "-o a directory: $(cat "$O/e")"
+cp "$O/cfg.json" "$O/cfg.orig"
+(cd "$O" && "$SCM" run cfg.json -o ./cfg.json -q > /dev/null 2> e)
+check "[ $? -eq 2 ] && grep -q 'is the config file' '$O/e' && cmp -s '$O/cfg.json' '$O/cfg.orig'" "-o the config: $(cat "$O/e")"
+"$SCM" run "$O/cfg.json" -o "$O/r.json" --csv "$O/cfg.json" -q > /dev/null 2> "$O/e"
+check "[ $? -eq 2 ] && cmp -s '$O/cfg.json' '$O/cfg.orig' && [ ! -e '$O/r.json' ]" "--csv the config: $(cat "$O/e")"
+"$SCM" run "$O/cfg.json" -o "$O/same" --csv "$O/same" -q > /dev/null 2> "$O/e"
+check "[ $? -eq 2 ] && grep -q 'name the same file' '$O/e' && [ ! -e '$O/same' ]" "-o equal to --csv: $(cat "$O/e")"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

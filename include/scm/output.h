@@ -10,8 +10,28 @@
 
 #include "scm/status.h"
 
-/* Write len bytes of data to path atomically.  SCM_EIO with the path and
- * the system's reason in err on failure (the temporary file is removed). */
+/* What an output path may be.  A new path or a regular file is replaced
+ * atomically (a temporary file beside it, then rename).  A character device
+ * or a FIFO, also behind a symbolic link (/dev/null, /dev/stdout, a named
+ * pipe), is written directly: the rename would replace the device node or
+ * the link by a regular file; so is a descriptor already open
+ * (/dev/stdout, /dev/stderr, /dev/fd/N), appended to whatever it is.
+ * Anything else is refused: a symbolic link to
+ * a file or to nothing (the link is not ours to replace), a directory, a
+ * block device, a socket.  SCM_OK, or SCM_EINVAL naming the path and what it
+ * is. */
+scm_status scm_output_check_path(const char *path, scm_error *err);
+
+/* 1 if paths a and b name the same file: the same string, or both exist
+ * and are one file (the same device and inode, links followed); else 0.
+ * A command refuses an output that is also one of its inputs or another of
+ * its outputs before it writes anything. */
+int scm_output_same_file(const char *a, const char *b);
+
+/* Write len bytes of data to path: atomically, or directly to a device or
+ * FIFO, as scm_output_check_path describes (whose refusal it returns).
+ * SCM_EIO with the path and the system's reason in err on failure (the
+ * temporary file is removed). */
 scm_status scm_output_write_atomic(const char *path, const char *data, size_t len,
                                    scm_error *err);
 

@@ -156,6 +156,33 @@ static void summary(const scm_config *c, const scm_traj_result *r, double secs,
     printf("wrote      %s%s%s\n", out, csv ? ", " : "", csv ? csv : "");
 }
 
+/* The outputs checked before anything is computed: each one a path that
+ * may be written (scm_output_check_path), none of them the config or the
+ * other output.  1 after printing the reason. */
+static int output_conflict(const char *config, const char *out, const char *csv)
+{
+    scm_error err;
+    const char *paths[2] = {out, csv}, *opts[2] = {"-o", "--csv"};
+    for (int i = 0; i < 2; i++) {
+        if (!paths[i])
+            continue;
+        if (scm_output_check_path(paths[i], &err)) {
+            fprintf(stderr, "scm run: %s: %s\n", opts[i], err.msg);
+            return 1;
+        }
+        if (scm_output_same_file(paths[i], config)) {
+            fprintf(stderr, "scm run: %s '%s' is the config file; name another output\n",
+                    opts[i], paths[i]);
+            return 1;
+        }
+    }
+    if (csv && scm_output_same_file(out, csv)) {
+        fprintf(stderr, "scm run: -o and --csv name the same file '%s'\n", out);
+        return 1;
+    }
+    return 0;
+}
+
 int scm_cmd_run(int argc, char **argv)
 {
     const char *config = NULL, *out = NULL, *csv = NULL;
@@ -216,6 +243,8 @@ int scm_cmd_run(int argc, char **argv)
     }
     if (!out)
         out = out_alloc = cli_output_name(config, ".result.json");
+    if (out && output_conflict(config, out, csv))
+        goto done;
     m = scm_config_model(c, &err);
     Q0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
     R0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);

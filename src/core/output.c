@@ -2,6 +2,7 @@
 #include "scm/output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +11,76 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* 1 if path is a character device or a FIFO (following links), written
+ * directly; 0 if it is to be replaced atomically; -1 refused (err set). */
+static int output_kind(const char *path, scm_error *err)
+{
+    struct stat ls, st;
+    if (lstat(path, &ls) != 0)
+        return 0; /* a new path: the rename will tell if its folder is missing */
+    if (S_ISREG(ls.st_mode))
+        return 0;
+    if (stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+        return 1;
+    /* /dev/stdout and its kin name a descriptor already open: written
+     * through, appended to whatever it is (a shell's redirection) */
+    if (S_ISLNK(ls.st_mode) && (strcmp(path, "/dev/stdout") == 0 ||
+                                strcmp(path, "/dev/stderr") == 0 ||
+                                strncmp(path, "/dev/fd/", 8) == 0 ||
+                                strncmp(path, "/proc/self/fd/", 14) == 0))
+        return 1;
+    const char *what = S_ISLNK(ls.st_mode) ? "a symbolic link (not replaced; name its target)"
+                       : S_ISDIR(ls.st_mode) ? "a directory"
+                       : S_ISBLK(ls.st_mode) ? "a block device"
+                       : S_ISSOCK(ls.st_mode) ? "a socket"
+                                              : "not a regular file";
+    scm_error_set(err, SCM_EINVAL, "output '%s' is %s", path, what);
+    return -1;
+}
+
+scm_status scm_output_check_path(const char *path, scm_error *err)
+{
+    return output_kind(path, err) < 0 ? SCM_EINVAL : SCM_OK;
+}
+
+int scm_output_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0)
+        return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* Write to a device or FIFO as it is (no temporary file, no rename). */
+static scm_status write_direct(const char *path, const char *data, size_t len, scm_error *err)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+    int ok = fd >= 0;
+    for (size_t done = 0; ok && done < len;) {
+        ssize_t w = write(fd, data + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        ok = w > 0;
+        done += ok ? (size_t)w : 0;
+    }
+    int saved = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        saved = errno;
+        ok = 0;
+    }
+    return ok ? SCM_OK
+              : scm_error_set(err, SCM_EIO, "cannot write '%s': %s", path, strerror(saved));
+}
+
 scm_status scm_output_write_atomic(const char *path, const char *data, size_t len,
                                    scm_error *err)
 {
+    int kind = output_kind(path, err);
+    if (kind < 0)
+        return SCM_EINVAL;
+    if (kind > 0)
+        return write_direct(path, data, len, err);
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
     if (!tmp)

@@ -127,7 +127,52 @@ static scm_status get_weights(const cJSON *obj, const char *path, const char *ke
     return SCM_OK;
 }
 
-/* Apply one "a.b.c=value" override to root. */
+/* The first key that appears twice in one object below obj (JSON allows
+ * it, cJSON keeps both and reads the first: a silent surprise), written
+ * as a dotted path into buf; 0 if there is none. */
+static int find_duplicate_key(const cJSON *obj, const char *path, char *buf, size_t len)
+{
+    for (const cJSON *a = obj->child; a; a = a->next) {
+        if (cJSON_IsObject(obj) && a->string)
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (b->string && strcmp(a->string, b->string) == 0) {
+                    snprintf(buf, len, "%s%s%s", path, *path ? "." : "", a->string);
+                    return 1;
+                }
+        if (cJSON_IsObject(a) || cJSON_IsArray(a)) {
+            char sub[256];
+            snprintf(sub, sizeof sub, "%s%s%s", path, *path && a->string ? "." : "",
+                     a->string ? a->string : "");
+            if (find_duplicate_key(a, sub, buf, len))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The value of a --set: the whole text as JSON, else the text as a string.
+ * A text that starts like a number but is not all one ("3,4", "1e-8x",
+ * "0x10") is refused rather than cut short or read as a word. */
+static scm_status set_value(const char *set, const char *text, cJSON **val, scm_error *err)
+{
+    const char *end = NULL;
+    *val = cJSON_ParseWithOpts(text, &end, 1);
+    if (*val) {
+        char dup[256];
+        if (!find_duplicate_key(*val, "", dup, sizeof dup))
+            return SCM_OK;
+        cJSON_Delete(*val);
+        *val = NULL;
+        return scm_error_set(err, SCM_EINVAL, "--set '%s': key '%s' appears twice", set, dup);
+    }
+    if (text[0] != '\0' && strchr("+-.0123456789", text[0]))
+        return scm_error_set(err, SCM_EINVAL, "--set '%s': '%s' is not a number", set, text);
+    *val = cJSON_CreateString(text);
+    return *val ? SCM_OK : scm_error_set(err, SCM_ENOMEM, "out of memory");
+}
+
+/* Apply one "a.b.c=value" override to root.  Every segment of the key must
+ * be non-empty ("model..K", ".K" and "K." are refused). */
 static scm_status apply_set(cJSON *root, const char *set, scm_error *err)
 {
     const char *eq = strchr(set, '=');
@@ -139,10 +184,16 @@ static scm_status apply_set(cJSON *root, const char *set, scm_error *err)
         return scm_error_set(err, SCM_ENOMEM, "out of memory");
     memcpy(key, set, klen);
     key[klen] = '\0';
-    const char *text = eq + 1;
-    cJSON *val = cJSON_Parse(text);
-    if (!val)
-        val = cJSON_CreateString(text);
+    if (key[0] == '.' || key[klen - 1] == '.' || strstr(key, "..")) {
+        free(key);
+        return scm_error_set(err, SCM_EINVAL, "--set '%s' has an empty key segment", set);
+    }
+    cJSON *val = NULL;
+    scm_status vst = set_value(set, eq + 1, &val, err);
+    if (vst) {
+        free(key);
+        return vst;
+    }
     cJSON *node = root;
     scm_status st = SCM_OK;
     char *save = NULL, *part = strtok_r(key, ".", &save);
@@ -512,6 +563,11 @@ scm_status scm_config_parse(const char *text, const char *source, const char *co
     }
     if (!cJSON_IsObject(root)) {
         st = scm_error_set(err, SCM_EINVAL, "%s: the configuration must be a JSON object", source);
+        goto out;
+    }
+    char dup[256];
+    if (find_duplicate_key(root, "", dup, sizeof dup)) {
+        st = scm_error_set(err, SCM_EINVAL, "%s: key '%s' appears twice", source, dup);
         goto out;
     }
     for (int i = 0; i < nsets; i++)
