@@ -347,6 +347,11 @@ expect_error set_dup "key 'K' appears twice" "$GOOD" --set 'model={"K": 2, "M": 
 expect_error dup_key "key 'model.K' appears twice" '{"model": {"K": 2, "M": 2, "K": 3}}'
 expect_error dup_section "key 'model' appears twice" '{"model": {"K": 2, "M": 2}, "model": {"K": 3, "M": 3}}'
 
+# init.seed: GSL keeps 32 bits and reads 0 as 4357, so only 1 .. 2^32 - 1
+# are accepted (1 and 2^32 + 1 gave the same runs)
+expect_error seed_wide "'init.seed' must be an integer in \\[1, 4294967295\\]" '{"model": {"K": 2, "M": 2}, "init": {"seed": 4294967297}}'
+expect_error seed_zero "'init.seed' must be an integer in \\[1, 4294967295\\]" '{"model": {"K": 2, "M": 2}, "init": {"seed": 0}}'
+
 # Where an output may go (scm_output_check_path): a device is written
 # through, never replaced; a link, a directory, the config itself or the
 # other output are refused (exit 2) before anything is computed or written.

@@ -300,7 +300,9 @@ static scm_status parse_init(const cJSON *root, scm_config *c, scm_error *err)
             return st;
         if (!(c->sigma > 0.0))
             return scm_error_set(err, SCM_EINVAL, "'init.sigma' must be > 0, got %g", c->sigma);
-        if ((st = get_integer(s, "init", "seed", 1, 0, 9007199254740992.0, &x, err)))
+        /* GSL's Mersenne twister keeps 32 bits of its seed and takes 0 for
+         * 4357: accept only seeds that give runs of their own */
+        if ((st = get_integer(s, "init", "seed", 1, 1, 4294967295.0, &x, err)))
             return st;
         c->seed = (unsigned long)x;
         return SCM_OK;
