@@ -184,6 +184,21 @@ def _check(st, err=None, what=""):
         raise ScmError(_status_name(st), msg or "%s: %s" % (what, _status_name(st)))
 
 
+def _int_in(name, x, lo, hi):
+    """x as an int, checked to lie in [lo, hi] before it reaches a C int or
+    long (ctypes would wrap it silently: 2**33 + 2 becomes 2); the CLI's
+    limits.  A bool, a float with a fraction, NaN or a string are refused."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) and not (
+            isinstance(x, (float, np.floating)) and float(x).is_integer()):
+        raise ScmError("invalid argument", "%s must be an integer in [%d, %d], got %r"
+                       % (name, lo, hi, x))
+    v = int(x)
+    if not lo <= v <= hi:
+        raise ScmError("invalid argument", "%s must be an integer in [%d, %d], got %d"
+                       % (name, lo, hi, v))
+    return v
+
+
 def _arr(x, shape, name):
     a = np.ascontiguousarray(x, dtype=np.float64)
     if a.shape != shape:
@@ -226,11 +241,9 @@ class Model:
     (None: ones)."""
 
     def __init__(self, K, M, activation="relu", T=None, v=None, v_star=None):
-        self.K, self.M, self.activation = int(K), int(M), activation
         self._m = self._fl = None
-        if self.K < 1 or self.M < 1:
-            raise ScmError("invalid argument", "K and M must be >= 1 (K = %d, M = %d)"
-                           % (self.K, self.M))
+        self.K, self.M = _int_in("K", K, 1, 100000), _int_in("M", M, 1, 100000)
+        self.activation = activation
         Ta = _arr(T, (self.M, self.M), "T") if T is not None else None
         va = _arr(v, (self.K,), "v") if v is not None else None
         vsa = _arr(v_star, (self.M,), "v_star") if v_star is not None else None
@@ -279,6 +292,8 @@ class Model:
 
     def check_state(self, Q, R, tol=1e-6):
         """Raise ScmError unless [[T, R^T], [R, Q]] is PSD up to tol (relative)."""
+        if not (isinstance(tol, (int, float, np.floating)) and 0 <= tol < float("inf")):
+            raise ScmError("invalid argument", "tol must be a finite number >= 0, got %r" % (tol,))
         Q, R = self._state(Q, R)
         err = _Error()
         _check(_lib.scm_model_check_state(self._m, _ptr(Q), _ptr(R), tol, ctypes.byref(err)),

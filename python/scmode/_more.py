@@ -149,6 +149,11 @@ def _pkg():
     return _lib, _Error, _check, ScmError, _activation, _ptr, _arr, _parse_config
 
 
+def _int_in(name, x, lo, hi):
+    from . import _int_in as check
+    return check(name, x, lo, hi)
+
+
 def _ansaetze(lib, files, Error, check):
     """Parsed ansätze: the files given, or the library's built-in ones."""
     out = []
@@ -197,12 +202,14 @@ def fixed_points(K, M, k1=None, activation="relu", ansatz=None, starts=200, seed
     CLI's --threads; the result does not depend on it."""
     lib, Error, check, ScmError, act_of, ptr, _, _ = _pkg()
     act = act_of(activation)
-    if int(K) < 1 or int(M) < 1:
-        raise ScmError("invalid argument", "K and M must be >= 1 (K = %s, M = %s)" % (K, M))
-    K, M = int(K), int(M)
+    # the limits of `scm fixed-points`
+    K, M = _int_in("K", K, 1, 100000), _int_in("M", M, 1, 100000)
+    if k1 is not None:
+        k1 = _int_in("k1", k1, 0, 100000)
     o = _FpOpts()
     lib.scm_fp_opts_default(ctypes.byref(o))
-    o.n_random, o.seed, o.deflate, o.threads = int(starts), int(seed), int(deflate), int(threads)
+    o.n_random, o.seed = _int_in("starts", starts, 0, 1000000), _int_in("seed", seed, 0, 2147483647)
+    o.deflate, o.threads = _int_in("deflate", deflate, 0, 1000), _int_in("threads", threads, 1, 64)
     err = Error()
     pts, applied = [], 0
     ans = _ansaetze(lib, ansatz, Error, check)
@@ -255,7 +262,8 @@ def stability(model, Q, R, trials=3, sigmas=(1e-4, 1e-3, 1e-2), seed=1, run_flow
     o.n_sigma = len(sigmas)
     for i, sg in enumerate(sigmas):
         o.sigma[i] = sg
-    o.n_trials, o.seed, o.run_flow = int(trials), int(seed), int(bool(run_flow))
+    o.n_trials, o.seed = _int_in("trials", trials, 1, 100000), _int_in("seed", seed, 0, 2147483647)
+    o.run_flow = int(bool(run_flow))
     res = _StabResult()
     err = Error()
     check(lib.scm_stab_analyse(model._m, ptr(Q), ptr(R), ctypes.byref(o), ctypes.byref(res),
@@ -301,9 +309,10 @@ def sweep(config, runs, seed=None, threads=1, families=None, sets=(), certify=Fa
     the config's init.seed).  certify: the early stop of `scm sweep --certify`
     (needs families; docs/sweeps.md)."""
     lib, Error, check, ScmError, _, ptr, _, parse = _pkg()
-    runs = int(runs)
-    if runs < 1 or int(threads) < 1:
-        raise ScmError("invalid argument", "runs and threads must be >= 1")
+    # the limits of `scm sweep`
+    runs, threads = _int_in("runs", runs, 1, 1000000000), _int_in("threads", threads, 1, 1024)
+    if seed is not None:
+        seed = _int_in("seed", seed, 0, 2**53 - 1)
     cj = _cjson()
     libc = ctypes.CDLL(None)
     libc.free.argtypes = [ctypes.c_void_p]
@@ -338,7 +347,7 @@ def sweep(config, runs, seed=None, threads=1, families=None, sets=(), certify=Fa
         cb = _EMIT(emit)
         idx = (c_long * runs)(*range(runs))
         base = cfg.contents.seed if seed is None else int(seed)
-        st = lib.scm_sweep_exec(cfg, base, idx, runs, int(threads),
+        st = lib.scm_sweep_exec(cfg, base, idx, runs, threads,
                                 ctypes.byref(fams) if have_fams else None, ctypes.byref(o), cb,
                                 None, ctypes.byref(err))
         if failure:

@@ -275,6 +275,21 @@ def test_errors():
     raises(lambda: scmode.sweep({"model": {"K": 2, "M": 2}}, 2, families="[1"), scmode.ScmError,
            "families", "bad families")
     raises(lambda: scmode.load_library("/nonexistent/libscm.so"), ImportError, "SCMODE_LIB", "library path")
+    # ranges checked before the ctypes call, with the CLI's limits (issue 26)
+    cfg = {"model": {"K": 2, "M": 2}}
+    for bad, what in [(lambda: scmode.Model(2**33 + 2, 2), "K wraps to 2"),
+                      (lambda: scmode.Model(2**31, 2), "K wraps negative"),
+                      (lambda: scmode.Model(2.5, 2), "K fractional"),
+                      (lambda: scmode.fixed_points(10**6, 10**6), "fixed_points K unbounded"),
+                      (lambda: scmode.fixed_points(3, 3, seed=-1), "fixed_points seed -1"),
+                      (lambda: scmode.sweep(cfg, 2, seed=-1), "sweep seed -1"),
+                      (lambda: scmode.sweep(cfg, 2, seed=2**64 + 5), "sweep seed wraps to 5"),
+                      (lambda: scmode.sweep(cfg, 2, threads=True), "threads a bool"),
+                      (lambda: scmode.stability(m, np.eye(2), np.eye(2), seed=2**40), "stability seed")]:
+        raises(bad, scmode.ScmError, "must be an integer in", what)
+    raises(lambda: m.check_state(np.eye(2), np.eye(2), tol=float("nan")), scmode.ScmError,
+           "tol must be a finite number", "check_state tol NaN")
+    check(scmode.Model(np.int64(3), 2.0).K == 3, "numpy and integral float K accepted")
 
 
 with tempfile.TemporaryDirectory() as tmp:
