@@ -352,6 +352,18 @@ expect_error dup_section "key 'model' appears twice" '{"model": {"K": 2, "M": 2}
 expect_error seed_wide "'init.seed' must be an integer in \\[1, 4294967295\\]" '{"model": {"K": 2, "M": 2}, "init": {"seed": 4294967297}}'
 expect_error seed_zero "'init.seed' must be an integer in \\[1, 4294967295\\]" '{"model": {"K": 2, "M": 2}, "init": {"seed": 0}}'
 
+# limits that CVODE or the dead-neuron test would otherwise trip over with a
+# misleading reason, and messages that name the real problem (issue 26)
+expect_error tmax_huge "'integrator.t_max' must be in \\[1e-20, 1e20\\]" "$GOOD" --set integrator.t_max=1e50
+expect_error tmax_tiny "'integrator.t_max' must be in \\[1e-20, 1e20\\]" "$GOOD" --set integrator.t_first=1e-301 --set integrator.t_max=1e-300
+expect_error dead_tol_huge "'integrator.dead_tol' (the Q_kk below which" "$GOOD" --set integrator.dead_tol=1e10
+/usr/bin/python3 -c "print('[' * 2000 + ']' * 2000)" > "$W/deep.json"
+"$SCM" run "$W/deep.json" -o "$W/deep.out" > /dev/null 2> "$W/deep.err"
+check "[ $? -eq 2 ] && grep -q 'nested deeper than 1000 levels' '$W/deep.err'" "nesting depth: $(cat "$W/deep.err")"
+mkdir -p "$W/cfgdir"
+"$SCM" run "$W/cfgdir" -o "$W/cfgdir.out" > /dev/null 2> "$W/cfgdir.err"
+check "[ $? -eq 2 ] && grep -q 'it is a directory' '$W/cfgdir.err'" "a directory as config: $(cat "$W/cfgdir.err")"
+
 # Where an output may go (scm_output_check_path): a device is written
 # through, never replaced; a link, a directory, the config itself or the
 # other output are refused (exit 2) before anything is computed or written.

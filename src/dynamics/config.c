@@ -418,6 +418,17 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
     if ((st = get_integer(s, "integrator", "krylov_dim", o->krylov_dim, 1, 500, &x, err)))
         return st;
     o->krylov_dim = (int)x;
+    /* beyond 1e20 CVODE's first step probes states far outside the PSD cone
+     * and fails at t = 0, below 1e-20 it takes the final time for one
+     * behind t = 0; a dead_tol near Q_kk's own scale calls every student
+     * dead */
+    if (!(o->t_max >= 1e-20 && o->t_max <= 1e20))
+        return scm_error_set(err, SCM_EINVAL,
+                             "'integrator.t_max' must be in [1e-20, 1e20], got %g", o->t_max);
+    if (!(o->dead_tol <= 1e-3))
+        return scm_error_set(err, SCM_EINVAL,
+                             "'integrator.dead_tol' (the Q_kk below which a ReLU student is "
+                             "dead) must be in [0, 1e-3], got %g", o->dead_tol);
     return scm_traj_opts_check(o, err);
 }
 
@@ -544,6 +555,28 @@ static cJSON *used_json(const scm_config *c)
     return root;
 }
 
+/* The deepest nesting of arrays and objects in text, strings skipped: cJSON
+ * refuses more than CJSON_NESTING_LIMIT levels with the same error as a
+ * syntax error, so the depth is told apart here. */
+static long json_depth(const char *text)
+{
+    long depth = 0, deepest = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p == '"') {
+            while (*++p && *p != '"')
+                if (*p == '\\' && p[1])
+                    p++;
+            if (!*p)
+                break;
+        } else if (*p == '[' || *p == '{') {
+            deepest = ++depth > deepest ? depth : deepest;
+        } else if (*p == ']' || *p == '}') {
+            depth--;
+        }
+    }
+    return deepest;
+}
+
 scm_status scm_config_parse(const char *text, const char *source, const char *const *sets,
                             int nsets, scm_config **out, scm_error *err)
 {
@@ -552,6 +585,9 @@ scm_status scm_config_parse(const char *text, const char *source, const char *co
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
     if (!root) {
+        if (json_depth(text) > CJSON_NESTING_LIMIT)
+            return scm_error_set(err, SCM_EINVAL, "%s: JSON nested deeper than %d levels", source,
+                                 CJSON_NESTING_LIMIT);
         long line = 1;
         for (const char *p = text; end && p < end; p++)
             line += *p == '\n';
@@ -626,12 +662,13 @@ scm_status scm_config_load(const char *path, const char *const *sets, int nsets,
         buf = nb;
         cap *= 2;
     }
-    int bad = ferror(f);
+    int bad = ferror(f), why = errno;
     fclose(f);
     if (!buf)
         return scm_error_set(err, SCM_ENOMEM, "out of memory reading '%s'", path);
     if (!st && bad)
-        st = scm_error_set(err, SCM_EIO, "cannot read config '%s'", path);
+        st = scm_error_set(err, SCM_EIO, "cannot read config '%s': %s", path,
+                           why == EISDIR ? "it is a directory" : strerror(why));
     if (!st) {
         buf[len] = '\0';
         if (strlen(buf) != len)
