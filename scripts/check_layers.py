@@ -7,10 +7,10 @@ The library's folders are layers, lowest first:
 
 A file of one layer may include the headers of its own layer and of the layers
 below, never one above.  A public header include/scm/X.h belongs to the layer of
-the module that implements it: the folder of the .c files whose first project
-include is "scm/X.h" (each module's .c opens with its own header).  An internal
-header "L/name.h" belongs to layer L.  Also checked: every public header has
-exactly one layer, and every library .c lives in a layer folder.
+the files that define the functions it declares (a header of types and macros
+only belongs to no layer and may be included anywhere); an internal header
+"L/name.h" belongs to layer L.  Also checked: the functions of one public
+header are defined in one layer, and every library .c lives in a layer folder.
 
 Prints one line per violation and a last line "N passed, N failed" (the form the
 test runner reads); exit status 1 on any violation."""
@@ -20,6 +20,17 @@ import sys
 
 LAYERS = ["core", "dynamics", "landscape", "studies", "bindings"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# a definition at file level: the name, its parameters, then a brace
+DEFINITION = re.compile(r"^[A-Za-z_][\w \t\*]*?\b(scm_\w+)\s*\([^;{)]*(?:\([^)]*\)[^;{)]*)*\)\s*\{",
+                        re.M)
+DECLARATION = re.compile(r"\b(scm_\w+)\s*\(")
+
+
+def strip(text):
+    """Comments and string literals blanked, so that they declare nothing."""
+    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
 
 
 def main():
@@ -39,16 +50,21 @@ def main():
             checks += 1
             failures.append(f"src/{name}: a library source outside the layer folders")
 
+    defined = {}  # function name -> layer of its definition
+    for path, (layer, _) in sources.items():
+        if path.endswith(".c"):
+            text = strip(open(os.path.join(src, path), errors="replace").read())
+            for name in DEFINITION.findall(text):
+                defined.setdefault(name, layer)
     owner = {}  # "scm/X.h" -> set of layers
-    for path, (layer, incs) in sources.items():
-        if path.endswith(".c") and incs and incs[0].startswith("scm/"):
-            owner.setdefault(incs[0], set()).add(layer)
     for h in sorted(os.listdir(os.path.join(root, "include", "scm"))):
         checks += 1
-        layers = owner.get("scm/" + h, set())
-        if len(layers) != 1:
-            failures.append(f"include/scm/{h}: implemented in {len(layers)} layers "
-                            f"({', '.join(sorted(layers)) or 'none'}), want one")
+        text = strip(open(os.path.join(root, "include", "scm", h), errors="replace").read())
+        layers = {defined[n] for n in DECLARATION.findall(text) if n in defined}
+        owner["scm/" + h] = layers
+        if len(layers) > 1:
+            failures.append(f"include/scm/{h}: its functions are defined in {len(layers)} layers "
+                            f"({', '.join(sorted(layers))}), want one")
 
     rank = {layer: i for i, layer in enumerate(LAYERS)}
     for path, (layer, incs) in sorted(sources.items()):

@@ -13,10 +13,14 @@
  *  - the groups of equal overlaps of an enumerated point against the
  *    scalars of its ansatz (group sizes k1 and K - k1, Q_kk, own overlap);
  *  - at K = M + 1, every GD and ODE run either matches or is not converged
- *    with a reason, and no dead student is kept in a live state. */
+ *    with a reason, and no dead student is kept in a live state;
+ *  - the whole check of `scm crosscheck` (scm_xc_check_*): its counts equal
+ *    the per-run records summed here, its list scm_xc_enumerate's, a run
+ *    scm_xc_run_one's, its text and JSON its counts. */
 #include <gsl/gsl_errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "scm/crosscheck.h"
 #include "testutil.h"
@@ -314,6 +318,191 @@ static void test_run_many(void)
         scm_xc_run_free(&r[i]);
 }
 
+/* The whole check (scm_xc_check_*): its counts against the per-run
+ * records summed here, its list against scm_xc_enumerate, its runs
+ * against scm_xc_run_one, its JSON against its counts, and the errors of
+ * its steps.  K = 5, M = 4 with few starts and the k1 sweep off, so that
+ * runs end at the global minimum, at listed points and possibly unmatched
+ * or not converged (a GD budget of 300 iterations). */
+static void test_check(void)
+{
+    scm_xc_check_opts o;
+    scm_xc_check_opts_default(&o);
+    o.K = 5;
+    o.M = 4;
+    o.runs = 5;
+    o.first = 2;
+    o.seed = 7;
+    o.starts = 20;
+    o.sweep_passes = 0;
+    o.threads = 2;
+    o.run.gd_max_iter = 300;
+    scm_error err;
+    scm_xc_check *c = NULL;
+    CHECK(scm_xc_check_new(&o, &c, &err) == SCM_OK && c, "check_new: %s", err.msg);
+    if (!c)
+        return;
+    CHECK(scm_xc_check_run(c, SCM_XC_ODE, &err) == SCM_EINVAL, "run before the enumeration");
+    CHECK(scm_xc_check_enumerate(c, &err) == SCM_OK, "enumerate: %s", err.msg);
+    CHECK(scm_xc_check_run(c, SCM_XC_ODE, &err) == SCM_OK, "ode: %s", err.msg);
+    CHECK(scm_xc_check_run(c, SCM_XC_GD, &err) == SCM_OK, "gd: %s", err.msg);
+    CHECK(scm_xc_check_run(c, SCM_XC_GD, &err) == SCM_EINVAL, "gd twice");
+
+    /* the list: scm_xc_enumerate with the same options */
+    scm_ansatz *ans[16];
+    int na = 0;
+    for (int i = 0; i < scm_ansatz_builtin_count() && na < 16; i++) {
+        const char *t = scm_ansatz_builtin_text(i, NULL);
+        ans[na++] = scm_ansatz_parse(t, strlen(t), "builtin", NULL);
+    }
+    scm_fp_opts fo;
+    scm_fp_opts_default(&fo);
+    fo.n_random = 20;
+    fo.threads = 1;
+    fo.polish_defer = 1;
+    fo.deflate = 2;
+    scm_xc_list l;
+    CHECK(scm_xc_enumerate(5, 4, ans, na, &scm_act_relu, &fo, 0, &l, &err) == SCM_OK, "%s",
+          err.msg);
+    const scm_xc_list *cl = scm_xc_check_list(c);
+    CHECK(cl->n == l.n && cl->n_instances == l.n_instances, "list: %d points, want %d", cl->n,
+          l.n);
+    for (int i = 0; i < l.n && i < cl->n; i++)
+        CHECK(cl->pt[i].eps == l.pt[i].eps, "list point %d: loss %.17g, want %.17g", i,
+              cl->pt[i].eps, l.pt[i].eps);
+
+    /* the counts, summed here from the records */
+    long n = 0;
+    const scm_xc_run *r = scm_xc_check_runs(c, &n);
+    CHECK(n == 10, "%ld runs", n);
+    long conv[2] = {0}, nc[2] = {0}, glob[2] = {0}, um[2] = {0}, match[2] = {0}, work[2] = {0};
+    for (long j = 0; j < n; j++) {
+        int me = r[j].method == SCM_XC_GD;
+        CHECK(r[j].index == o.first + j % 5 && me == (j >= 5), "run %ld: index %ld method %d", j,
+              r[j].index, me);
+        work[me] += r[j].work;
+        conv[me] += r[j].converged;
+        nc[me] += !r[j].converged;
+        glob[me] += r[j].converged && r[j].global;
+        match[me] += r[j].converged && (r[j].match >= 0 || r[j].global);
+        um[me] += r[j].converged && r[j].match < 0 && !r[j].global;
+    }
+    for (int me = 0; me < 2; me++) {
+        const scm_xc_tally *t = scm_xc_check_tally(c, (scm_xc_method)me);
+        CHECK(t->runs == 5 && t->converged == conv[me] && t->not_converged == nc[me] &&
+                  t->global == glob[me] && t->matched == match[me] && t->unmatched == um[me] &&
+                  t->work == work[me],
+              "method %d: tally %ld %ld %ld %ld %ld vs records %ld %ld %ld %ld %ld", me,
+              t->converged, t->not_converged, t->global, t->matched, t->unmatched, conv[me],
+              nc[me], glob[me], match[me], um[me]);
+    }
+    CHECK(scm_xc_check_unmatched(c) == um[0] + um[1], "unmatched");
+    printf("# scm_xc_check K = 5, M = 4: ode %ld/%ld/%ld, gd %ld/%ld/%ld converged/matched/"
+           "unmatched, %d listed points\n",
+           conv[0], match[0], um[0], conv[1], match[1], um[1], cl->n);
+
+    /* a run again on its own: the same end point */
+    scm_xc_run one;
+    CHECK(scm_xc_run_one(5, 4, &scm_act_relu, SCM_XC_GD, 7, 4, &o.run, &one, &err) == SCM_OK,
+          "%s", err.msg);
+    CHECK(one.eps == r[7].eps && one.work == r[7].work && one.converged == r[7].converged,
+          "gd run 4: loss %.17g, want %.17g", r[7].eps, one.eps);
+    scm_xc_run_free(&one);
+
+    /* the JSON and the text say the same */
+    cJSON *js = scm_xc_check_json(c);
+    const cJSON *sm = cJSON_GetObjectItem(js, "summary");
+    for (int me = 0; me < 2; me++) {
+        const cJSON *m = cJSON_GetObjectItem(sm, me ? "gd" : "ode");
+        const cJSON *x = cJSON_GetObjectItem(m, "converged"), *y = cJSON_GetObjectItem(m, "unmatched");
+        CHECK(x && y && x->valuedouble == conv[me] && y->valuedouble == um[me],
+              "JSON summary of method %d", me);
+    }
+    const cJSON *ua = cJSON_GetObjectItem(js, "unmatched_points"),
+                *na_ = cJSON_GetObjectItem(js, "not_converged");
+    CHECK(cJSON_GetArraySize(ua) == um[0] + um[1] && cJSON_GetArraySize(na_) == nc[0] + nc[1],
+          "JSON lists: %d unmatched, %d not converged", cJSON_GetArraySize(ua),
+          cJSON_GetArraySize(na_));
+    cJSON_Delete(js);
+    char *text = scm_xc_check_text(c, 0);
+    CHECK(text && strstr(text, um[0] + um[1] ? "INCOMPLETE: " : "complete: 0 unmatched"),
+          "text: %s", text ? text : "(null)");
+    free(text);
+    scm_xc_list_free(&l);
+    for (int i = 0; i < na; i++)
+        scm_ansatz_free(ans[i]);
+    scm_xc_check_free(c);
+
+    /* errors of the first step */
+    o.K = 0;
+    CHECK(scm_xc_check_new(&o, &c, &err) == SCM_EINVAL && !c, "K = 0");
+    o.K = 3;
+    const char *bad[1] = {"/nonexistent/ansatz.json"};
+    o.ansatz_files = bad;
+    o.n_ansatz = 1;
+    CHECK(scm_xc_check_new(&o, &c, &err) == SCM_EIO && !c && strstr(err.msg, "nonexistent"),
+          "a missing ansatz file: %s", err.msg);
+}
+
+/* The whole check with the enumeration restricted to an ansatz file (the
+ * k1 ansatz with k1 = 0 only) at K = M = 8, GD only: some end points come
+ * out unmatched; the check's count, its distinct-loss table in the text,
+ * its exit condition and its JSON list all agree with the records. */
+static void test_check_restricted(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/test_xc_only0_%ld.json", (long)getpid());
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("{\"name\": \"k1_only0\", \"require\": [\"K - M\"], \"k1\": [\"0\", \"0\"],"
+              " \"students\": {\"anti\": \"k1\", \"al\": \"K - k1\"},"
+              " \"teachers\": {\"tanti\": \"k1\", \"tal\": \"M - k1\"},"
+              " \"pairs\": {\"anti\": \"tanti\", \"al\": \"tal\"}}",
+              f);
+        fclose(f);
+    }
+    const char *files[1] = {path};
+    scm_xc_check_opts o;
+    scm_xc_check_opts_default(&o);
+    o.K = o.M = 8;
+    o.runs = 12;
+    o.seed = 3;
+    o.ode = 0;
+    o.threads = 2;
+    o.ansatz_files = files;
+    o.n_ansatz = 1;
+    scm_error err;
+    scm_xc_check *c = NULL;
+    CHECK(scm_xc_check_new(&o, &c, &err) == SCM_OK && scm_xc_check_enumerate(c, &err) == SCM_OK &&
+              scm_xc_check_run(c, SCM_XC_ODE, &err) == SCM_EINVAL &&
+              scm_xc_check_run(c, SCM_XC_GD, &err) == SCM_OK,
+          "restricted check: %s", err.msg);
+    remove(path);
+    if (!c)
+        return;
+    long n = 0, um = 0;
+    const scm_xc_run *r = scm_xc_check_runs(c, &n);
+    for (long j = 0; j < n; j++)
+        um += r[j].converged && r[j].match < 0 && !r[j].global;
+    CHECK(n == 12 && um > 0 && scm_xc_check_unmatched(c) == um &&
+              scm_xc_check_tally(c, SCM_XC_GD)->unmatched == um,
+          "restricted: %ld unmatched of %ld, the check says %ld", um, n,
+          scm_xc_check_unmatched(c));
+    char *text = scm_xc_check_text(c, 0);
+    CHECK(text && strstr(text, "unmatched losses") && strstr(text, "INCOMPLETE: ") &&
+              strstr(text, "groups of students with equal overlaps") && !strstr(text, "\node "),
+          "restricted text: %s", text ? text : "(null)");
+    free(text);
+    cJSON *js = scm_xc_check_json(c);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(js, "unmatched_points")) == um &&
+              cJSON_GetObjectItem(js, "unmatched")->valuedouble == um &&
+              !cJSON_GetObjectItem(cJSON_GetObjectItem(js, "summary"), "ode"),
+          "restricted JSON");
+    cJSON_Delete(js);
+    printf("# scm_xc_check restricted, K = M = 8: %ld of 12 GD runs unmatched\n", um);
+    scm_xc_check_free(c);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -324,5 +513,7 @@ int main(void)
     test_complete_small();
     test_restricted();
     test_overparam();
+    test_check();
+    test_check_restricted();
     return TEST_SUMMARY();
 }

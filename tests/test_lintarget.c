@@ -16,7 +16,12 @@
  *    moves with log(1/alpha) at the slope 2 / sqrt(t) of the linearised
  *    growth (v_k, |w_k| grow at rate sqrt(t) / 2 along +-a, so the output
  *    coefficient v_k |w_k| ~ alpha^2 exp(sqrt(t) tau) reaches O(1) at
- *    tau = (2 / sqrt(t)) log(1/alpha)), for t = 1 and t = 2.25. */
+ *    tau = (2 / sqrt(t)) log(1/alpha)), for t = 1 and t = 2.25;
+ *  - the study of `scm lintarget` (scm_lintarget_study_run) at tiny sizes:
+ *    its rows equal the runs, phases and saddle checks made directly, its
+ *    fit through two points is their slope, its tables have one line per
+ *    row and per recorded point, and bad options and refused runs are
+ *    errors. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -215,6 +220,109 @@ static void test_phases(double t)
     CHECK(scm_lintarget_run(t, 0.0, 1000, 7, 200, 800, &r, NULL) == SCM_EINVAL, "alpha = 0 rejected");
 }
 
+/* Lines of a text (each ends with a newline). */
+static long count_lines(const char *s, size_t len)
+{
+    long n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += s[i] == '\n';
+    return n;
+}
+
+static void test_study(void)
+{
+    scm_lintarget_study_opts o;
+    scm_lintarget_study_opts_default(&o);
+    CHECK(o.n_alpha == 6 && o.alpha[5] == 1e-6 && o.n_c == 4 && o.c[2] == 0.385 && o.t == 1.0,
+          "study defaults");
+    o.n_alpha = 2;
+    o.alpha[0] = 2.385e-2;
+    o.alpha[1] = 1e-3;
+    o.n_c = 2;
+    o.c[0] = 0.5;
+    o.c[1] = -0.5;
+    o.d = 60;
+    o.seed = 3;
+    o.t = 1.3;
+    o.t_max = 120;
+    o.n_out = 40;
+    scm_lintarget_study s;
+    scm_error e;
+    CHECK(scm_lintarget_study_run(&o, &s, &e) == SCM_OK, "study: %s", e.msg);
+    CHECK(s.n_rows == 2 && s.n_saddle == 2 && s.json && s.phases_csv && s.traces_csv,
+          "study rows %d, saddle rows %d", s.n_rows, s.n_saddle);
+    long points = 0;
+    double lx[2] = {0}, tge[2] = {0};
+    for (int i = 0; i < 2 && s.n_rows == 2; i++) {
+        scm_traj_result r;
+        CHECK(scm_lintarget_run(o.t, o.alpha[i], o.d, o.seed, o.t_max, o.n_out, &r, &e) == SCM_OK,
+              "direct run: %s", e.msg);
+        const double v0[2] = {o.alpha[i], -o.alpha[i]};
+        scm_model *m = scm_lintarget_model(2, o.t, v0, NULL);
+        scm_lintarget_phase_opts po;
+        scm_lintarget_phase_opts_default(&po);
+        scm_lintarget_phases ph;
+        CHECK(scm_lintarget_phases_detect(m, &r, &po, &ph, &e) == SCM_OK, "phases: %s", e.msg);
+        const scm_lintarget_study_row *w = &s.rows[i];
+        CHECK(w->alpha == o.alpha[i] && w->stop == r.stop && w->n_steps == r.n_steps &&
+                  w->final_eps == r.eps && w->final_v[0] == r.v[0] && w->final_v[1] == r.v[1],
+              "row %d: the run as made directly", i);
+        /* bit for bit (NaN where a phase end is not reached) */
+        CHECK(memcmp(&w->ph, &ph, sizeof ph) == 0, "row %d: the phases as detected directly", i);
+        CHECK(w->log_inv_alpha == log(1.0 / o.alpha[i]), "row %d: log(1/alpha)", i);
+        lx[i] = log(1.0 / o.alpha[i]);
+        tge[i] = ph.t_grow_end;
+        points += r.n_out;
+        scm_model_free(m);
+        scm_traj_result_free(&r);
+    }
+    CHECK(count_lines(s.phases_csv, s.phases_len) == 1 + 2, "phases table lines");
+    CHECK(count_lines(s.traces_csv, s.traces_len) == 1 + points, "traces table: %ld points",
+          points);
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(s.json, "runs");
+    CHECK(cJSON_GetArraySize(runs) == 2, "json runs");
+    const cJSON *fit = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(s.json, "fits_vs_log_inv_alpha"), "t_grow_end");
+    const cJSON *slope = cJSON_GetObjectItemCaseSensitive(fit, "slope");
+    CHECK(cJSON_IsNumber(slope), "t_grow_end fit has a slope");
+    if (cJSON_IsNumber(slope))
+        CHECK_CLOSE(slope->valuedouble, (tge[1] - tge[0]) / (lx[1] - lx[0]), 1e-10, 0.0,
+                    "fit through two points: their slope");
+    const double beta[2] = {0.8, 1.3};
+    for (int i = 0; i < 2 && s.n_saddle == 2; i++) {
+        scm_lintarget_saddle_report a, b;
+        CHECK(scm_lintarget_saddle_check(o.t, o.c[i], beta, 3, 0.01, &a, &e) == SCM_OK &&
+                  scm_lintarget_saddle_check(o.t, o.c[i], beta, 3, 0.02, &b, &e) == SCM_OK,
+              "direct saddle check: %s", e.msg);
+        const scm_lintarget_saddle_row *w = &s.saddle[i];
+        CHECK(w->c == o.c[i] && w->at_s.eps == a.eps && w->at_s.n_zero == a.n_zero &&
+                  w->at_s.descent_min == a.descent_min && w->at_2s.descent_min == b.descent_min &&
+                  w->ratio == b.descent_min / a.descent_min,
+              "saddle row %d: the checks made directly", i);
+    }
+    /* c = 0.5: v2 < 0, cubic descent; c = -0.5: flat to third order */
+    CHECK(s.n_saddle == 2 && !strcmp(s.saddle[0].verdict, "non-strict saddle (cubic descent)") &&
+              !strcmp(s.saddle[1].verdict, "flat to third order (no descent found)"),
+          "verdicts %s / %s", s.n_saddle ? s.saddle[0].verdict : "-",
+          s.n_saddle > 1 ? s.saddle[1].verdict : "-");
+    scm_lintarget_study_free(&s);
+
+    scm_lintarget_study_opts bad = o;
+    bad.alpha[1] = 1.5;
+    CHECK(scm_lintarget_study_run(&bad, &s, &e) == SCM_EINVAL && !s.json, "alpha >= 1 refused");
+    scm_lintarget_study_free(&s);
+    bad = o;
+    bad.n_c = SCM_LINTARGET_STUDY_MAX + 1;
+    CHECK(scm_lintarget_study_run(&bad, &s, &e) == SCM_EINVAL, "too many cs refused");
+    scm_lintarget_study_free(&s);
+    bad = o;
+    bad.t = -1.0;
+    CHECK(scm_lintarget_study_run(&bad, &s, &e) != SCM_OK && s.refused && s.n_rows == 0 &&
+              !s.json && strstr(e.msg, "alpha = 0.02385") != NULL,
+          "t < 0: the first run refused (%s)", e.msg);
+    scm_lintarget_study_free(&s);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -224,5 +332,6 @@ int main(void)
     test_manifold();
     test_phases(1.0);
     test_phases(2.25);
+    test_study();
     return TEST_SUMMARY();
 }

@@ -35,7 +35,11 @@
  *    same against the library's sgd rule (erf with noise and v trained,
  *    ReLU), and the spread ~ d^-1/2 for sgd.
  * 5. Batch mode (full-batch GD on n = 50 d samples) follows the flow to the
- *    empirical-risk error O(sqrt(d / n)); reproducibility; bad options. */
+ *    empirical-risk error O(sqrt(d / n)); reproducibility; bad options.
+ * 6. The study of `scm simulate` (scm_simulate_study_*): each seed's records
+ *    against direct scm_traj_run and scm_sim calls from the same start, the
+ *    statistics recomputed from them, thread independence, the result
+ *    object and the CSV against the records, bad input. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -526,6 +530,179 @@ static void test_reproducible_and_errors(const scm_model *m)
     scm_sim_free(s);
 }
 
+/* ---- the study of `scm simulate` (scm_simulate_study_*) ---- */
+
+static const char study_cfg[] =
+    "{\"model\": {\"K\": 2, \"M\": 2, \"activation\": \"erf\"}, \"init\": {\"seed\": 7},"
+    " \"integrator\": {\"t_first\": 0.1, \"n_out\": 6},"
+    " \"simulate\": {\"d\": 80, \"seeds\": 3, \"eta\": 0.3, \"t_max\": 1.5}}";
+
+static scm_status study_setup(const char *text, const char *const *sets, int nsets,
+                              const scm_simulate_study_opts *cli, scm_simulate_study *st,
+                              scm_error *err)
+{
+    return scm_simulate_study_setup(text, strlen(text), "cfg.json", sets, nsets, cli, st, err);
+}
+
+/* Each seed's ODE records equal a direct scm_traj_run from the realised
+ * start, and its network's end state a direct scm_sim run. */
+static void study_check_seed(const scm_simulate_study *st, const scm_simulate_seed *r, int s)
+{
+    scm_error err;
+    scm_config cc = *st->config;
+    cc.seed = st->config->seed + (unsigned long)s;
+    CHECK(r->init_seed == cc.seed, "seed %d: init seed %lu", s, r->init_seed);
+    double Q[K * K], R[K * M], Qe[K * K], Re[K * M], ve[K], eps;
+    CHECK(scm_config_initial_state(&cc, st->model, Q, R, &err) == SCM_OK, "%s", err.msg);
+    scm_sim_opts o = st->opts.sim;
+    o.seed = scm_simulate_sample_seed(cc.seed);
+    scm_sim *sim = scm_sim_alloc(st->model, &o, Q, R, &err);
+    CHECK(sim != NULL, "%s", err.msg);
+    if (!sim)
+        return;
+    scm_sim_state(sim, Q, R, NULL, NULL, &err);
+    scm_traj_opts to = cc.traj;
+    to.t_max = st->opts.t_max;
+    to.eps_stop = to.grad_stop = 0.0;
+    to.record = 1;
+    scm_traj_result tr;
+    CHECK(scm_traj_run(st->model, cc.rule, Q, R, &to, &tr, &err) == SCM_OK, "%s", err.msg);
+    CHECK(tr.n_out == r->n && r->n > 1, "seed %d: %ld records, direct %ld", s, r->n, tr.n_out);
+    const long n = r->n - 1;
+    if (tr.n_out == r->n) {
+        CHECK(tr.out_eps[n] == r->eps_ode[n], "seed %d: ODE end eps", s);
+        CHECK(memcmp(tr.out_Q + n * K * K, r->Q_ode + n * K * K, sizeof Q) == 0, "ODE end Q");
+        CHECK(memcmp(tr.out_R + n * K * M, r->R_ode + n * K * M, sizeof R) == 0, "ODE end R");
+        scm_sim_advance(sim, tr.out_t[n], &err);
+        scm_sim_state(sim, Qe, Re, ve, &eps, &err);
+        CHECK(eps == r->eps_sim[n], "seed %d: network end eps %.17g vs %.17g", s, eps,
+              r->eps_sim[n]);
+        CHECK(memcmp(Qe, r->Q_sim + n * K * K, sizeof Qe) == 0, "network end Q");
+        CHECK(scm_sim_steps(sim) == r->steps, "steps %ld vs %ld", scm_sim_steps(sim), r->steps);
+    }
+    scm_traj_result_free(&tr);
+    scm_sim_free(sim);
+}
+
+/* The statistics recomputed from the per-seed records. */
+static void study_check_stats(const scm_simulate_result *res)
+{
+    CHECK(res->n_stats == res->runs[0].n, "n_stats %ld", res->n_stats);
+    for (long i = 0; i < res->n_stats; i++) {
+        double d[8], mean = 0.0, var = 0.0, ms = 0.0;
+        const int S = res->seeds;
+        for (int s = 0; s < S; s++) {
+            const scm_simulate_seed *r = res->runs + s;
+            d[s] = r->eps_sim[i] - r->eps_ode[i];
+            mean += d[s] / S;
+            double dev = 0.0;
+            for (int j = 0; j < K * K; j++)
+                dev = fmax(dev, fabs(r->Q_sim[i * K * K + j] - r->Q_ode[i * K * K + j]));
+            for (int j = 0; j < K * M; j++)
+                dev = fmax(dev, fabs(r->R_sim[i * K * M + j] - r->R_ode[i * K * M + j]));
+            for (int j = 0; j < K; j++)
+                dev = fmax(dev, fabs(r->v_sim[i * K + j] - r->v_ode[i * K + j]));
+            ms += dev * dev / S;
+        }
+        for (int s = 0; s < S; s++)
+            var += (d[s] - mean) * (d[s] - mean) / (S - 1);
+        const scm_simulate_stat *st = res->stats + i;
+        CHECK(st->seeds == S, "stat %ld: %d seeds", i, st->seeds);
+        CHECK(st->t == res->runs[0].t[i], "stat %ld: t", i);
+        CHECK_CLOSE(st->eps_diff_mean, mean, 1e-9, 1e-15, "eps_diff_mean");
+        CHECK_CLOSE(st->eps_diff_se, sqrt(var / S), 1e-6, 1e-15, "eps_diff_se");
+        CHECK_CLOSE(st->state_dev_rms, sqrt(ms), 1e-12, 1e-15, "state_dev_rms");
+    }
+}
+
+/* The result object and the CSV against the records. */
+static void study_check_output(const scm_simulate_study *st, const scm_simulate_result *res)
+{
+    cJSON *j = scm_simulate_study_json(st, res);
+    const cJSON *seeds = cJSON_GetObjectItem(j, "seeds"), *sum = cJSON_GetObjectItem(j, "summary");
+    CHECK(cJSON_GetArraySize(seeds) == res->seeds, "json seeds");
+    CHECK(cJSON_GetArraySize(sum) == res->n_stats, "json summary");
+    CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "status")), "ok") == 0, "status");
+    const cJSON *tr = cJSON_GetObjectItem(cJSON_GetArrayItem(seeds, 1), "trajectory");
+    const cJSON *last = cJSON_GetArrayItem(tr, (int)res->runs[1].n - 1);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(last, "ode"), "eps")->valuedouble ==
+              res->runs[1].eps_ode[res->runs[1].n - 1],
+          "json seed 1 end eps");
+    size_t len = 0;
+    char *csv = scm_simulate_study_csv(st, res, &len);
+    long lines = 0, want = 1;
+    for (size_t i = 0; csv && i < len; i++)
+        lines += csv[i] == '\n';
+    for (int s = 0; s < res->seeds; s++)
+        want += 2 * res->runs[s].n;
+    CHECK(csv && strlen(csv) == len && lines == want, "csv: %ld lines, want %ld", lines, want);
+    free(csv);
+    cJSON_Delete(j);
+}
+
+static void study_errors(void)
+{
+    scm_simulate_study st;
+    scm_simulate_study_opts cli;
+    scm_simulate_study_opts_default(&cli);
+    scm_error err;
+    const char *set1[] = {"simulate.foo=1"}, *set2[] = {"rule=sgd", "rule_params.eta=0.3"};
+    CHECK(study_setup("{not json", NULL, 0, &cli, &st, &err) == SCM_EINVAL &&
+              strcmp(err.msg, "cannot read 'cfg.json' as JSON") == 0,
+          "not JSON: %s", err.msg);
+    CHECK(study_setup(study_cfg, set1, 1, &cli, &st, &err) == SCM_EINVAL &&
+              strstr(err.msg, "unknown key 'simulate.foo'") != NULL,
+          "unknown key: %s", err.msg);
+    cli.sim.mode = SCM_SIM_BATCH;
+    cli.given = SCM_SIMULATE_GIVEN_MODE;
+    CHECK(study_setup(study_cfg, NULL, 0, &cli, &st, &err) == SCM_EINVAL &&
+              strstr(err.msg, "batch mode needs the number of samples") != NULL,
+          "batch without n: %s", err.msg);
+    CHECK(study_setup(study_cfg, set2, 2, &cli, &st, &err) == SCM_EINVAL &&
+              strstr(err.msg, "rule sgd is one-pass online SGD") != NULL,
+          "sgd batch: %s", err.msg);
+    CHECK(st.config == NULL && st.model == NULL, "nothing held after a failure");
+}
+
+static void test_study(void)
+{
+    scm_simulate_study st;
+    scm_simulate_study_opts cli;
+    scm_simulate_study_opts_default(&cli);
+    scm_error err;
+    const char *sets[] = {"simulate.seeds=4"};
+    /* The command line's d over the section's; seeds from --set. */
+    cli.sim.d = 60;
+    cli.given = SCM_SIMULATE_GIVEN_D;
+    cli.threads = 3;
+    if (study_setup(study_cfg, sets, 1, &cli, &st, &err)) {
+        CHECK(0, "setup: %s", err.msg);
+        return;
+    }
+    CHECK(st.opts.sim.d == 60 && st.opts.seeds == 4 && st.opts.sim.eta == 0.3 &&
+              st.opts.t_max == 1.5 && st.config->d == 60,
+          "resolved: d %ld, seeds %d, eta %g", st.opts.sim.d, st.opts.seeds, st.opts.sim.eta);
+    scm_simulate_result res, res1;
+    CHECK(scm_simulate_study_run(&st, &res, &err) == SCM_OK, "run: %s", err.msg);
+    CHECK(res.seeds == 4 && !res.failed, "seeds %d, failed %d", res.seeds, res.failed);
+    for (int s = 0; s < res.seeds; s++)
+        study_check_seed(&st, res.runs + s, s);
+    study_check_stats(&res);
+    study_check_output(&st, &res);
+    /* One thread: the same numbers. */
+    st.opts.threads = 1;
+    CHECK(scm_simulate_study_run(&st, &res1, &err) == SCM_OK, "run: %s", err.msg);
+    for (int s = 0; s < res.seeds; s++)
+        CHECK(res1.runs[s].n == res.runs[s].n &&
+                  memcmp(res1.runs[s].eps_sim, res.runs[s].eps_sim,
+                         sizeof(double) * (size_t)res.runs[s].n) == 0,
+              "seed %d differs with 1 thread", s);
+    scm_simulate_result_free(&res1);
+    scm_simulate_result_free(&res);
+    scm_simulate_study_free(&st);
+    study_errors();
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -533,6 +710,7 @@ int main(void)
     scm_model *m = scm_model_alloc(K, M, &scm_act_erf, NULL, NULL, NULL, &err);
     if (!m)
         return 1;
+    test_study();
     test_reproducible_and_errors(m);
     test_retractions(m);
     test_batch(m);

@@ -21,7 +21,10 @@
  *     lambdas (and splits into three) the full Hessian's inertia equals the
  *     prediction exactly, the verdicts follow the rule, and the perturbation
  *     test agrees where the Hessian gives a strict answer;
- *  7. error paths. */
+ *  7. error paths;
+ *  8. the study of `scm split`: the samples, a parent read from a file and
+ *     chosen among the enumerated points, the study against direct calls
+ *     of the checks above, its result object and its errors. */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -31,6 +34,8 @@
 #include <string.h>
 
 #include "scm/fixedpoint.h"
+#include "scm/fplist.h"
+#include "scm/output.h"
 #include "scm/split.h"
 #include "scm/weights.h"
 #include "testutil.h"
@@ -483,6 +488,187 @@ static void test_errors(const parent *p)
     free(Rc);
 }
 
+/* 8. the study of `scm split` (scm_split_parent_*, scm_split_samples,
+ *    scm_split_study_*): against the lower-level calls directly. */
+
+/* Write text to a new temporary file; its path into path (PATH_MAX). */
+static int write_temp(const char *text, char *path)
+{
+    snprintf(path, 64, "/tmp/test_split_XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return 0;
+    FILE *f = fdopen(fd, "w");
+    const int ok = f && fputs(text, f) >= 0;
+    if (f)
+        fclose(f);
+    return ok;
+}
+
+static void test_study_samples(void)
+{
+    scm_split_sample *s = NULL;
+    int ns = 0;
+    scm_error err;
+    const double lam[2] = {0.25, 2.0}, w[3] = {0.2, 0.3, 0.5}, wbad[2] = {0.3, 0.6};
+    CHECK(scm_split_samples(NULL, 0, 3, NULL, 0, &s, &ns, &err) == SCM_OK && ns == 3, "grid");
+    for (int i = 0; s && i < ns; i++)
+        CHECK(s[i].n == 2 && s[i].mu[0] == -0.5 + i && s[i].mu[1] == 1.0 - s[i].mu[0],
+              "grid sample %d: (%g, %g)", i, s[i].mu[0], s[i].mu[1]);
+    free(s);
+    CHECK(scm_split_samples(lam, 2, 0, NULL, 0, &s, &ns, &err) == SCM_OK && ns == 2 &&
+              s[1].mu[0] == 2.0 && s[1].mu[1] == -1.0,
+          "lambdas");
+    free(s);
+    CHECK(scm_split_samples(NULL, 0, 0, w, 3, &s, &ns, &err) == SCM_OK && ns == 1 &&
+              s[0].n == 3 && s[0].mu[2] == 0.5,
+          "weights");
+    free(s);
+    CHECK(scm_split_samples(NULL, 0, 0, wbad, 2, &s, &ns, &err) == SCM_EINVAL &&
+              strstr(err.msg, "must sum to 1"),
+          "weights summing to 0.9: %s", err.msg);
+    free(s);
+}
+
+/* The study of neuron r of p (read back from a file) against direct calls. */
+static void test_study_run(const parent *p, int r)
+{
+    const int K = p->m->K, M = p->m->M;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToObject(j, "Q", scm_output_matrix(p->Q, K, K));
+    cJSON_AddItemToObject(j, "R", scm_output_matrix(p->R, K, M));
+    cJSON_AddItemToObject(j, "v", scm_output_vector(p->m->v, K));
+    char *text = scm_output_print(j, 0), path[64];
+    cJSON_Delete(j);
+    CHECK(text && write_temp(text, path), "temporary file");
+    free(text);
+    scm_split_parent sp;
+    memset(&sp, 0, sizeof sp);
+    scm_error err;
+    CHECK(scm_split_parent_load(path, -1, &sp, &err) == SCM_OK, "load: %s", err.msg);
+    remove(path);
+    CHECK(sp.K == K && sp.M == M && !strcmp(sp.act, "erf") && sp.v && !sp.T && !sp.vs &&
+              memcmp(sp.Q, p->Q, sizeof(double) * (size_t)(K * K)) == 0 &&
+              memcmp(sp.R, p->R, sizeof(double) * (size_t)(K * M)) == 0 &&
+              sp.v[K - 1] == p->m->v[K - 1],
+          "the point read back");
+    scm_split_sample *s = NULL;
+    int ns = 0;
+    scm_split_samples(NULL, 0, 4, NULL, 0, &s, &ns, &err);
+    scm_split_study_opts o;
+    scm_split_study_opts_default(&o);
+    o.neuron = r;
+    scm_split_study st;
+    CHECK(scm_split_study_run(&sp, &o, s, ns, &st, &err) == SCM_OK, "study: %s", err.msg);
+    const long d = K + M + 1;
+    CHECK(st.d == d && st.residual <= 1e-9 && strstr(sp.desc, "; residual "), "d %ld, desc %s",
+          st.d, sp.desc);
+    scm_split_inner h;
+    scm_stab_counts pc;
+    scm_stab_zero_modes pz;
+    double *ev = dalloc((long)K * d);
+    int closed;
+    scm_split_inner_hessian(p->m, p->Q, p->R, r, 1e-6, &h, &err);
+    scm_split_hessian(p->m, p->Q, p->R, d, 1e-6, ev, &pc, &pz, &closed, &err);
+    CHECK(st.inner.rank == h.rank && st.inner.cls == h.cls &&
+              memcmp(st.inner.eval, h.eval, sizeof(double) * (size_t)h.rank) == 0,
+          "inner Hessian as computed directly");
+    CHECK(st.parent_counts.n_neg == pc.n_neg && st.parent_counts.n_zero == pc.n_zero &&
+              st.parent_zero.total == pz.total,
+          "parent Hessian as computed directly");
+    for (int i = 0; i < ns; i++) {
+        scm_split_point pt;
+        scm_split_check(p->m, p->Q, p->R, &h, 2, s[i].mu, d, 1e-6, &pc, pz.total, &pt, &err);
+        CHECK(s[i].pt.counts.n_neg == pt.counts.n_neg && s[i].pt.counts.n_zero == pt.counts.n_zero &&
+                  s[i].pt.residual == pt.residual && s[i].pt.verdict == pt.verdict &&
+                  !s[i].perturbed,
+              "sample %d as checked directly", i);
+    }
+    cJSON *res = scm_split_study_json(&st);
+    const cJSON *pts = cJSON_GetObjectItem(res, "points");
+    CHECK(cJSON_GetArraySize(pts) == ns &&
+              cJSON_GetObjectItem(res, "neuron")->valueint == r &&
+              !strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "inner_hessian"), "class")
+                          ->valuestring,
+                      scm_split_class_str(h.cls)) &&
+              cJSON_GetObjectItem(cJSON_GetArrayItem(pts, 2), "negative")->valueint ==
+                  s[2].pt.counts.n_neg,
+          "the result object");
+    cJSON_Delete(res);
+    scm_split_study_free(&st);
+    /* Bad input: a neuron out of range, a state that is not a fixed point. */
+    o.neuron = K;
+    CHECK(scm_split_study_run(&sp, &o, s, ns, &st, &err) == SCM_EINVAL &&
+              strstr(err.msg, "out of range"),
+          "neuron out of range: %s", err.msg);
+    scm_split_study_free(&st);
+    o.neuron = r;
+    sp.Q[0] *= 1.01;
+    CHECK(scm_split_study_run(&sp, &o, s, ns, &st, &err) == SCM_EINVAL &&
+              strstr(err.msg, "not a fixed point"),
+          "not a fixed point: %s", err.msg);
+    scm_split_study_free(&st);
+    o.polish = 1;
+    CHECK(scm_split_study_run(&sp, &o, s, 1, &st, &err) == SCM_OK && st.residual <= 1e-12 &&
+              strstr(sp.desc, ", Newton-polished"),
+          "polished: %s (%s)", err.msg, sp.desc);
+    scm_split_study_free(&st);
+    scm_split_inner_free(&h);
+    free(ev);
+    free(s);
+    scm_split_parent_free(&sp);
+}
+
+/* A fixed-points result file, and the choice among enumerated points. */
+static void test_study_parents(void)
+{
+    scm_error err;
+    scm_split_parent sp;
+    char path[64];
+    CHECK(write_temp("{\"activation\": \"relu\", \"fixed_points\": [{\"Q\": [[1]], \"R\": "
+                     "[[1, 0]]}, {\"Q\": [[2]], \"R\": [[0.5, 0.25]]}]}",
+                     path),
+          "temporary file");
+    memset(&sp, 0, sizeof sp);
+    CHECK(scm_split_parent_load(path, 1, &sp, &err) == SCM_OK && sp.K == 1 && sp.M == 2 &&
+              sp.Q[0] == 2.0 && sp.R[1] == 0.25 && !strcmp(sp.act, "relu") &&
+              strstr(sp.desc, "[1]"),
+          "entry 1: %s", err.msg);
+    scm_split_parent_free(&sp);
+    CHECK(scm_split_parent_load(path, 2, &sp, &err) == SCM_EINVAL && strstr(err.msg, "[0, 2)"),
+          "index 2: %s", err.msg);
+    scm_split_parent_free(&sp);
+    remove(path);
+    CHECK(scm_split_parent_load(path, -1, &sp, &err) == SCM_EIO, "a missing file");
+    scm_split_parent_free(&sp);
+    scm_fplist_point *c = NULL;
+    int n = 0;
+    CHECK(scm_fplist_find(2, 2, &scm_act_erf, 10, 1, &c, &n, &err) == SCM_OK && n > 1,
+          "enumeration: %d points", n);
+    for (int i = 0; i < n && i < 2; i++) {
+        memset(&sp, 0, sizeof sp);
+        CHECK(scm_split_parent_choose(2, 2, &scm_act_erf, 10, 2, -1, i, NAN, &sp, &err) ==
+                      SCM_OK &&
+                  memcmp(sp.Q, c[i].Q, 4 * sizeof(double)) == 0 &&
+                  memcmp(sp.R, c[i].R, 4 * sizeof(double)) == 0,
+              "index %d: the listed point", i);
+        scm_split_parent_free(&sp);
+        memset(&sp, 0, sizeof sp);
+        CHECK(scm_split_parent_choose(2, 2, &scm_act_erf, 10, 1, -1, -1, c[i].eps + 1e-13, &sp,
+                                      &err) == SCM_OK &&
+                  strstr(sp.desc, i ? "point 1 of" : "point 0 of"),
+              "loss of point %d: %s", i, sp.desc);
+        scm_split_parent_free(&sp);
+    }
+    memset(&sp, 0, sizeof sp);
+    CHECK(scm_split_parent_choose(2, 2, &scm_act_erf, 10, 1, -1, n, NAN, &sp, &err) ==
+                  SCM_EINVAL &&
+              strstr(err.msg, "out of range"),
+          "index %d: %s", n, err.msg);
+    scm_split_parent_free(&sp);
+    scm_fplist_free(c, n);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -538,6 +724,9 @@ int main(void)
     parent_free(&semi);
 
     test_errors(&p23);
+    test_study_samples();
+    test_study_run(&p23, 1);
+    test_study_parents();
 
     parent_free(&pd);
     parent_free(&nd);

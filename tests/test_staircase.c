@@ -15,7 +15,14 @@
  *     linear), a search on the sphere with the arc-cosine kernel (ReLU),
  *     random directions (ReLU, a general T) and the +-ReLU pair, whose
  *     target is linear (rate |a| / 2);
- *  5. error paths. */
+ *  5. error paths;
+ *  6. the study of `scm staircase` (scm_stair_study_run) at K = M = 2 erf,
+ *     three alphas: its first run against scm_traj_run with the documented
+ *     settings, its plateaus against scm_stair_detect and scm_stair_match on
+ *     its curves, its fixed points against scm_fplist_find, its fit against
+ *     scm_stair_fit of the escape times, its JSON against its rows, the
+ *     polish variant (v* != 1) against scm_stair_polish of a plateau's
+ *     middle state, and its bad inputs. */
 #include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +30,7 @@
 #include <string.h>
 
 #include "scm/fixedpoint.h"
+#include "scm/fplist.h"
 #include "scm/init.h"
 #include "scm/split.h"
 #include "scm/staircase.h"
@@ -378,6 +386,177 @@ static void test_origin(void)
     }
 }
 
+static void count_note(void *user, const char *msg)
+{
+    (void)msg;
+    (*(int *)user)++;
+}
+
+/* The enumerator's study (T = I, v* = 1, gd). */
+static void test_study_enumerator(void)
+{
+    scm_stair_study_opts o;
+    scm_stair_study_opts_default(&o);
+    CHECK(o.K == -1 && o.act == &scm_act_erf && o.rule == &scm_rule_gd && o.n_out == 3000 &&
+              o.T_diag[7] == 1.0 && o.vstar[0] == 1.0,
+          "study defaults");
+    o.K = o.M = 2;
+    o.n_alpha = 3;
+    o.alpha[0] = 1e-3;
+    o.alpha[1] = 1e-4;
+    o.alpha[2] = 2.385e-6;
+    o.n_out = 600;
+    o.t_max = 2000;
+    o.starts = 10;
+    scm_stair_study s;
+    scm_error err;
+    CHECK(scm_stair_study_run(&o, &s, &err) == SCM_OK, "study: %s", err.msg);
+    CHECK(!s.polish && s.n_rows == 3 && s.n_fits == 1, "study: polish %d, %d rows, %d fits",
+          s.polish, s.n_rows, s.n_fits);
+    /* the fixed points: the list, and lambda as scm_fp_full_stability gives it */
+    scm_fplist_point *fp = NULL;
+    int nfp = 0;
+    scm_fplist_find(2, 2, &scm_act_erf, 10, 1, &fp, &nfp, NULL);
+    scm_model *m = scm_model_alloc(2, 2, &scm_act_erf, NULL, NULL, NULL, &err);
+    scm_flow *fl = scm_flow_alloc(m);
+    CHECK(s.n_fp == nfp, "study: %d fixed points, the list %d", s.n_fp, nfp);
+    for (int f = 0; f < nfp && f < s.n_fp; f++) {
+        double re_max, re_min;
+        scm_fp_full_stability(fl, fp[f].Q, fp[f].R, &re_max, &re_min);
+        CHECK(s.fp_eps[f] == fp[f].eps && s.fp_lam[f] == re_max &&
+                  !strcmp(s.fp_name[f], fp[f].ansatz),
+              "fixed point %d as listed", f);
+    }
+    /* the first run, made directly with the settings staircase.h lists */
+    if (s.n_rows == 3) {
+        double Q0[4], R0[4], v0[2] = {1e-3, 1e-3};
+        scm_init_random(m, 1000, 1e-3, 1, Q0, R0, &err);
+        scm_traj_opts to;
+        scm_traj_opts_default(&to);
+        to.t_max = 2000;
+        to.t_first = 1e-2;
+        to.n_out = 600;
+        to.eps_stop = 1e-10;
+        to.grad_stop = 0;
+        to.atol = fmin(to.atol, 1e-2 * 1e-3 * 1e-3 / 1000.0);
+        to.rtol = 1e-10;
+        to.dead_tol = fmin(to.dead_tol, 1e-4 * 1e-3 * 1e-3);
+        to.v0 = v0;
+        scm_traj_result tr;
+        CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &to, &tr, &err) == SCM_OK, "run: %s",
+              err.msg);
+        CHECK(tr.n_out == s.rows[0].tr.n_out && tr.t == s.rows[0].tr.t &&
+                  tr.eps == s.rows[0].tr.eps && tr.n_steps == s.rows[0].tr.n_steps,
+              "first run as made directly: t %g / %g", tr.t, s.rows[0].tr.t);
+        scm_traj_result_free(&tr);
+    }
+    /* plateaus and matches on the study's own curves; the escape times fitted */
+    double x[3], y[3], eps_fp[64];
+    int ny = 0;
+    for (int f = 0; f < s.n_fp; f++)
+        eps_fp[f] = s.fp_eps[f];
+    for (int a = 0; a < s.n_rows; a++) {
+        const scm_stair_study_row *r = &s.rows[a];
+        long n = 0;
+        while (n < r->tr.n_out && r->tr.out_eps[n] > 1e-12)
+            n++;
+        scm_stair_plateau pl[16];
+        int np;
+        scm_stair_detect(r->tr.out_t, r->tr.out_eps, n, &o.so, pl, 16, &np, &err);
+        CHECK(r->n_curve == n && r->np == np && np >= 1, "alpha %g: %d plateaus, detected %d",
+              r->alpha, r->np, np);
+        for (int k = 0; k < np && k < r->np; k++)
+            CHECK(r->pl[k].t_end == pl[k].t_end && r->pl[k].eps == pl[k].eps &&
+                      r->match[k] == scm_stair_match(pl[k].eps, eps_fp, s.n_fp, 1e-4),
+                  "alpha %g plateau %d", r->alpha, k);
+        if (np >= 1 && pl[0].i_end < n - 1) {
+            x[ny] = log(1.0 / r->alpha);
+            y[ny++] = pl[0].t_end;
+        }
+    }
+    double slope = NAN, icpt, se;
+    CHECK(ny == 3 && scm_stair_fit(x, y, ny, &slope, &icpt, &se) == SCM_OK, "direct fit");
+    if (s.n_fits == 1) {
+        CHECK(s.fits[0].slope == slope && s.fits[0].se == se && s.fits[0].n == 3 &&
+                  s.fits[0].lambda == s.fp_lam[s.fits[0].fp],
+              "fit: slope %g, direct %g", s.fits[0].slope, slope);
+        CHECK_CLOSE(s.fits[0].slope, 1.0 / s.fits[0].lambda, 2e-3, 0.0, "slope = 1 / lambda");
+    }
+    /* the JSON holds the rows */
+    cJSON *j = scm_stair_study_json(&o, &s);
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(j, "runs");
+    const cJSON *fits = cJSON_GetObjectItemCaseSensitive(j, "fits");
+    CHECK(cJSON_GetArraySize(runs) == 3 && cJSON_GetArraySize(fits) == s.n_fits, "json sizes");
+    const cJSON *tau = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 1), "tau");
+    CHECK(s.n_rows == 3 && cJSON_GetArraySize(tau) == s.rows[1].tr.n_out, "json: curve length");
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(fits, 0), "slope");
+    CHECK(cJSON_IsNumber(js) && js->valuedouble == slope, "json: the slope");
+    cJSON_Delete(j);
+    scm_fplist_free(fp, nfp);
+    scm_flow_free(fl);
+    scm_model_free(m);
+    scm_stair_study_free(&s);
+}
+
+/* The polish variant (v* != 1) and the bad inputs. */
+static void test_study_polish(void)
+{
+    scm_stair_study_opts o;
+    scm_stair_study_opts_default(&o);
+    o.K = o.M = 2;
+    o.n_alpha = 1;
+    o.alpha[0] = 1e-3;
+    o.vstar[0] = 1.3;
+    o.n_out = 400;
+    o.t_max = 2000;
+    int notes = 0;
+    o.note = count_note;
+    o.note_user = &notes;
+    scm_stair_study s;
+    scm_error err;
+    CHECK(scm_stair_study_run(&o, &s, &err) == SCM_OK, "polish study: %s", err.msg);
+    CHECK(s.polish && s.n_rows == 1 && s.rows[0].np >= 1 && notes == 0,
+          "polish study: %d plateaus, %d notes", s.n_rows ? s.rows[0].np : -1, notes);
+    if (s.n_rows == 1 && s.rows[0].np >= 1) {
+        const scm_stair_study_row *r = &s.rows[0];
+        scm_model *m = scm_model_alloc(2, 2, &scm_act_erf, NULL, NULL, o.vstar, &err);
+        scm_flow *fl = scm_flow_alloc(m);
+        long i = (r->pl[0].i_start + r->pl[0].i_end) / 2;
+        double y[8], eps, lam, resid;
+        scm_rule_gd.pack(m, r->tr.out_Q + i * 4, r->tr.out_R + i * 4, NULL, y);
+        scm_rule_params rp;
+        scm_rule_params_default(&rp);
+        CHECK(scm_stair_polish(&scm_rule_gd, &rp, fl, y, 1e-9, 50, &eps, &lam, &resid, &err) ==
+                  SCM_OK,
+              "direct polish: %s", err.msg);
+        int f = r->match[0];
+        CHECK(f >= 0 && f < s.n_fp && s.fp_eps[f] == eps && s.fp_lam[f] == lam &&
+                  r->resid[0] == resid && !strcmp(s.fp_name[f], "newton polish"),
+              "plateau 0: the polished point (%g, %g)", eps, lam);
+        scm_flow_free(fl);
+        scm_model_free(m);
+    }
+    scm_stair_study_free(&s);
+
+    scm_stair_study_opts bad = o;
+    bad.K = 0;
+    CHECK(scm_stair_study_run(&bad, &s, &err) == SCM_EINVAL && s.refused, "K = 0 refused");
+    scm_stair_study_free(&s);
+    bad = o;
+    bad.d = 1;
+    CHECK(scm_stair_study_run(&bad, &s, &err) == SCM_EINVAL && s.refused, "d < M refused");
+    scm_stair_study_free(&s);
+    bad = o;
+    bad.rule = &scm_rule_sgd;
+    CHECK(scm_stair_study_run(&bad, &s, &err) == SCM_EINVAL && s.refused, "rule sgd refused");
+    scm_stair_study_free(&s);
+    bad = o;
+    bad.T_diag[1] = -1.0;
+    CHECK(scm_stair_study_run(&bad, &s, &err) != SCM_OK && s.refused && s.n_rows == 0,
+          "T not PSD refused: %s", err.msg);
+    scm_stair_study_free(&s);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -387,5 +566,7 @@ int main(void)
     test_polish();
     test_origin();
     test_errors();
+    test_study_enumerator();
+    test_study_polish();
     return TEST_SUMMARY();
 }

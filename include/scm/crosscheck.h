@@ -46,6 +46,8 @@
 
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "scm/fixedpoint.h"
 #include "scm/traj.h"
 
@@ -186,5 +188,96 @@ typedef struct {
 scm_status scm_xc_group_students(int K, int M, const double *Q, const double *R, double tol,
                                  scm_xc_groups *g);
 void scm_xc_groups_free(scm_xc_groups *g);
+
+/* ---- the whole cross-check, as `scm crosscheck` runs it ----------------
+ *
+ * The enumeration at (K, M) with the options of `scm fixed-points` (and
+ * at K_live < K on first need, for runs that end with dead students),
+ * then for each method in turn its runs on threads (scm_xc_run_many) and
+ * their classification in index order (scm_xc_match), with the counts of
+ * scm_xc_tally, the matched fixed points and the distinct unmatched
+ * losses.  scm_xc_check_text gives exactly the summary the command prints
+ * and scm_xc_check_json exactly the object it writes.  The steps are
+ * separate calls so that a program can report progress between them. */
+
+#define SCM_XC_MAX_ANSATZ 64
+
+typedef struct {
+    int K, M;                   /* students, teachers (no default: -1) */
+    const scm_activation *act;  /* NULL: relu */
+    long runs;                  /* runs per method (200) */
+    long seed;                  /* base seed: run i uses scm_sweep_seed(seed, i) (1) */
+    long first;                 /* first run index (0) */
+    int ode, gd;                /* which methods run, ODE first (both 1) */
+    long starts;                /* random Newton starts per (ansatz, k1) (200) */
+    long fp_seed;               /* seed of those starts (1) */
+    long deflate;               /* deflated Newton rounds (2, as scm fixed-points) */
+    long sweep_passes;          /* k1 sweep passes (8, as scm fixed-points) */
+    int threads;                /* runs and enumeration, 1 .. 64 (0: the processors
+                                   online, at most 16); nothing depends on it */
+    const char *const *ansatz_files; /* n_ansatz files (NULL, 0: the built-in ansätze) */
+    int n_ansatz;               /* at most SCM_XC_MAX_ANSATZ */
+    scm_xc_opts run;            /* runs and classification (scm_xc_opts_default) */
+} scm_xc_check_opts;
+
+void scm_xc_check_opts_default(scm_xc_check_opts *o);
+
+/* The counts of one method's runs. */
+typedef struct {
+    long runs;                  /* runs made */
+    long converged, not_converged;
+    long global;                /* converged to the global minimum */
+    long matched;               /* matched a listed point or the global minimum */
+    long unmatched;             /* converged and matched nothing */
+    long inv_differ;            /* matched a listed point by loss, invariants differ */
+    long with_dead, with_small; /* runs ending with a dead / a small student */
+    long matched_below_K;       /* matched in the list at K_live < K */
+    long work;                  /* CVODE steps or GD iterations, summed */
+    double seconds;             /* wall-clock time of the runs and their classification */
+} scm_xc_tally;
+
+typedef struct scm_xc_check scm_xc_check;
+
+/* A new cross-check of o: its ansätze read (files) or parsed (built-in),
+ * nothing computed yet.  Errors (the check is not made, *out NULL):
+ * SCM_EINVAL for bad options, an ansatz file's error (SCM_EIO, SCM_EINVAL)
+ * with its message, SCM_ENOMEM. */
+scm_status scm_xc_check_new(const scm_xc_check_opts *o, scm_xc_check **out, scm_error *err);
+
+/* The enumeration at (K, M) (scm_xc_enumerate).  Errors, with the
+ * command's message ("enumeration: ...", "out of memory"): any status. */
+scm_status scm_xc_check_enumerate(scm_xc_check *c, scm_error *err);
+
+/* After scm_xc_check_enumerate: the list at (K, M), and the seconds it
+ * took. */
+const scm_xc_list *scm_xc_check_list(const scm_xc_check *c);
+double scm_xc_check_enum_seconds(const scm_xc_check *c);
+
+/* After scm_xc_check_enumerate: the runs of method m (one of o->ode,
+ * o->gd, each once, in the order ODE, GD) and their classification,
+ * enumerating at K_live < K where a run needs it.  Errors, with the
+ * command's message: "run I (ode|gd): ..." when a run failed (not a run
+ * that did not converge: that is a result), "enumeration at K = k: ...". */
+scm_status scm_xc_check_run(scm_xc_check *c, scm_xc_method m, scm_error *err);
+
+/* The counts of method m (zero until it has run). */
+const scm_xc_tally *scm_xc_check_tally(const scm_xc_check *c, scm_xc_method m);
+
+/* Every run made so far, method by method in index order (*n of them;
+ * owned by the check). */
+const scm_xc_run *scm_xc_check_runs(const scm_xc_check *c, long *n);
+
+/* Converged end points that matched nothing, both methods. */
+long scm_xc_check_unmatched(const scm_xc_check *c);
+
+/* After the runs: the summary `scm crosscheck` prints (quiet: the counts
+ * only), as a string the caller frees; NULL on no memory. */
+char *scm_xc_check_text(const scm_xc_check *c, int quiet);
+
+/* After the runs: the result object of `scm crosscheck -o` (the caller
+ * frees it with cJSON_Delete; NULL on no memory). */
+cJSON *scm_xc_check_json(const scm_xc_check *c);
+
+void scm_xc_check_free(scm_xc_check *c);
 
 #endif

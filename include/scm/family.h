@@ -21,6 +21,8 @@
 #ifndef SCM_FAMILY_H
 #define SCM_FAMILY_H
 
+#include <cjson/cJSON.h>
+
 #include "scm/fixedpoint.h"
 
 #define SCM_FAM_EIG_TOL 1e-6
@@ -84,5 +86,58 @@ scm_status scm_family_default(scm_family *fam, const scm_activation *act, int *i
 int scm_family_by_loss(const scm_family *fam, double eps, double rtol);
 
 void scm_family_free(scm_family *fam);
+
+/* ---- picking the point of a family (`scm stability --K --M --k1`) ---- */
+
+typedef struct {
+    int K, M, k1;                /* the family (no default: -1) */
+    const scm_activation *act;   /* NULL: relu */
+    const char *ansatz_file;     /* NULL: the built-in ansätze */
+    long starts;                 /* random Newton starts per instance (100) */
+    int threads;                 /* of the enumeration, 1 .. 64 (0: the processors
+                                    online, at most 16); the family does not depend
+                                    on it */
+    long index;                  /* >= 0: the point of this index (-1) */
+    double loss;                 /* finite: the point of this loss, 1e-6 relative (NaN) */
+} scm_family_pick_opts;
+
+void scm_family_pick_opts_default(scm_family_pick_opts *o);
+
+typedef struct {
+    scm_family fam;     /* every point of the family */
+    int index;          /* the chosen point (-1: none) */
+    const char *how;    /* the rule that chose it: "--index", "--loss" or
+                           "lowest-loss minimum candidate" (static) */
+    char *why;          /* after a failure with a list (a --loss that matches no
+                           point, no minimum candidate): the whole message,
+                           several lines, which err holds cut to its size
+                           (owned; NULL otherwise) */
+} scm_family_pick;
+
+/* Enumerate the family o describes (scm_family_find with o->starts random
+ * starts) and choose its point: o->index, else o->loss, else the default
+ * (scm_family_default); the chosen point is checked in the full space
+ * (scm_family_check_full).  On SCM_OK p->fam.pt[p->index] is the point.
+ * Errors (err says which, in the words of `scm stability`): SCM_EINVAL or
+ * SCM_EIO for bad input (an ansatz file that cannot be read, a family out
+ * of range or no ansatz applying, an index or loss that selects no
+ * point); SCM_ENOCONV when the family is empty or none of its points is a
+ * minimum candidate; SCM_ENOMEM or another status when a computation
+ * failed.  p is filled as far as it got; free it with
+ * scm_family_pick_free in every case. */
+scm_status scm_family_pick_run(const scm_family_pick_opts *o, scm_family_pick *p,
+                               scm_error *err);
+
+/* The one-line description of the chosen point:
+ * "family k1 = 1 [0] (--index): ansatz NAME at k1 = 1, loss L, CLASS". */
+void scm_family_pick_describe(const scm_family_pick *p, char *buf, size_t len);
+
+/* The "family" object of the `scm stability` result: the chosen point
+ * (index, selection rule, ansatz, loss, class, Jacobian real parts,
+ * scalars) and the list of every point.  The caller frees it; NULL on no
+ * memory. */
+cJSON *scm_family_pick_json(const scm_family_pick *p);
+
+void scm_family_pick_free(scm_family_pick *p);
 
 #endif

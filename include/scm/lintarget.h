@@ -19,6 +19,9 @@
 #ifndef SCM_LINTARGET_H
 #define SCM_LINTARGET_H
 
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
 #include "scm/model.h"
 #include "scm/traj.h"
 
@@ -93,5 +96,74 @@ typedef struct {
 scm_status scm_lintarget_phases_detect(const scm_model *m, const scm_traj_result *r,
                                        const scm_lintarget_phase_opts *o,
                                        scm_lintarget_phases *ph, scm_error *err);
+
+/* ---- the study of `scm lintarget` (lintarget_study.c) ----
+ *
+ * For each alpha: one scm_lintarget_run (t, alpha, d, seed, t_max, n_out)
+ * and its phases (scm_lintarget_phases_detect on the model of
+ * scm_lintarget_model(2, t, v(0) = alpha (1, -1)), the default thresholds);
+ * the least-squares lines of the phase times against log(1/alpha); and at
+ * each c the saddle check (beta = 0.8, 1.3, d = 3) with the cubic test at
+ * s0 = 0.01 and 2 s0: a change that grows about 8-fold is third-order
+ * descent. */
+#define SCM_LINTARGET_STUDY_MAX 32
+
+typedef struct {
+    double t;           /* |a|^2 / d (1) */
+    long d;             /* dimension of the random start (1000) */
+    unsigned long seed; /* of the random start (1) */
+    double t_max;       /* end of each run (200) */
+    int n_out;          /* recorded points per run (600) */
+    int n_alpha;        /* 0 .. SCM_LINTARGET_STUDY_MAX initial scales in (0, 1) */
+    double alpha[SCM_LINTARGET_STUDY_MAX]; /* (1e-1, 1e-2, ..., 1e-6) */
+    int n_c;            /* 0 .. SCM_LINTARGET_STUDY_MAX points of the saddle manifold */
+    double c[SCM_LINTARGET_STUDY_MAX];     /* (-2.5, -0.4, 0.385, 1.7) */
+} scm_lintarget_study_opts;
+
+/* The defaults above (those of `scm lintarget`). */
+void scm_lintarget_study_opts_default(scm_lintarget_study_opts *o);
+
+/* One alpha of the study. */
+typedef struct {
+    double alpha, log_inv_alpha;
+    scm_lintarget_phases ph;
+    scm_stop_reason stop; /* of the run */
+    scm_error run_err;    /* why, when stop == SCM_STOP_FAILED */
+    long n_steps;
+    double final_eps, final_v[2];
+} scm_lintarget_study_row;
+
+/* One c of the saddle manifold. */
+typedef struct {
+    double c;
+    scm_lintarget_saddle_report at_s, at_2s; /* the checks with s0 and 2 s0 */
+    double ratio;        /* at_2s.descent_min / at_s.descent_min */
+    const char *verdict; /* "strict saddle", "non-strict saddle (cubic descent)", "flat to
+                            third order (no descent found)" or "undecided" (static) */
+} scm_lintarget_saddle_row;
+
+typedef struct {
+    int n_rows; /* alphas done: n_alpha unless an error stopped the study there */
+    scm_lintarget_study_row rows[SCM_LINTARGET_STUDY_MAX];
+    int n_saddle; /* cs done */
+    scm_lintarget_saddle_row saddle[SCM_LINTARGET_STUDY_MAX];
+    int n_failed; /* rows whose run failed (stop == SCM_STOP_FAILED): the study goes on */
+    int refused;  /* on error: a run was refused (its inputs are invalid) */
+    cJSON *json;  /* the document `scm lintarget` writes as PREFIX.json */
+    char *phases_csv, *traces_csv; /* PREFIX.phases.csv, PREFIX.traces.csv */
+    size_t phases_len, traces_len;
+} scm_lintarget_study;
+
+/* Run the study o into s (zeroed first; free it with
+ * scm_lintarget_study_free, also after an error).  A run that fails
+ * numerically is a row with stop == SCM_STOP_FAILED (counted in n_failed),
+ * not an error.  Errors, err saying which alpha or c: SCM_EINVAL for bad
+ * options or a refused run (refused = 1), the status of a phase detection
+ * or a saddle check, SCM_ENOMEM; s then holds the rows done before (no
+ * json or csv). */
+scm_status scm_lintarget_study_run(const scm_lintarget_study_opts *o, scm_lintarget_study *s,
+                                   scm_error *err);
+
+void scm_lintarget_study_free(scm_lintarget_study *s);
 
 #endif

@@ -27,6 +27,9 @@
 #ifndef SCM_SIMULATE_H
 #define SCM_SIMULATE_H
 
+#include <cjson/cJSON.h>
+
+#include "scm/config.h"
 #include "scm/model.h"
 
 typedef enum { SCM_SIM_ONLINE, SCM_SIM_BATCH } scm_sim_mode;
@@ -79,5 +82,124 @@ long scm_sim_steps(const scm_sim *s);
  * as scm_flow_loss. */
 scm_status scm_sim_state(scm_sim *s, double *Q, double *R, double *v, double *eps,
                          scm_error *err);
+
+/* ---- the study of `scm simulate`: several seeds, network beside ODE ----
+ *
+ * For each seed s = 0..seeds-1 the config's random initial state is drawn
+ * with init seed config.seed + s, realised as a network (scm_sim_alloc) and
+ * the ODE of the config's rule (scm_traj_run, recording) is integrated from
+ * the realised overlaps; the network is then trained to each recorded time
+ * of the ODE.  Seeds run on threads; the results do not depend on how many:
+ * every seed has its own generators.  Nothing here prints or exits. */
+
+/* Fields of scm_simulate_study_opts given on the command line: they
+ * override the config's "simulate" section (bits of .given). */
+#define SCM_SIMULATE_GIVEN_D 1u
+#define SCM_SIMULATE_GIVEN_SEEDS 2u
+#define SCM_SIMULATE_GIVEN_MODE 4u
+#define SCM_SIMULATE_GIVEN_N 8u
+#define SCM_SIMULATE_GIVEN_ETA 16u
+#define SCM_SIMULATE_GIVEN_T_MAX 32u
+/* Most seeds of a study. */
+#define SCM_SIMULATE_MAX_SEEDS 1000
+
+typedef struct {
+    scm_sim_opts sim; /* mode, d, n, eta, eta_v_ratio, noise, constraint (seed: per seed) */
+    int seeds;        /* number of seeds (4) */
+    double t_max;     /* end of the ODE and of the simulation (10) */
+    int threads;      /* threads the seeds run on (1) */
+    unsigned given;   /* SCM_SIMULATE_GIVEN_* bits (0) */
+} scm_simulate_study_opts;
+
+/* scm_sim_opts_default, 4 seeds, t_max 10, 1 thread, nothing given. */
+void scm_simulate_study_opts_default(scm_simulate_study_opts *o);
+
+/* A study ready to run: the config (its "simulate" section taken out), its
+ * model and the resolved options.  Owns config and model. */
+typedef struct {
+    scm_config *config;
+    scm_model *model;
+    scm_simulate_study_opts opts;
+} scm_simulate_study;
+
+/* Set up a study from the JSON text (len bytes) of a config of `scm run`
+ * with an optional "simulate" section (keys d, seeds, mode, n, eta, t_max),
+ * path naming it in messages.  sets[0..nsets-1] are "key.path=value"
+ * overrides: "simulate.KEY=VALUE" ones go to the section, the others to the
+ * config.  The fields of cli marked in cli->given override the section;
+ * cli->threads is taken as is.  Then: eta defaults to 0.05 (online) or
+ * 0.02 d (batch); the config's rule gives the constraint and the trained
+ * layers (docs/simulate.md, section 1; rule sgd also eta, eta_v_ratio and
+ * noise); a random init is drawn in dimension d (config.d and the used
+ * JSON's init.d are set to d).  On success s owns a config and a model
+ * (scm_simulate_study_free).  SCM_EINVAL with the message the command prints
+ * (naming path and key) for text that is not JSON, a bad section, a bad
+ * config, a rule the simulator has no form of, batch mode without n,
+ * invalid options for the model or t_first >= t_max; SCM_ENOMEM.  On
+ * failure s holds nothing. */
+scm_status scm_simulate_study_setup(const char *text, size_t len, const char *path,
+                                    const char *const *sets, int nsets,
+                                    const scm_simulate_study_opts *cli, scm_simulate_study *s,
+                                    scm_error *err);
+void scm_simulate_study_free(scm_simulate_study *s);
+
+/* The sample stream's seed of init seed s: a splitmix64 step, so that the
+ * samples are not the numbers that drew the initial state. */
+unsigned long scm_simulate_sample_seed(unsigned long s);
+
+/* One seed's records at the n output times of its ODE: network (sim) and
+ * ODE side by side; Q, R, v row-major per time (n K^2, n K M, n K). */
+typedef struct {
+    unsigned long init_seed;
+    long n;                /* times both sides reached */
+    double *t, *t_sim;     /* the ODE's output times; the network's time there */
+    double *eps_sim, *Q_sim, *R_sim, *v_sim;
+    double *eps_ode, *Q_ode, *R_ode, *v_ode;
+    scm_stop_reason ode_stop;
+    char error[600];       /* empty when both sides ran to the end */
+    double secs_sim, secs_ode; /* wall-clock seconds of each side */
+    long steps;            /* the network's SGD/GD steps */
+} scm_simulate_seed;
+
+/* Over the seeds that reached output time i (seeds of them, >= 1): mean and
+ * standard error (NaN for one seed) of eps_sim - eps_ode, and the root mean
+ * square over seeds of the largest deviation of an entry of Q, R or v. */
+typedef struct {
+    double t; /* output time i of seed 0, NaN if seed 0 did not reach it */
+    int seeds;
+    double eps_diff_mean, eps_diff_se, state_dev_rms;
+} scm_simulate_stat;
+
+typedef struct {
+    int K, M, seeds;
+    scm_simulate_seed *runs; /* seeds entries, in seed order */
+    long n_stats;            /* the longest run's n */
+    scm_simulate_stat *stats;
+    int failed;              /* a seed's run ended early (its error says why) */
+    double secs_sim, secs_ode; /* summed over the seeds */
+} scm_simulate_result;
+
+/* Run every seed of s on s->opts.threads threads into res (owned by the
+ * caller: scm_simulate_result_free, also after a failure).  A numerical
+ * failure of either side of a seed is not an error: it is recorded in that
+ * seed's error, its records stop there and res->failed is set.  Errors:
+ * SCM_ENOMEM ("out of memory"); otherwise the first failing seed's status
+ * (bad initial state, a start the constraint cannot be retracted onto, the
+ * ODE unable to start) with a message "seed N: ...". */
+scm_status scm_simulate_study_run(const scm_simulate_study *s, scm_simulate_result *res,
+                                  scm_error *err);
+void scm_simulate_result_free(scm_simulate_result *res);
+
+/* The result file of `scm simulate` (version, status, config used, the
+ * resolved parameters, each seed's trajectories, the statistics); NULL on
+ * no memory.  The caller frees it (cJSON_Delete). */
+cJSON *scm_simulate_study_json(const scm_simulate_study *s, const scm_simulate_result *res);
+
+/* The CSV of `scm simulate`: a header, then per seed and output time a
+ * "sim" and an "ode" row (seed, source, t, eps, upper triangle of Q, R row
+ * by row, v; %.17g).  NUL-terminated, *len bytes; NULL on no memory.  The
+ * caller frees it. */
+char *scm_simulate_study_csv(const scm_simulate_study *s, const scm_simulate_result *res,
+                             size_t *len);
 
 #endif

@@ -29,6 +29,8 @@
 #ifndef SCM_SPLIT_H
 #define SCM_SPLIT_H
 
+#include <cjson/cJSON.h>
+
 #include "scm/stability.h"
 
 typedef enum {
@@ -149,5 +151,112 @@ scm_status scm_split_check(const scm_model *m, const double *Q, const double *R,
 /* The model of the split point: K + n - 1 students, v = vc, the same
  * activation, teachers, T and v*.  NULL with err filled on failure. */
 scm_model *scm_split_model(const scm_model *m, int n, const double *vc, scm_error *err);
+
+/* ---- the study of `scm split`: a parent, its split line, the table ----
+ *
+ * A study takes a parent fixed point (read from a file or chosen among the
+ * enumerated ones), checks that it is one, computes its inner Hessian and
+ * its own Hessian, then checks every sample of the split line with
+ * scm_split_check (and optionally the perturbation test).  Error statuses:
+ * SCM_EINVAL and SCM_EIO mean bad input (`scm split` exits 2), any other a
+ * failed computation (exit 1); messages are what the command prints after
+ * its "scm split: " prefix. */
+
+/* Most daughters of one split, most samples of a line. */
+#define SCM_SPLIT_MAX_DAUGHTERS 16
+#define SCM_SPLIT_MAX_SAMPLES 1000
+
+/* The point that is split.  Arrays owned (scm_split_parent_free); v, vs, T
+ * NULL: the defaults (ones, ones, identity). */
+typedef struct {
+    long K, M;
+    char act[32];            /* activation name */
+    double *Q, *R, *v, *vs, *T;
+    char desc[1200];         /* where it came from, for the table and the result */
+} scm_split_parent;
+
+void scm_split_parent_free(scm_split_parent *p);
+
+/* Read the parent from the JSON file at path: a `scm fixed-points -o`
+ * result (its fixed_points[index]; index >= 0 required) or an object with
+ * Q (K x K), R (K x M) and optionally v, vs, T, activation (index must be
+ * < 0).  K, M <= 1000.  p is filled (act "erf" unless the file names one).
+ * SCM_EIO (cannot read), SCM_EINVAL (not JSON, a missing or malformed
+ * field, index out of range), SCM_ENOMEM.  On failure p may hold arrays:
+ * free it anyway. */
+scm_status scm_split_parent_load(const char *path, long index, scm_split_parent *p,
+                                 scm_error *err);
+
+/* Choose the parent among the fixed points scm_fplist_find enumerates at
+ * (K, M) for act (starts Newton starts, threads threads): the one with
+ * index `index` in the list sorted by loss if index >= 0, else the lowest
+ * loss with k1 anti-aligned students if k1 >= 0, else the loss nearest to
+ * `loss`.  Fills p (K, M, act, Q, R, desc).  SCM_ENOMEM; SCM_ENOCONV when
+ * the enumeration finds no point or none with k1 anti-aligned students;
+ * SCM_EINVAL for an index out of range. */
+scm_status scm_split_parent_choose(long K, long M, const scm_activation *act, long starts,
+                                   int threads, long k1, long index, double loss,
+                                   scm_split_parent *p, scm_error *err);
+
+/* One sample of a split line: the daughters' weights and what was found. */
+typedef struct {
+    int n;                              /* daughters */
+    double mu[SCM_SPLIT_MAX_DAUGHTERS]; /* their weights, sum 1 */
+    scm_split_point pt;                 /* scm_split_check's result */
+    int perturbed;                      /* the perturbation test ran */
+    scm_verdict pverdict;               /* its verdict */
+} scm_split_sample;
+
+/* The samples of a line into *s (*ns of them; the caller frees *s with
+ * free(), also on failure): one split into nw >= 2 daughters of weights w
+ * (sum 1 to 1e-12) if nw > 0; else two daughters (lambda, 1 - lambda) for
+ * each of the nl lambdas lam if nl > 0; else grid lambdas evenly in
+ * [-0.5, 1.5] (0.5 alone for grid 1).  SCM_EINVAL (weights that do not sum
+ * to 1, nw > SCM_SPLIT_MAX_DAUGHTERS, no sample), SCM_ENOMEM. */
+scm_status scm_split_samples(const double *lam, int nl, long grid, const double *w, int nw,
+                             scm_split_sample **s, int *ns, scm_error *err);
+
+typedef struct {
+    int neuron;     /* r, 0-based (required) */
+    long d;         /* dimension of the realisation; 0: K + M + 1 */
+    int polish;     /* Newton-polish the parent first (100 steps to 1e-13) */
+    int perturb;    /* the perturbation test at each sample (three sigmas, GD then CVODE) */
+    double rel_tol; /* zero threshold of the spectra (1e-6) */
+} scm_split_study_opts;
+
+/* neuron 0, d 0, no polish, no perturbation test, rel_tol 1e-6. */
+void scm_split_study_opts_default(scm_split_study_opts *o);
+
+/* What a study found.  parent and samples are the caller's (borrowed: they
+ * must outlive the study); the rest is owned (scm_split_study_free). */
+typedef struct {
+    scm_split_parent *parent;
+    scm_split_sample *samples;
+    int n_samples;
+    scm_model *model;            /* the parent's model */
+    long d;                      /* dimension used */
+    scm_split_inner inner;       /* of neuron r */
+    scm_stab_counts parent_counts; /* the parent's Hessian at d */
+    scm_stab_zero_modes parent_zero; /* its symmetry zero modes */
+    double residual;             /* the parent's flow residual, max |F_Q|, |F_R| */
+} scm_split_study;
+
+/* Run the study of parent p (polished in place when o->polish; its desc
+ * gets ", Newton-polished" and "; residual R") with the samples s[0..ns-1],
+ * whose pt, perturbed and pverdict are filled.  out is set even on failure
+ * (free it with scm_split_study_free).  SCM_EINVAL: an unknown activation,
+ * neuron out of range, a bad model (e.g. T not PSD), a state that is not
+ * valid or not a fixed point (residual > 1e-9), or an invalid split;
+ * otherwise the status of the failing computation (the polish: SCM_ENOCONV,
+ * the spectra, the perturbation test, SCM_ENOMEM). */
+scm_status scm_split_study_run(scm_split_parent *p, const scm_split_study_opts *o,
+                               scm_split_sample *s, int ns, scm_split_study *out,
+                               scm_error *err);
+void scm_split_study_free(scm_split_study *st);
+
+/* The result file of `scm split` (version, parent, its Hessian counts, the
+ * inner Hessian, one object per sample); NULL on no memory.  The caller
+ * frees it (cJSON_Delete). */
+cJSON *scm_split_study_json(const scm_split_study *st);
 
 #endif

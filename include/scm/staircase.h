@@ -17,8 +17,12 @@
 #ifndef SCM_STAIRCASE_H
 #define SCM_STAIRCASE_H
 
+#include <cjson/cJSON.h>
+
+#include "scm/fplist.h"
 #include "scm/rule.h"
 #include "scm/status.h"
+#include "scm/traj.h"
 
 typedef struct {
     double rate_tol; /* relative loss change per unit tau (1e-4) */
@@ -85,5 +89,98 @@ scm_status scm_stair_polish(const scm_rule *rule, const scm_rule_params *p, scm_
  * T may be singular (a +-ReLU pair).  SCM_EINVAL (named) for another
  * activation, SCM_ENOMEM, SCM_ENOCONV if the ascent does not settle. */
 scm_status scm_stair_origin(const scm_model *m, double *eps0, double *lam0, scm_error *err);
+
+/* ---- the study of `scm staircase` (staircase_study.c) ----
+ *
+ * One run per alpha of rule (gd, or two_layer from v(0) = alpha v) from
+ * scm_init_random(alpha, seed) (the same directions, scaled), T = diag(T_diag),
+ * v = 1, v* = vstar; tolerances atol <= atol_rel alpha^2 / d, rtol, dead_tol
+ * <= 1e-4 alpha^2; recorded at n_out log-spaced times from 1e-2 to t_max,
+ * stopping at eps < 1e-10.  Each loss curve (up to its first loss <= 1e-12)
+ * is cut into plateaus (scm_stair_detect, at most SCM_STAIR_STUDY_MAX_PLATEAUS
+ * kept), each matched to a fixed point: for gd with T = I and v* = 1 to the
+ * list of scm_fplist_find (loss within match_tol, lambda from
+ * scm_fp_full_stability), else by scm_stair_polish of its middle state
+ * (tol 1e-9, 50 steps; losses within 1e-8 are one point; with two_layer a
+ * plateau near w = v = 0 at the origin's loss is the origin,
+ * scm_stair_origin).  For each fixed point whose escape (the first visit of
+ * a run, not the end of its curve) is seen from >= 3 alphas:
+ * scm_stair_fit of the escape times against log(1/alpha). */
+#define SCM_STAIR_STUDY_MAX_ALPHA 32
+#define SCM_STAIR_STUDY_MAX_PLATEAUS 16
+#define SCM_STAIR_STUDY_MAX_FP 64
+#define SCM_STAIR_STUDY_MAX_M 200
+
+typedef struct {
+    long K, M;                  /* 1 .. SCM_STAIR_STUDY_MAX_M (required: -1 by default) */
+    const scm_activation *act;  /* (erf) */
+    const scm_rule *rule;       /* &scm_rule_gd (default) or &scm_rule_two_layer */
+    scm_rule_params rp;         /* the rule's parameters (lr_v_ratio) */
+    double T_diag[SCM_STAIR_STUDY_MAX_M], vstar[SCM_STAIR_STUDY_MAX_M]; /* M used (1) */
+    long d, seed;               /* of the initialisation (1000, 1); d >= M */
+    long n_out;                 /* recorded points per run (3000) */
+    long starts;                /* Newton starts of the enumeration (50) */
+    double t_max;               /* run length (1e4) */
+    double match_tol;           /* relative loss tolerance of the matching (1e-4) */
+    double atol_rel, rtol;      /* the runs' tolerances, above (1e-2, 1e-10) */
+    scm_stair_opts so;          /* plateau detection (scm_stair_opts_default) */
+    int n_alpha;                /* 1 .. SCM_STAIR_STUDY_MAX_ALPHA */
+    double alpha[SCM_STAIR_STUDY_MAX_ALPHA];
+    int threads;                /* of the enumeration, 1 .. 64 (1; the list does not depend on it) */
+    /* Called with each problem that does not stop the study (a plateau
+     * whose polish fails, the origin not computed), in order; NULL: none. */
+    void (*note)(void *user, const char *msg);
+    void *note_user;
+} scm_stair_study_opts;
+
+/* The defaults above; K, M and the alphas must still be set. */
+void scm_stair_study_opts_default(scm_stair_study_opts *o);
+
+/* One alpha: its run, plateaus and their matches. */
+typedef struct {
+    double alpha;
+    scm_traj_result tr;   /* the run (owned by the study) */
+    int np;               /* plateaus kept */
+    scm_stair_plateau pl[SCM_STAIR_STUDY_MAX_PLATEAUS];
+    int match[SCM_STAIR_STUDY_MAX_PLATEAUS];    /* fixed-point index or -1 */
+    double resid[SCM_STAIR_STUDY_MAX_PLATEAUS]; /* polish: final max |dy/dtau| (NaN: none) */
+    long n_curve;         /* recorded points before a round-off loss (<= tr.n_out) */
+} scm_stair_study_row;
+
+/* The escape times of one fixed point against log(1/alpha). */
+typedef struct {
+    int fp, n; /* the fixed point, the alphas fitted */
+    double slope, intercept, se, lambda;
+} scm_stair_study_fit;
+
+typedef struct {
+    int polish; /* 1: matched by Newton polish (two_layer, T != I or v* != 1) */
+    int n_fp;   /* the fixed points matched against (at most SCM_STAIR_STUDY_MAX_FP) */
+    double fp_eps[SCM_STAIR_STUDY_MAX_FP], fp_lam[SCM_STAIR_STUDY_MAX_FP];
+    const char *fp_name[SCM_STAIR_STUDY_MAX_FP]; /* the ansatz, "origin" or "newton polish" */
+    int n_rows; /* n_alpha once the model is set up */
+    scm_stair_study_row *rows;
+    int n_fits;
+    scm_stair_study_fit fits[SCM_STAIR_STUDY_MAX_FP];
+    int refused; /* on error: bad input (options, model, initialisation) */
+    scm_fplist_point *list; /* the enumerated fixed points (owned) */
+    int n_list;
+} scm_stair_study;
+
+/* Run the study o into s (zeroed first; free it with scm_stair_study_free,
+ * also after an error).  GSL's error handler must be off.  Errors, err
+ * saying which alpha: SCM_EINVAL for bad options, a model or an
+ * initialisation that cannot be made (refused = 1); a run that fails
+ * numerically or whose curve cannot be cut (SCM_ESOLVER, or the status of
+ * scm_stair_detect); SCM_ENOMEM. */
+scm_status scm_stair_study_run(const scm_stair_study_opts *o, scm_stair_study *s,
+                               scm_error *err);
+
+/* The JSON document of `scm staircase -o`: the settings, the fixed points
+ * (loss, ansatz, lambda), each run's loss curve and plateaus, the fits.
+ * The caller owns it; NULL when out of memory. */
+cJSON *scm_stair_study_json(const scm_stair_study_opts *o, const scm_stair_study *s);
+
+void scm_stair_study_free(scm_stair_study *s);
 
 #endif

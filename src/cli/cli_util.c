@@ -1,6 +1,8 @@
 /* cli_util.c (CLI): shared helpers of the subcommands (cli_util.h). */
 #include "cli_util.h"
 
+#include "scm/sweepfile.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -110,14 +112,7 @@ int cli_opt_positive(const char *me, const char *opt, const char *s, double *out
 
 scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_error *err)
 {
-    size_t len;
-    char *text = cli_read_all(path, &len);
-    if (!text)
-        return scm_error_set(err, SCM_EIO, "cannot read families file '%s': %s", path,
-                             strerror(errno));
-    scm_status st = scm_sweep_families_parse(text, path, fams, err);
-    free(text);
-    return st;
+    return scm_sweep_families_load(path, fams, err);
 }
 
 int cli_buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
@@ -185,4 +180,49 @@ int cli_opt_list(const char *me, const char *opt, const char *s, int positive, d
         return -1;
     }
     return 0;
+}
+
+void cli_sweep_progress(const scm_sweep_file *f, cli_progress *p, int final)
+{
+    double t = cli_now();
+    if (!final && t - p->last < 0.2)
+        return;
+    p->last = t;
+    long done = scm_sweep_file_done(f), total = scm_sweep_file_total(f);
+    long new_runs = done - p->done0;
+    double rate = t > p->t0 ? (double)new_runs / (t - p->t0) : 0.0;
+    double eta = rate > 0.0 ? (double)(total - done) / rate : 0.0;
+    char brief[200];
+    scm_sweep_summary_brief(scm_sweep_file_summary(f), brief, sizeof brief);
+    fprintf(stderr, "\r\033[K%ld/%ld  %.2f runs/s  ETA %.0f s  %s%s", done, total, rate, eta,
+            brief, final ? "\n" : "");
+    fflush(stderr);
+}
+
+void cli_sweep_print_summary(const scm_sweep_summary *sum, long total, long new_runs, double secs,
+                             int width, const char *unit)
+{
+    cJSON *js = scm_sweep_summary_json(sum);
+    if (!js)
+        return;
+    const cJSON *done = cJSON_GetObjectItemCaseSensitive(js, "done");
+    const cJSON *conv = cJSON_GetObjectItemCaseSensitive(js, "converged");
+    fprintf(stderr, "sweep      %.0f of %ld runs done, %.0f converged\n", done->valuedouble,
+            total, conv->valuedouble);
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(js, "classes");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cl)
+    {
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(c, "wilson95");
+        fprintf(stderr, "  %-28s %6.0f  %.4f  [%.4f, %.4f]\n",
+                cJSON_GetObjectItemCaseSensitive(c, "class")->valuestring,
+                cJSON_GetObjectItemCaseSensitive(c, "count")->valuedouble,
+                cJSON_GetObjectItemCaseSensitive(c, "fraction")->valuedouble,
+                cJSON_GetArrayItem(w, 0)->valuedouble, cJSON_GetArrayItem(w, 1)->valuedouble);
+    }
+    fprintf(stderr, "timing     %ld runs in %.3f s on %d %s%s: %.3f runs/s, %.4f s per run\n",
+            new_runs, secs, width, unit, width == 1 ? "" : "s",
+            secs > 0 ? (double)new_runs / secs : 0.0,
+            new_runs > 0 ? secs * width / (double)new_runs : 0.0);
+    cJSON_Delete(js);
 }

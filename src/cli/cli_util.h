@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "scm/sweep.h"
+#include "scm/sweepfile.h"
 
 /* Seconds on a monotonic clock. */
 double cli_now(void);
@@ -56,5 +57,20 @@ char *cli_output_name(const char *config, const char *suffix);
 
 /* A fixed-points result file (scm fixed-points -o) as sweep families. */
 scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_error *err);
+
+/* The progress line of a sweep on stderr ("\r12/100  3.1 runs/s  ETA 28 s
+ * k1:0 12, ..."), at most every 0.2 s unless final (which ends the line):
+ * done0 is the count when the runs started, at time t0 (cli_now()), last
+ * the time of the last line. */
+typedef struct {
+    long done0;
+    double t0, last;
+} cli_progress;
+void cli_sweep_progress(const scm_sweep_file *f, cli_progress *p, int final);
+
+/* The final lines of `scm sweep` on stderr: counts, classes with Wilson
+ * intervals, and the timing of new_runs runs in secs on width units. */
+void cli_sweep_print_summary(const scm_sweep_summary *sum, long total, long new_runs, double secs,
+                             int width, const char *unit);
 
 #endif

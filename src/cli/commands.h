@@ -6,17 +6,20 @@
 #ifndef SCM_CLI_COMMANDS_H
 #define SCM_CLI_COMMANDS_H
 
-/* The whole program: argv[1] is the command (scm.c). */
-int scm_main(int argc, char **argv);
+#include "sweep_exec.h"
+
+/* The whole program: argv[1] is the command (scm.c); ex computes the runs
+ * of sweep and compare (the program's own executor, sweep_exec.h). */
+int scm_main(int argc, char **argv, const cli_executor *ex);
 
 int scm_cmd_run(int argc, char **argv);
 int scm_cmd_fixed_points(int argc, char **argv);
-int scm_cmd_sweep(int argc, char **argv);
+int scm_cmd_sweep(int argc, char **argv, const cli_executor *ex);
 int scm_cmd_stability(int argc, char **argv);
 int scm_cmd_merge(int argc, char **argv);
-int scm_cmd_compare(int argc, char **argv);
+int scm_cmd_compare(int argc, char **argv, const cli_executor *ex);
 /* scm compare --rule R1,R2,...: one compare per rule and a table across rules */
-int scm_cmd_compare_rules(int argc, char **argv);
+int scm_cmd_compare_rules(int argc, char **argv, const cli_executor *ex);
 int scm_cmd_simulate(int argc, char **argv);
 int scm_cmd_lintarget(int argc, char **argv);
 int scm_cmd_split(int argc, char **argv);

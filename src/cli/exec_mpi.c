@@ -511,9 +511,10 @@ static int master_hand_out(master *s, int nranks, int *outstanding, char *ended)
     return sent;
 }
 
-scm_status cli_sweep_exec(const scm_config *c, uint64_t base, const long *indices, long n,
-                          int nthreads, const scm_sweep_families *fams, const scm_sweep_opts *o,
-                          scm_sweep_emit_fn emit, void *user, scm_error *err)
+static scm_status mpi_sweep_exec(const scm_config *c, uint64_t base, const long *indices, long n,
+                                 int nthreads, const scm_sweep_families *fams,
+                                 const scm_sweep_opts *o, scm_sweep_emit_fn emit, void *user,
+                                 scm_error *err)
 {
     if (nthreads != 1)
         return scm_error_set(err, SCM_EINVAL, "scm-mpi computes one run per rank: start more "
@@ -626,7 +627,7 @@ out:
     return st;
 }
 
-int cli_sweep_exec_check(int nthreads, char *msg, size_t len)
+static int mpi_check(int nthreads, char *msg, size_t len)
 {
     if (nthreads == 1)
         return 0;
@@ -636,17 +637,12 @@ int cli_sweep_exec_check(int nthreads, char *msg, size_t len)
     return -1;
 }
 
-int cli_sweep_exec_width(int nthreads)
+static int mpi_width(int nthreads)
 {
     (void)nthreads;
     int nranks = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     return nranks;
-}
-
-const char *cli_sweep_exec_unit(void)
-{
-    return "MPI rank";
 }
 
 /* ---- main --------------------------------------------------------------- */
@@ -688,7 +684,8 @@ int main(int argc, char **argv)
             printf("scm-mpi (scmode) %s\n", SCM_VERSION);
         } else if (strcmp(cmd, "sweep") == 0 || strcmp(cmd, "compare") == 0 ||
                    strcmp(cmd, "merge") == 0) {
-            rc = scm_main(argc, argv);
+            const cli_executor mpi = {mpi_sweep_exec, mpi_check, mpi_width, "MPI rank"};
+            rc = scm_main(argc, argv, &mpi);
         } else {
             if (argc >= 2)
                 fprintf(stderr, "scm-mpi: '%s' is not a command of scm-mpi (sweep, compare, "

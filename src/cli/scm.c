@@ -36,7 +36,7 @@ static void usage(FILE *f)
             "  -V, --version         print the version\n");
 }
 
-int scm_main(int argc, char **argv)
+int scm_main(int argc, char **argv, const cli_executor *ex)
 {
     gsl_set_error_handler_off();
     if (argc < 2) {
@@ -55,11 +55,15 @@ int scm_main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0)
         return scm_cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "sweep") == 0)
-        return scm_cmd_sweep(argc - 1, argv + 1);
+        return scm_cmd_sweep(argc - 1, argv + 1, ex);
     if (strcmp(cmd, "merge") == 0)
         return scm_cmd_merge(argc - 1, argv + 1);
-    if (strcmp(cmd, "compare") == 0)
-        return scm_cmd_compare(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0) {
+        for (int i = 2; i < argc; i++) /* several rules: one compare each, one table */
+            if (strcmp(argv[i], "--rule") == 0)
+                return scm_cmd_compare_rules(argc - 1, argv + 1, ex);
+        return scm_cmd_compare(argc - 1, argv + 1, ex);
+    }
     if (strcmp(cmd, "stability") == 0)
         return scm_cmd_stability(argc - 1, argv + 1);
     if (strcmp(cmd, "simulate") == 0)

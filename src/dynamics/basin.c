@@ -243,18 +243,17 @@ static double proved_radius(const scm_model *m, const double *Qs, double r_hi, d
     return lo;
 }
 
-scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const double *Rs,
-                                   const scm_basin_opts *o, scm_basin_cert *cert,
-                                   scm_error *err)
+/* The checks that need no Hessian: T = I, the point in the teacher span,
+ * no dead student, the proved radius only for ReLU.  A refusal fills
+ * cert->why. */
+static scm_status cert_screen(const scm_model *m, const double *Qs, const double *Rs,
+                              const scm_basin_opts *o, scm_basin_cert *cert, scm_error *err)
 {
     const int K = m->K, M = m->M;
-    memset(cert, 0, sizeof *cert);
-    cert->mu = cert->lam_max = cert->grad = NAN;
     for (int a = 0; a < M; a++)
         for (int b = 0; b < M; b++)
             if (m->T && m->T[a * M + b] != (a == b ? 1.0 : 0.0))
                 return scm_error_set(err, SCM_EINVAL, "basin certificates need T = I");
-    const long d = K + M, n = (long)K * d;
     cert->span_defect = span_defect(K, M, Qs, Rs);
     double qmax = 0.0;
     for (int k = 0; k < K; k++)
@@ -276,40 +275,97 @@ scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const d
                  m->act->name);
         return SCM_OK;
     }
-    const int n_eig = o->n_eig < (int)n ? o->n_eig : (int)n;
-    const int ndir = 2 * n_eig + n_eig + o->n_random;
-    scm_flow *fl = scm_flow_alloc(m);
-    double *W = malloc(sizeof(double) * (size_t)n), *Ws = malloc(sizeof(double) * (size_t)(M * d));
-    double *H = malloc(sizeof(double) * (size_t)(n * n));
-    double *u = malloc(sizeof(double) * (size_t)n), *us = malloc(sizeof(double) * (size_t)n);
-    double *dirs = malloc(sizeof(double) * (size_t)(ndir * n));
-    curv_ws w = {fl, d, n, Ws, malloc(sizeof(double) * (size_t)n),
-                 malloc(sizeof(double) * (size_t)n), malloc(sizeof(double) * (size_t)n)};
-    gsl_vector *ev = gsl_vector_alloc((size_t)n);
-    gsl_matrix *evec = gsl_matrix_alloc((size_t)n, (size_t)n);
-    gsl_eigen_symmv_workspace *ews = gsl_eigen_symmv_alloc((size_t)n);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    double *Qin = malloc(sizeof(double) * (size_t)K * (size_t)K); /* R* R*^T */
-    scm_status st = SCM_OK;
-    if (!fl || !W || !Ws || !H || !u || !us || !dirs || !w.Wp || !w.Gp || !w.Gm || !ev || !evec ||
-        !ews || !rng || !Qin) {
-        st = scm_error_set(err, SCM_ENOMEM, "out of memory in the basin certificate");
-        goto out;
-    }
+    return SCM_OK;
+}
+
+/* What a certificate works with: the point's weights W (n = K d) and the
+ * teachers' Ws, the Hessian H in flow units, the directions of the sampled
+ * radius and their eigen- and random-number workspaces. */
+typedef struct {
+    long d, n;
+    int n_eig, ndir;
+    scm_flow *fl;
+    double *W, *Ws, *H, *u, *us, *dirs;
+    curv_ws w;
+    gsl_vector *ev;
+    gsl_matrix *evec;
+    gsl_eigen_symmv_workspace *ews;
+    gsl_rng *rng;
+    double *Qin; /* R* R*^T: the Q of the point as it lies in the teacher span */
+} cert_ws;
+
+static void cert_ws_free(cert_ws *c)
+{
+    scm_flow_free(c->fl);
+    free(c->W);
+    free(c->Ws);
+    free(c->H);
+    free(c->u);
+    free(c->us);
+    free(c->dirs);
+    free(c->w.Wp);
+    free(c->w.Gp);
+    free(c->w.Gm);
+    if (c->ev)
+        gsl_vector_free(c->ev);
+    if (c->evec)
+        gsl_matrix_free(c->evec);
+    if (c->ews)
+        gsl_eigen_symmv_free(c->ews);
+    if (c->rng)
+        gsl_rng_free(c->rng);
+    free(c->Qin);
+}
+
+static scm_status cert_ws_alloc(cert_ws *c, const scm_model *m, const scm_basin_opts *o,
+                                scm_error *err)
+{
+    const int K = m->K, M = m->M;
+    const long d = K + M, n = (long)K * d;
+    c->d = d;
+    c->n = n;
+    c->n_eig = o->n_eig < (int)n ? o->n_eig : (int)n;
+    c->ndir = 2 * c->n_eig + c->n_eig + o->n_random;
+    c->fl = scm_flow_alloc(m);
+    c->W = malloc(sizeof(double) * (size_t)n);
+    c->Ws = malloc(sizeof(double) * (size_t)(M * d));
+    c->H = malloc(sizeof(double) * (size_t)(n * n));
+    c->u = malloc(sizeof(double) * (size_t)n);
+    c->us = malloc(sizeof(double) * (size_t)n);
+    c->dirs = malloc(sizeof(double) * (size_t)(c->ndir * n));
+    c->w = (curv_ws){c->fl, d, n, c->Ws, malloc(sizeof(double) * (size_t)n),
+                     malloc(sizeof(double) * (size_t)n), malloc(sizeof(double) * (size_t)n)};
+    c->ev = gsl_vector_alloc((size_t)n);
+    c->evec = gsl_matrix_alloc((size_t)n, (size_t)n);
+    c->ews = gsl_eigen_symmv_alloc((size_t)n);
+    c->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    c->Qin = malloc(sizeof(double) * (size_t)K * (size_t)K);
+    if (!c->fl || !c->W || !c->Ws || !c->H || !c->u || !c->us || !c->dirs || !c->w.Wp ||
+        !c->w.Gp || !c->w.Gm || !c->ev || !c->evec || !c->ews || !c->rng || !c->Qin)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory in the basin certificate");
+    return SCM_OK;
+}
+
+/* The weights of the point and its closed-form Hessian in flow units.  The
+ * point as it lies in the teacher span, u* = (R*, 0): its listed Q*
+ * carries the solver's error as a span defect of 1e-9 or so, which as
+ * weights outside the span would be 3e-5, no longer small against a
+ * proved radius.  The argument is about this u* (its mu, its gradient,
+ * its distance, exact in scm_basin_dist2 up to the defect) */
+static void cert_hessian(cert_ws *c, const scm_model *m, const double *Rs, scm_basin_cert *cert)
+{
+    const int K = m->K, M = m->M;
+    const long d = c->d, n = c->n;
+    double *H = c->H;
     scm_error e2;
-    /* the point as it lies in the teacher span, u* = (R*, 0): its listed Q*
-     * carries the solver's error as a span defect of 1e-9 or so, which as
-     * weights outside the span would be 3e-5, no longer small against a
-     * proved radius.  The argument is about this u* (its mu, its gradient,
-     * its distance, exact in scm_basin_dist2 up to the defect) */
-    scm_linalg_gemm(K, K, M, Rs, Rs, 1, Qin); /* R* R*^T */
-    if (scm_weights_realise(m, Qin, Rs, d, W, Ws, &e2)) {
+    scm_linalg_gemm(K, K, M, Rs, Rs, 1, c->Qin); /* R* R*^T */
+    if (scm_weights_realise(m, c->Qin, Rs, d, c->W, c->Ws, &e2)) {
         snprintf(cert->why, sizeof cert->why, "cannot realise the point: %.150s", e2.msg);
-        goto out;
+        return;
     }
-    if (scm_stab_hessian(fl, d, W, Ws, H, &e2)) {
+    if (scm_stab_hessian(c->fl, d, c->W, c->Ws, H, &e2)) {
         snprintf(cert->why, sizeof cert->why, "no closed-form Hessian: %.160s", e2.msg);
-        goto out;
+        return;
     }
     /* flow units: f(u) = eps(sqrt(d) u), so H_u = d H_W; symmetrised */
     for (long i = 0; i < n; i++)
@@ -317,123 +373,146 @@ scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const d
             double h = 0.5 * (double)d * (H[i * n + j] + H[j * n + i]);
             H[i * n + j] = H[j * n + i] = h;
         }
-    /* the eigenvalues first (a third of the cost): most points a run
-     * passes near are saddles, refused without the eigenvectors */
-    {
-        double *Hc = malloc(sizeof(double) * (size_t)(n * n));
-        gsl_eigen_symm_workspace *sws = gsl_eigen_symm_alloc((size_t)n);
-        if (!Hc || !sws) {
-            free(Hc);
-            if (sws)
-                gsl_eigen_symm_free(sws);
-            st = scm_error_set(err, SCM_ENOMEM, "out of memory in the basin certificate");
-            goto out;
-        }
-        memcpy(Hc, H, sizeof(double) * (size_t)(n * n));
-        gsl_matrix_view Hcv = gsl_matrix_view_array(Hc, (size_t)n, (size_t)n);
-        int gs = gsl_eigen_symm(&Hcv.matrix, ev, sws);
+}
+
+/* The extreme eigenvalues of H (a third of the cost of the eigenvectors):
+ * most points a run passes near are saddles, refused here. */
+static scm_status cert_eigenvalues(cert_ws *c, const scm_basin_opts *o, scm_basin_cert *cert,
+                                   scm_error *err)
+{
+    const long n = c->n;
+    double *Hc = malloc(sizeof(double) * (size_t)(n * n));
+    gsl_eigen_symm_workspace *sws = gsl_eigen_symm_alloc((size_t)n);
+    if (!Hc || !sws) {
         free(Hc);
-        gsl_eigen_symm_free(sws);
-        if (gs != GSL_SUCCESS) {
-            snprintf(cert->why, sizeof cert->why, "the Hessian's eigensolver failed");
-            goto out;
-        }
-        double lo = INFINITY, hi = -INFINITY;
-        for (long i = 0; i < n; i++) {
-            lo = fmin(lo, gsl_vector_get(ev, (size_t)i));
-            hi = fmax(hi, gsl_vector_get(ev, (size_t)i));
-        }
-        cert->mu = lo;
-        cert->lam_max = hi;
-        if (!(lo > o->mu_rel_min * fabs(hi))) {
-            snprintf(cert->why, sizeof cert->why,
-                     "not a strict minimum: smallest Hessian eigenvalue %.3g (largest %.3g)", lo,
-                     hi);
-            goto out;
-        }
+        if (sws)
+            gsl_eigen_symm_free(sws);
+        return scm_error_set(err, SCM_ENOMEM, "out of memory in the basin certificate");
     }
-    if (o->proved) {
-        /* H(u) >= curv_frac mu on the ball where the Hessian moves by at
-         * most (1 - curv_frac) mu (the eigensolver's and the Hessian's
-         * round-off, about n eps lambda_max, allowed for generously) */
-        const double mu_eff = cert->mu - 1e-9 * fabs(cert->lam_max);
-        const double cmin = o->curv_frac * mu_eff;
-        double r_hi = o->r_max;
-        for (int k = 0; k < K; k++)
-            r_hi = fmin(r_hi, 0.999 * sqrt(Qin[k * K + k]));
-        const double r = proved_radius(m, Qin, r_hi, mu_eff - cmin);
-        /* the listed point is a fixed point only to its residual: with
-         * g = grad f(u*), the distance decreases wherever it exceeds
-         * |g| / cmin, so the ball is invariant if r is larger than that */
-        if (scm_weights_grad(fl, d, W, Ws, NULL, w.Gp) != SCM_OK) {
-            snprintf(cert->why, sizeof cert->why, "no gradient at the point");
-            goto out;
-        }
-        double g2 = 0.0;
-        for (long i = 0; i < n; i++)
-            g2 += w.Gp[i] * w.Gp[i];
-        cert->grad = sqrt((double)d * g2); /* grad_u f = sqrt(d) dEps/dW */
-        if (!(r >= o->r_min) || !(r > 2.0 * cert->grad / cmin)) {
-            snprintf(cert->why, sizeof cert->why,
-                     "the proved radius %.3g is below %.3g or twice |grad| / (%.3g mu) = %.3g", r,
-                     o->r_min, o->curv_frac, 2.0 * cert->grad / cmin);
-            goto out;
-        }
-        cert->ok = 1;
-        cert->radius = r;
-        goto out;
-    }
-    gsl_matrix_view Hv = gsl_matrix_view_array(H, (size_t)n, (size_t)n);
-    if (gsl_eigen_symmv(&Hv.matrix, ev, evec, ews) != GSL_SUCCESS) {
+    memcpy(Hc, c->H, sizeof(double) * (size_t)(n * n));
+    gsl_matrix_view Hcv = gsl_matrix_view_array(Hc, (size_t)n, (size_t)n);
+    int gs = gsl_eigen_symm(&Hcv.matrix, c->ev, sws);
+    free(Hc);
+    gsl_eigen_symm_free(sws);
+    if (gs != GSL_SUCCESS) {
         snprintf(cert->why, sizeof cert->why, "the Hessian's eigensolver failed");
-        goto out;
+        return SCM_OK;
     }
-    gsl_eigen_symmv_sort(ev, evec, GSL_EIGEN_SORT_VAL_ASC);
-    cert->mu = gsl_vector_get(ev, 0);
-    cert->lam_max = gsl_vector_get(ev, (size_t)n - 1);
-    if (!(cert->mu > o->mu_rel_min * fabs(cert->lam_max))) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (long i = 0; i < n; i++) {
+        lo = fmin(lo, gsl_vector_get(c->ev, (size_t)i));
+        hi = fmax(hi, gsl_vector_get(c->ev, (size_t)i));
+    }
+    cert->mu = lo;
+    cert->lam_max = hi;
+    if (!(lo > o->mu_rel_min * fabs(hi)))
         snprintf(cert->why, sizeof cert->why,
-                 "not a strict minimum: smallest Hessian eigenvalue %.3g (largest %.3g)",
-                 cert->mu, cert->lam_max);
-        goto out;
+                 "not a strict minimum: smallest Hessian eigenvalue %.3g (largest %.3g)", lo, hi);
+    return SCM_OK;
+}
+
+/* The proved radius (ReLU): H(u) >= curv_frac mu on the ball where the
+ * Hessian moves by at most (1 - curv_frac) mu (the eigensolver's and the
+ * Hessian's round-off, about n eps lambda_max, allowed for generously). */
+static void cert_proved(cert_ws *c, const scm_model *m, const scm_basin_opts *o,
+                        scm_basin_cert *cert)
+{
+    const int K = m->K;
+    const long d = c->d, n = c->n;
+    const double mu_eff = cert->mu - 1e-9 * fabs(cert->lam_max);
+    const double cmin = o->curv_frac * mu_eff;
+    double r_hi = o->r_max;
+    for (int k = 0; k < K; k++)
+        r_hi = fmin(r_hi, 0.999 * sqrt(c->Qin[k * K + k]));
+    const double r = proved_radius(m, c->Qin, r_hi, mu_eff - cmin);
+    /* the listed point is a fixed point only to its residual: with
+     * g = grad f(u*), the distance decreases wherever it exceeds
+     * |g| / cmin, so the ball is invariant if r is larger than that */
+    if (scm_weights_grad(c->fl, d, c->W, c->Ws, NULL, c->w.Gp) != SCM_OK) {
+        snprintf(cert->why, sizeof cert->why, "no gradient at the point");
+        return;
     }
-    /* The sampled directions: the softest eigenvectors (both signs), random
-     * combinations of them, random unit vectors. */
-    gsl_rng_set(rng, o->seed);
+    double g2 = 0.0;
+    for (long i = 0; i < n; i++)
+        g2 += c->w.Gp[i] * c->w.Gp[i];
+    cert->grad = sqrt((double)d * g2); /* grad_u f = sqrt(d) dEps/dW */
+    if (!(r >= o->r_min) || !(r > 2.0 * cert->grad / cmin)) {
+        snprintf(cert->why, sizeof cert->why,
+                 "the proved radius %.3g is below %.3g or twice |grad| / (%.3g mu) = %.3g", r,
+                 o->r_min, o->curv_frac, 2.0 * cert->grad / cmin);
+        return;
+    }
+    cert->ok = 1;
+    cert->radius = r;
+}
+
+/* The sampled directions: the softest eigenvectors (both signs), random
+ * combinations of them, random unit vectors; their number. */
+static int cert_directions(cert_ws *c, const scm_basin_opts *o)
+{
+    const long n = c->n;
+    const int n_eig = c->n_eig;
+    double *dirs = c->dirs;
+    gsl_rng_set(c->rng, o->seed);
     int nd = 0;
     for (int j = 0; j < n_eig; j++)
         for (int sg = -1; sg <= 1; sg += 2, nd++)
             for (long i = 0; i < n; i++)
-                dirs[nd * n + i] = sg * gsl_matrix_get(evec, (size_t)i, (size_t)j);
+                dirs[nd * n + i] = sg * gsl_matrix_get(c->evec, (size_t)i, (size_t)j);
     for (int j = 0; j < n_eig; j++, nd++) {
         memset(dirs + nd * n, 0, sizeof(double) * (size_t)n);
         for (int q = 0; q < n_eig; q++) {
-            double a = gsl_ran_gaussian(rng, 1.0);
+            double a = gsl_ran_gaussian(c->rng, 1.0);
             for (long i = 0; i < n; i++)
-                dirs[nd * n + i] += a * gsl_matrix_get(evec, (size_t)i, (size_t)q);
+                dirs[nd * n + i] += a * gsl_matrix_get(c->evec, (size_t)i, (size_t)q);
         }
         normalise(dirs + nd * n, n);
     }
     for (int j = 0; j < o->n_random; j++, nd++) {
         for (long i = 0; i < n; i++)
-            dirs[nd * n + i] = gsl_ran_gaussian(rng, 1.0);
+            dirs[nd * n + i] = gsl_ran_gaussian(c->rng, 1.0);
         normalise(dirs + nd * n, n);
     }
-    const double sd = sqrt((double)d), cmin = o->curv_frac * cert->mu;
+    return nd;
+}
+
+/* The sampled radius: the largest r_max shrink^i >= r_min at which the
+ * curvature along every sampled ray, at r/4, r/2 and r, is at least
+ * curv_frac mu, divided by the safety factor. */
+static void cert_sampled(cert_ws *c, const scm_basin_opts *o, scm_basin_cert *cert)
+{
+    const long n = c->n;
+    gsl_matrix_view Hv = gsl_matrix_view_array(c->H, (size_t)n, (size_t)n);
+    if (gsl_eigen_symmv(&Hv.matrix, c->ev, c->evec, c->ews) != GSL_SUCCESS) {
+        snprintf(cert->why, sizeof cert->why, "the Hessian's eigensolver failed");
+        return;
+    }
+    gsl_eigen_symmv_sort(c->ev, c->evec, GSL_EIGEN_SORT_VAL_ASC);
+    cert->mu = gsl_vector_get(c->ev, 0);
+    cert->lam_max = gsl_vector_get(c->ev, (size_t)n - 1);
+    if (!(cert->mu > o->mu_rel_min * fabs(cert->lam_max))) {
+        snprintf(cert->why, sizeof cert->why,
+                 "not a strict minimum: smallest Hessian eigenvalue %.3g (largest %.3g)",
+                 cert->mu, cert->lam_max);
+        return;
+    }
+    const int nd = cert_directions(c, o);
+    const double sd = sqrt((double)c->d), cmin = o->curv_frac * cert->mu;
     for (long i = 0; i < n; i++)
-        us[i] = W[i] / sd;
+        c->us[i] = c->W[i] / sd;
     double found = 0.0;
     for (double r = o->r_max; r >= o->r_min && found == 0.0; r *= o->shrink) {
         int pass = 1;
         for (int j = 0; j < nd && pass; j++)
             for (int q = 1; q <= 4 && pass; q *= 2) {
                 const double s = r / (double)(4 / q); /* r/4, r/2, r */
-                const double *U = dirs + j * n;
+                const double *U = c->dirs + j * n;
                 for (long i = 0; i < n; i++)
-                    u[i] = us[i] + s * U[i];
-                double c;
+                    c->u[i] = c->us[i] + s * U[i];
+                double cv;
                 /* h: small against s, large against round-off of the gradient */
-                if (curvature(&w, u, U, fmin(1e-4, 0.25 * s), &c) != SCM_OK || !(c >= cmin))
+                if (curvature(&c->w, c->u, U, fmin(1e-4, 0.25 * s), &cv) != SCM_OK ||
+                    !(cv >= cmin))
                     pass = 0;
             }
         if (pass)
@@ -443,30 +522,35 @@ scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const d
         snprintf(cert->why, sizeof cert->why,
                  "the curvature along a sampled ray falls below %.3g mu within radius %.3g",
                  o->curv_frac, o->r_min);
-        goto out;
+        return;
     }
     cert->ok = 1;
     cert->radius = found / o->safety;
-out:
-    scm_flow_free(fl);
-    free(W);
-    free(Ws);
-    free(H);
-    free(u);
-    free(us);
-    free(dirs);
-    free(w.Wp);
-    free(w.Gp);
-    free(w.Gm);
-    if (ev)
-        gsl_vector_free(ev);
-    if (evec)
-        gsl_matrix_free(evec);
-    if (ews)
-        gsl_eigen_symmv_free(ews);
-    if (rng)
-        gsl_rng_free(rng);
-    free(Qin);
+}
+
+scm_status scm_basin_certify_point(const scm_model *m, const double *Qs, const double *Rs,
+                                   const scm_basin_opts *o, scm_basin_cert *cert,
+                                   scm_error *err)
+{
+    memset(cert, 0, sizeof *cert);
+    cert->mu = cert->lam_max = cert->grad = NAN;
+    /* each step that refuses the point says why, and the next ones are skipped */
+    scm_status st = cert_screen(m, Qs, Rs, o, cert, err);
+    if (st || cert->why[0])
+        return st;
+    cert_ws c = {0};
+    st = cert_ws_alloc(&c, m, o, err);
+    if (!st)
+        cert_hessian(&c, m, Rs, cert);
+    if (!st && !cert->why[0])
+        st = cert_eigenvalues(&c, o, cert, err);
+    if (!st && !cert->why[0]) {
+        if (o->proved)
+            cert_proved(&c, m, o, cert);
+        else
+            cert_sampled(&c, o, cert);
+    }
+    cert_ws_free(&c);
     return st;
 }
 

@@ -94,28 +94,17 @@ static int get_int(const cJSON *o, const char *key, double lo, double hi, long *
     return 1;
 }
 
-scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_error *err)
+/* The parts of a record, in the order of its fields; each returns the name
+ * of the first missing or invalid field, or NULL. */
+static const char *parse_outcome(const cJSON *o, scm_sweep_record *r)
 {
-    memset(r, 0, sizeof *r);
-    cJSON *o = cJSON_Parse(line);
-    if (!o)
-        return scm_error_set(err, SCM_EINVAL, "not valid JSON");
-    scm_status st = SCM_OK;
-    const char *bad = NULL;
     long x;
-    double d;
-    if (!cJSON_IsObject(o)) {
-        bad = "(not an object)";
-        goto out;
-    }
-    if (!get_int(o, "index", 0, 9007199254740992.0, &r->index)) {
-        bad = "index";
-        goto out;
-    }
-    if (!get_int(o, "seed", 0, 4294967295.0, &x)) {
-        bad = "seed";
-        goto out;
-    }
+    if (!cJSON_IsObject(o))
+        return "(not an object)";
+    if (!get_int(o, "index", 0, 9007199254740992.0, &r->index))
+        return "index";
+    if (!get_int(o, "seed", 0, 4294967295.0, &x))
+        return "seed";
     r->seed = (unsigned long)x;
     const cJSON *stop = cJSON_GetObjectItemCaseSensitive(o, "stop");
     int found = 0;
@@ -124,133 +113,134 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
             r->stop = (scm_stop_reason)s;
             found = 1;
         }
-    if (!found) {
-        bad = "stop";
-        goto out;
-    }
+    if (!found)
+        return "stop";
     const cJSON *conv = cJSON_GetObjectItemCaseSensitive(o, "converged");
     if (!cJSON_IsBool(conv) ||
         (cJSON_IsTrue(conv) != (r->stop == SCM_STOP_FIXED_POINT || r->stop == SCM_STOP_EPS ||
-                                r->stop == SCM_STOP_CERTIFIED))) {
-        bad = "converged";
-        goto out;
-    }
+                                r->stop == SCM_STOP_CERTIFIED)))
+        return "converged";
     r->converged = cJSON_IsTrue(conv);
     const cJSON *why = cJSON_GetObjectItemCaseSensitive(o, "why");
-    if (r->converged ? !cJSON_IsNull(why) : !cJSON_IsString(why)) {
-        bad = "why";
-        goto out;
-    }
+    if (r->converged ? !cJSON_IsNull(why) : !cJSON_IsString(why))
+        return "why";
     if (!r->converged)
         snprintf(r->why, sizeof r->why, "%s", why->valuestring);
-    if (!get_num(o, "t", 1, &r->t)) {
-        bad = "t";
-        goto out;
-    }
-    if (!get_num(o, "eps", 1, &r->eps)) {
-        bad = "eps";
-        goto out;
-    }
-    if (!get_num(o, "max_F", 1, &r->max_F)) {
-        bad = "max_F";
-        goto out;
-    }
-    if (!get_int(o, "steps", 0, 9e15, &r->steps)) {
-        bad = "steps";
-        goto out;
-    }
-    if (!get_int(o, "rhs", 0, 9e15, &r->rhs)) {
-        bad = "rhs";
-        goto out;
-    }
+    return NULL;
+}
+
+static const char *parse_numbers(const cJSON *o, scm_sweep_record *r)
+{
+    if (!get_num(o, "t", 1, &r->t))
+        return "t";
+    if (!get_num(o, "eps", 1, &r->eps))
+        return "eps";
+    if (!get_num(o, "max_F", 1, &r->max_F))
+        return "max_F";
+    if (!get_int(o, "steps", 0, 9e15, &r->steps))
+        return "steps";
+    if (!get_int(o, "rhs", 0, 9e15, &r->rhs))
+        return "rhs";
     long retries = 0;
     if (cJSON_GetObjectItemCaseSensitive(o, "loose_retries") &&
-        !get_int(o, "loose_retries", 1, 1, &retries)) {
-        bad = "loose_retries";
-        goto out;
-    }
+        !get_int(o, "loose_retries", 1, 1, &retries))
+        return "loose_retries";
     r->loose_retries = (int)retries;
+    return NULL;
+}
+
+static const char *parse_class(const cJSON *o, scm_sweep_record *r)
+{
+    long x;
     const cJSON *cls = cJSON_GetObjectItemCaseSensitive(o, "class");
-    if (!cJSON_IsString(cls) || strlen(cls->valuestring) >= sizeof r->cls) {
-        bad = "class";
-        goto out;
-    }
+    if (!cJSON_IsString(cls) || strlen(cls->valuestring) >= sizeof r->cls)
+        return "class";
     snprintf(r->cls, sizeof r->cls, "%s", cls->valuestring);
     const cJSON *fam = cJSON_GetObjectItemCaseSensitive(o, "family");
     if (cJSON_IsString(fam) && strlen(fam->valuestring) < sizeof r->family) {
         r->matched = 1;
         snprintf(r->family, sizeof r->family, "%s", fam->valuestring);
-        if (!get_int(o, "k1", 0, 1e6, &x)) {
-            bad = "k1";
-            goto out;
-        }
+        if (!get_int(o, "k1", 0, 1e6, &x))
+            return "k1";
         r->k1 = (int)x;
     } else if (cJSON_IsNull(fam)) {
         r->k1 = -1;
-        if (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "k1"))) {
-            bad = "k1";
-            goto out;
-        }
+        if (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "k1")))
+            return "k1";
     } else {
-        bad = "family";
-        goto out;
+        return "family";
     }
-    if (!get_int(o, "anti", 0, 1e6, &x)) {
-        bad = "anti";
-        goto out;
-    }
+    if (!get_int(o, "anti", 0, 1e6, &x))
+        return "anti";
     r->n_anti = (int)x;
-    if (!get_int(o, "dead", 0, 1e6, &x)) {
-        bad = "dead";
-        goto out;
-    }
+    if (!get_int(o, "dead", 0, 1e6, &x))
+        return "dead";
     r->n_dead = (int)x;
-    if (!get_int(o, "shared", 0, 1e6, &x)) {
-        bad = "shared";
-        goto out;
-    }
+    if (!get_int(o, "shared", 0, 1e6, &x))
+        return "shared";
     r->n_shared = (int)x;
+    return NULL;
+}
+
+static const char *parse_cert(const cJSON *o, scm_sweep_record *r)
+{
+    long x;
     r->cert_point = -1;
     r->cert_dist = r->cert_radius = r->cert_loss = NAN;
     const cJSON *cert = cJSON_GetObjectItemCaseSensitive(o, "cert");
     if ((r->stop == SCM_STOP_CERTIFIED) != cJSON_IsObject(cert) ||
-        (cert && !get_num(cert, "loss", 0, &r->cert_loss))) {
-        bad = "cert";
-        goto out;
-    }
+        (cert && !get_num(cert, "loss", 0, &r->cert_loss)))
+        return "cert";
     if (cert && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cert, "point"))) {
         if (!get_int(cert, "point", 0, 1e9, &x) || !get_num(cert, "dist", 0, &r->cert_dist) ||
-            !get_num(cert, "radius", 0, &r->cert_radius)) {
-            bad = "cert";
-            goto out;
-        }
+            !get_num(cert, "radius", 0, &r->cert_radius))
+            return "cert";
         r->cert_point = (int)x;
     }
+    return NULL;
+}
+
+static const char *parse_near(const cJSON *o, scm_sweep_record *r)
+{
+    long x;
     r->near = -1;
     r->near_dist = r->near_loss = NAN;
     const cJSON *near = cJSON_GetObjectItemCaseSensitive(o, "near");
-    if (near) {
-        const cJSON *nf = cJSON_GetObjectItemCaseSensitive(near, "family"),
-                    *ns = cJSON_GetObjectItemCaseSensitive(near, "stability");
-        if (r->converged || !cJSON_IsObject(near) || !get_int(near, "point", 0, 1e9, &x) ||
-            !get_num(near, "loss", 0, &r->near_loss) || !get_num(near, "dist", 1, &r->near_dist) ||
-            !cJSON_IsString(nf) || strlen(nf->valuestring) >= sizeof r->near_family ||
-            !cJSON_IsString(ns) || strlen(ns->valuestring) >= sizeof r->near_stability) {
-            bad = "near";
-            goto out;
-        }
-        r->near = (int)x;
-        long k1n;
-        if (!get_int(near, "k1", 0, 1e6, &k1n)) {
-            bad = "near";
-            goto out;
-        }
-        r->near_k1 = (int)k1n;
-        snprintf(r->near_family, sizeof r->near_family, "%s", nf->valuestring);
-        snprintf(r->near_stability, sizeof r->near_stability, "%s", ns->valuestring);
-    }
-    (void)d;
-out:
+    if (!near)
+        return NULL;
+    const cJSON *nf = cJSON_GetObjectItemCaseSensitive(near, "family"),
+                *ns = cJSON_GetObjectItemCaseSensitive(near, "stability");
+    if (r->converged || !cJSON_IsObject(near) || !get_int(near, "point", 0, 1e9, &x) ||
+        !get_num(near, "loss", 0, &r->near_loss) || !get_num(near, "dist", 1, &r->near_dist) ||
+        !cJSON_IsString(nf) || strlen(nf->valuestring) >= sizeof r->near_family ||
+        !cJSON_IsString(ns) || strlen(ns->valuestring) >= sizeof r->near_stability)
+        return "near";
+    r->near = (int)x;
+    long k1n;
+    if (!get_int(near, "k1", 0, 1e6, &k1n))
+        return "near";
+    r->near_k1 = (int)k1n;
+    snprintf(r->near_family, sizeof r->near_family, "%s", nf->valuestring);
+    snprintf(r->near_stability, sizeof r->near_stability, "%s", ns->valuestring);
+    return NULL;
+}
+
+scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_error *err)
+{
+    memset(r, 0, sizeof *r);
+    cJSON *o = cJSON_Parse(line);
+    if (!o)
+        return scm_error_set(err, SCM_EINVAL, "not valid JSON");
+    scm_status st = SCM_OK;
+    const char *bad = parse_outcome(o, r);
+    if (!bad)
+        bad = parse_numbers(o, r);
+    if (!bad)
+        bad = parse_class(o, r);
+    if (!bad)
+        bad = parse_cert(o, r);
+    if (!bad)
+        bad = parse_near(o, r);
     if (bad)
         st = scm_error_set(err, SCM_EINVAL, "missing or invalid field '%s'", bad);
     cJSON_Delete(o);

@@ -444,30 +444,50 @@ static int dead_neuron(const scm_model *m, const double *Q, double tol)
     return -1;
 }
 
-scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *Q0,
-                        const double *R0, const scm_traj_opts *o, scm_traj_result *res,
-                        scm_error *err)
+/* One run of scm_traj_run, passed between its steps: the problem, the CVODE
+ * objects, and the state of the loop over CVODE's internal steps. */
+typedef struct {
+    const scm_model *m;
+    const scm_rule *rule;
+    const scm_traj_opts *o;
+    scm_traj_result *res;
+    traj_ctx c; /* CVODE's user data: the run must not move */
+    int K, M;
+    long n, KK, KM, cap;
+    SUNContext ctx;
+    N_Vector y, yout, ydot;
+    SUNMatrix J;
+    SUNLinearSolver LS;
+    void *cv;
+    double *Q, *R;        /* the current state, unpacked */
+    double *yv, *yo, *yd; /* the data of y, yout, ydot */
+    int loose;            /* in the loose stage */
+    double psd_run, dead_run; /* the PSD and dead tolerances of the run */
+    double ratio;         /* of the log-spaced output times */
+    int next;             /* the next output time to record */
+    double t, eps, maxF;  /* of the last valid state */
+    long steps;
+    /* fresh: CVODE was (re)initialised, its interpolant holds no step yet;
+     * have_eps: eps and maxF are the flow's at the current state. */
+    int fresh, have_eps;
+} traj_run;
+
+/* Each step of the loop says whether the run goes on or has ended
+ * (res->stop says how). */
+enum { RUN_ON = 0, RUN_END = 1 };
+
+/* The arrays of the run and of its result, and the CVODE vectors. */
+static scm_status run_alloc(traj_run *r, scm_error *err)
 {
-    memset(res, 0, sizeof *res);
-    scm_status st = scm_traj_opts_check(o, err);
-    if (st)
-        return st;
-    const int K = m->K, M = m->M;
-    const long n = rule->dim(m), KK = (long)K * K, KM = (long)K * M;
-    long cap = o->record ? o->n_out + 2 : 1;
-
-    traj_ctx c = {.rule = rule, .params = &o->rule_params, .last_rhs_status = SCM_OK, .m = m};
-    SUNContext ctx = NULL;
-    N_Vector y = NULL, yout = NULL, ydot = NULL;
-    SUNMatrix J = NULL;
-    SUNLinearSolver LS = NULL;
-    void *cv = NULL;
-    double *Q = NULL, *R = NULL;
-
-    c.fl = scm_flow_alloc(m);
-    c.scratch = malloc(sizeof(double) * 3 * (size_t)rule->scratch(m)); /* rhs, jtimes */
-    Q = malloc(sizeof(double) * (size_t)KK);
-    R = malloc(sizeof(double) * (size_t)KM);
+    const scm_model *m = r->m;
+    const int K = r->K;
+    const long n = r->n, KK = r->KK, KM = r->KM, cap = r->cap;
+    scm_traj_result *res = r->res;
+    traj_ctx *c = &r->c;
+    c->fl = scm_flow_alloc(m);
+    c->scratch = malloc(sizeof(double) * 3 * (size_t)r->rule->scratch(m)); /* rhs, jtimes */
+    r->Q = malloc(sizeof(double) * (size_t)KK);
+    r->R = malloc(sizeof(double) * (size_t)KM);
     res->Q = malloc(sizeof(double) * (size_t)KK);
     res->R = malloc(sizeof(double) * (size_t)KM);
     res->out_t = malloc(sizeof(double) * (size_t)cap);
@@ -477,356 +497,500 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
     res->dead = calloc((size_t)K, sizeof(int));
     res->v = malloc(sizeof(double) * (size_t)K);
     res->out_v = malloc(sizeof(double) * (size_t)(cap * K));
-    c.vs = malloc(sizeof(double) * (size_t)K);
-    c.ytmp = malloc(sizeof(double) * (size_t)n);
-    c.ylin = malloc(sizeof(double) * (size_t)n);
-    c.Qs = malloc(sizeof(double) * (size_t)KK);
-    c.Rs = malloc(sizeof(double) * (size_t)KM);
-    c.dead = res->dead;
-    if (!res->dead || !res->v || !res->out_v || !c.vs || !c.ytmp || !c.ylin || !c.Qs || !c.Rs || !c.fl || !c.scratch || !Q || !R || !res->Q || !res->R || !res->out_t || !res->out_eps ||
-        !res->out_Q || !res->out_R) {
-        st = scm_error_set(err, SCM_ENOMEM, "out of memory setting up the trajectory");
-        goto fail;
-    }
-    if (SUNContext_Create(NULL, &ctx) != 0) {
-        st = scm_error_set(err, SCM_ESOLVER, "SUNContext_Create failed");
-        goto fail;
-    }
-    y = N_VNew_Serial(n, ctx);
-    yout = N_VNew_Serial(n, ctx);
-    ydot = N_VNew_Serial(n, ctx);
-    if (y && !o->sundials_vec_ops)
-        scm_nvecops_install(y); /* before the clones: CVODE's, SPGMR's */
-    if (!y || !yout || !ydot) {
-        st = scm_error_set(err, SCM_ENOMEM, "out of memory allocating CVODE vectors");
-        goto fail;
-    }
-    double *yv = N_VGetArrayPointer(y), *yo = N_VGetArrayPointer(yout),
-           *yd = N_VGetArrayPointer(ydot);
+    c->vs = malloc(sizeof(double) * (size_t)K);
+    c->ytmp = malloc(sizeof(double) * (size_t)n);
+    c->ylin = malloc(sizeof(double) * (size_t)n);
+    c->Qs = malloc(sizeof(double) * (size_t)KK);
+    c->Rs = malloc(sizeof(double) * (size_t)KM);
+    c->dead = res->dead;
+    if (!res->dead || !res->v || !res->out_v || !c->vs || !c->ytmp || !c->ylin || !c->Qs ||
+        !c->Rs || !c->fl || !c->scratch || !r->Q || !r->R || !res->Q || !res->R || !res->out_t ||
+        !res->out_eps || !res->out_Q || !res->out_R)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory setting up the trajectory");
+    if (SUNContext_Create(NULL, &r->ctx) != 0)
+        return scm_error_set(err, SCM_ESOLVER, "SUNContext_Create failed");
+    r->y = N_VNew_Serial(n, r->ctx);
+    r->yout = N_VNew_Serial(n, r->ctx);
+    r->ydot = N_VNew_Serial(n, r->ctx);
+    if (r->y && !r->o->sundials_vec_ops)
+        scm_nvecops_install(r->y); /* before the clones: CVODE's, SPGMR's */
+    if (!r->y || !r->yout || !r->ydot)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory allocating CVODE vectors");
+    r->yv = N_VGetArrayPointer(r->y);
+    r->yo = N_VGetArrayPointer(r->yout);
+    r->yd = N_VGetArrayPointer(r->ydot);
+    return SCM_OK;
+}
 
-    /* The initial state must be valid: that is an input error, not a run. */
+/* The initial state into y, its loss into r->eps and its flow into ydot,
+ * and the tolerances of the run.  The initial state must be valid: that is
+ * an input error, not a run. */
+static scm_status run_start(traj_run *r, const double *Q0, const double *R0, scm_error *err)
+{
+    const scm_model *m = r->m;
+    const scm_rule *rule = r->rule;
+    const scm_traj_opts *o = r->o;
+    scm_traj_result *res = r->res;
+    const int K = r->K;
+    scm_status st;
     if ((st = scm_rule_params_check(rule, &o->rule_params, err)))
-        goto fail;
+        return st;
     st = scm_model_check_state(m, Q0, R0, o->psd_tol, err);
     if (st)
-        goto fail;
+        return st;
     int dk = dead_neuron(m, Q0, o->dead_tol);
-    if (dk >= 0) {
-        st = scm_error_set(err, SCM_EDEAD, "initial student %d is a dead ReLU neuron (Q_kk = %g)",
-                           dk, Q0[dk * K + dk]);
-        goto fail;
-    }
+    if (dk >= 0)
+        return scm_error_set(err, SCM_EDEAD, "initial student %d is a dead ReLU neuron (Q_kk = %g)",
+                             dk, Q0[dk * K + dk]);
     /* a manifold rule starts on its manifold */
-    memcpy(Q, Q0, sizeof(double) * (size_t)KK);
-    memcpy(R, R0, sizeof(double) * (size_t)KM);
-    if (rule->retract && (st = rule->retract(m, Q, R, err)))
-        goto fail;
+    memcpy(r->Q, Q0, sizeof(double) * (size_t)r->KK);
+    memcpy(r->R, R0, sizeof(double) * (size_t)r->KM);
+    if (rule->retract && (st = rule->retract(m, r->Q, r->R, err)))
+        return st;
     memcpy(res->v, o->v0 ? o->v0 : m->v, sizeof(double) * (size_t)K);
     for (int k = 0; k < K; k++)
-        if (!isfinite(res->v[k])) {
-            st = scm_error_set(err, SCM_ENAN, "initial v[%d] is not finite", k);
-            goto fail;
-        }
-    rule->pack(m, Q, R, res->v, yv);
-    double eps0;
-    st = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps0, c.scratch);
+        if (!isfinite(res->v[k]))
+            return scm_error_set(err, SCM_ENAN, "initial v[%d] is not finite", k);
+    rule->pack(m, r->Q, r->R, res->v, r->yv);
+    st = rule->rhs(&o->rule_params, r->c.fl, r->yv, r->yd, &r->eps, r->c.scratch);
     if (st) {
         scm_error_set(err, st, "the right-hand side fails at the initial state: %s",
                       scm_status_str(st));
-        goto fail;
+        return st;
     }
 
-    int loose = o->loose_until > 0.0;
+    r->loose = o->loose_until > 0.0;
     /* After a loose stage the state carries that stage's error for good:
      * it is PSD only to that error, and a squared norm below
      * LOOSE_DEAD_FACTOR loose_atol (more than 1% error) is not resolved,
      * so such a ReLU student counts as dead (else the integrator stalls on
      * its direction, steps collapsing at Cauchy-Schwarz violations). */
-    const double psd_run = loose ? fmin(0.1, o->psd_tol * o->loose_rtol / o->rtol) : o->psd_tol;
-    const double dead_run = fmax(o->dead_tol, loose ? LOOSE_DEAD_FACTOR * o->loose_atol : 0.0);
-    if (loose && m->act == &scm_act_relu)
+    r->psd_run = r->loose ? fmin(0.1, o->psd_tol * o->loose_rtol / o->rtol) : o->psd_tol;
+    r->dead_run = fmax(o->dead_tol, r->loose ? LOOSE_DEAD_FACTOR * o->loose_atol : 0.0);
+    if (r->loose && m->act == &scm_act_relu)
         for (int k = 0; k < K; k++)
-            if (Q0[k * K + k] < LOOSE_DEAD_FACTOR * dead_run) {
-                st = scm_error_set(err, SCM_EINVAL,
-                                   "integrator.loose_atol = %g cannot resolve student %d "
-                                   "(Q_kk = %g at t = 0; a loose stage needs Q_kk >= %g): use "
-                                   "a smaller loose_atol or loose_until 0",
-                                   o->loose_atol, k, Q0[k * K + k], LOOSE_DEAD_FACTOR * dead_run);
-                goto fail;
-            }
-    cv = CVodeCreate(o->method == SCM_METHOD_ADAMS ? CV_ADAMS : CV_BDF, ctx);
-    if (!cv || CVodeSetErrHandlerFn(cv, cvode_err, &c) || CVodeInit(cv, cvode_rhs, 0.0, y) ||
-        CVodeSStolerances(cv, loose ? o->loose_rtol : o->rtol, loose ? o->loose_atol : o->atol) || CVodeSetUserData(cv, &c) ||
-        CVodeSetStopTime(cv, o->t_max) || CVodeSetMaxNumSteps(cv, o->max_steps)) {
-        st = scm_error_set(err, SCM_ESOLVER, "setting up CVODE failed: %s", c.cvode_msg);
-        goto fail;
-    }
+            if (Q0[k * K + k] < LOOSE_DEAD_FACTOR * r->dead_run)
+                return scm_error_set(err, SCM_EINVAL,
+                                     "integrator.loose_atol = %g cannot resolve student %d "
+                                     "(Q_kk = %g at t = 0; a loose stage needs Q_kk >= %g): use "
+                                     "a smaller loose_atol or loose_until 0",
+                                     o->loose_atol, k, Q0[k * K + k],
+                                     LOOSE_DEAD_FACTOR * r->dead_run);
+    return SCM_OK;
+}
+
+/* CVODE's memory, its options and its linear solver. */
+static scm_status run_cvode_setup(traj_run *r, scm_error *err)
+{
+    const scm_rule *rule = r->rule;
+    const scm_traj_opts *o = r->o;
+    traj_ctx *c = &r->c;
+    const int loose = r->loose;
+    r->cv = CVodeCreate(o->method == SCM_METHOD_ADAMS ? CV_ADAMS : CV_BDF, r->ctx);
+    void *cv = r->cv;
+    if (!cv || CVodeSetErrHandlerFn(cv, cvode_err, c) || CVodeInit(cv, cvode_rhs, 0.0, r->y) ||
+        CVodeSStolerances(cv, loose ? o->loose_rtol : o->rtol, loose ? o->loose_atol : o->atol) ||
+        CVodeSetUserData(cv, c) || CVodeSetStopTime(cv, o->t_max) ||
+        CVodeSetMaxNumSteps(cv, o->max_steps))
+        return scm_error_set(err, SCM_ESOLVER, "setting up CVODE failed: %s", c->cvode_msg);
     int gmres = o->linsol == SCM_LINSOL_GMRES ||
-                (o->linsol == SCM_LINSOL_AUTO && n > SCM_LINSOL_AUTO_DENSE_MAX);
-    c.lagged = gmres && o->analytic_jv == 2 && rule->jtimes;
-    c.precond = gmres && o->precond && rule->psetup && rule->psolve;
+                (o->linsol == SCM_LINSOL_AUTO && r->n > SCM_LINSOL_AUTO_DENSE_MAX);
+    c->lagged = gmres && o->analytic_jv == 2 && rule->jtimes;
+    c->precond = gmres && o->precond && rule->psetup && rule->psolve;
     if (gmres) {
         /* right preconditioning: GMRES's test stays on the true residual
          * (left, the damping preconditioner shrank it and loosened the solve) */
-        LS = SUNLinSol_SPGMR(y, c.precond ? SUN_PREC_RIGHT : SUN_PREC_NONE, o->krylov_dim, ctx);
+        r->LS = SUNLinSol_SPGMR(r->y, c->precond ? SUN_PREC_RIGHT : SUN_PREC_NONE, o->krylov_dim,
+                                r->ctx);
     } else {
-        J = SUNDenseMatrix(n, n, ctx);
-        LS = J ? lu_new(n, ctx) : NULL;
+        r->J = SUNDenseMatrix(r->n, r->n, r->ctx);
+        r->LS = r->J ? lu_new(r->n, r->ctx) : NULL;
     }
-    if (!LS || CVodeSetLinearSolver(cv, LS, J) ||
+    if (!r->LS || CVodeSetLinearSolver(cv, r->LS, r->J) ||
         (gmres && o->analytic_jv && rule->jtimes && CVodeSetJacTimes(cv, NULL, cvode_jtimes)) ||
-        ((c.lagged || c.precond) &&
-         CVodeSetPreconditioner(cv, cvode_lin_setup, c.precond ? cvode_psolve : NULL)) ||
+        ((c->lagged || c->precond) &&
+         CVodeSetPreconditioner(cv, cvode_lin_setup, c->precond ? cvode_psolve : NULL)) ||
         (gmres && CVodeSetEpsLin(cv, o->eps_lin)) ||
-        (c.lagged && (CVodeSetLSetupFrequency(cv, LAGGED_JV_STEPS) ||
-                      CVodeSetJacEvalFrequency(cv, LAGGED_JV_STEPS)))) {
-        st = scm_error_set(err, SCM_ESOLVER, "setting up the CVODE linear solver failed: %s",
-                           c.cvode_msg);
-        goto fail;
-    }
+        (c->lagged && (CVodeSetLSetupFrequency(cv, LAGGED_JV_STEPS) ||
+                       CVodeSetJacEvalFrequency(cv, LAGGED_JV_STEPS))))
+        return scm_error_set(err, SCM_ESOLVER, "setting up the CVODE linear solver failed: %s",
+                             c->cvode_msg);
+    return SCM_OK;
+}
 
-    /* Output times: 0, then n_out log-spaced points t_first .. t_max. */
-    int next = 0;
-    double ratio = o->n_out > 1 ? log(o->t_max / o->t_first) / (o->n_out - 1) : 0.0;
-#define OUT_TIME(i) ((i) == o->n_out - 1 ? o->t_max : o->t_first * exp(ratio * (i)))
-    rule->unpack(m, yv, Q, R, res->v);
+/* Output times: 0, then n_out log-spaced points t_first .. t_max. */
+static double out_time(const traj_run *r, int i)
+{
+    return i == r->o->n_out - 1 ? r->o->t_max : r->o->t_first * exp(r->ratio * i);
+}
+
+/* The loop's starting point: the initial state recorded and kept as the
+ * last valid one. */
+static void run_begin(traj_run *r)
+{
+    const scm_traj_opts *o = r->o;
+    scm_traj_result *res = r->res;
+    r->next = 0;
+    r->ratio = o->n_out > 1 ? log(o->t_max / o->t_first) / (o->n_out - 1) : 0.0;
+    r->rule->unpack(r->m, r->yv, r->Q, r->R, res->v);
     if (o->record)
-        record_point(res, cap, K, M, 0.0, eps0, Q, R, res->v);
-
-    double t = 0.0, eps = eps0, maxF = scm_linalg_max_abs(yd, n);
+        record_point(res, r->cap, r->K, r->M, 0.0, r->eps, r->Q, r->R, res->v);
+    r->t = 0.0;
+    r->maxF = scm_linalg_max_abs(r->yd, r->n);
     /* res->Q, res->R, res->v always hold the last valid state (of time t). */
-    memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
-    memcpy(res->R, R, sizeof(double) * (size_t)KM);
+    memcpy(res->Q, r->Q, sizeof(double) * (size_t)r->KK);
+    memcpy(res->R, r->R, sizeof(double) * (size_t)r->KM);
     res->stop = SCM_STOP_T_MAX;
-    long steps = 0;
-    /* fresh: CVODE was (re)initialised, its interpolant holds no step yet;
-     * have_eps: eps and maxF are the flow's at the current state. */
-    int fresh = 1, have_eps = 1;
-    for (;;) {
-        if (loose && maxF < o->loose_until) {
-            /* second stage: full accuracy for the approach to the fixed point */
-            loose = 0;
-            /* CVodeSStolerances alone mid-run leaves CVODE 6.4's error-weight
-             * data unset (it is filled at the initial set-up): re-initialise. */
-            add_counters(cv, res);
-            fresh = 1; /* (maxF is exact here: estimates stop above 2 loose_until) */
-            if (CVodeSStolerances(cv, o->rtol, o->atol) != CV_SUCCESS ||
-                CVodeReInit(cv, t, y) != CV_SUCCESS) {
-                scm_error_set(&res->err, SCM_ESOLVER, "CVodeSStolerances failed at t = %.6g: %s",
-                              t, c.cvode_msg);
-                res->stop = SCM_STOP_FAILED;
-                break;
-            }
+    r->steps = 0;
+    r->fresh = 1;
+    r->have_eps = 1;
+}
+
+/* The end of the loose stage, once max |F| < loose_until: the second stage
+ * has full accuracy for the approach to the fixed point. */
+static int run_switch_stage(traj_run *r)
+{
+    const scm_traj_opts *o = r->o;
+    if (!(r->loose && r->maxF < o->loose_until))
+        return RUN_ON;
+    r->loose = 0;
+    /* CVodeSStolerances alone mid-run leaves CVODE 6.4's error-weight
+     * data unset (it is filled at the initial set-up): re-initialise. */
+    add_counters(r->cv, r->res);
+    r->fresh = 1; /* (maxF is exact here: estimates stop above 2 loose_until) */
+    if (CVodeSStolerances(r->cv, o->rtol, o->atol) != CV_SUCCESS ||
+        CVodeReInit(r->cv, r->t, r->y) != CV_SUCCESS) {
+        scm_error_set(&r->res->err, SCM_ESOLVER, "CVodeSStolerances failed at t = %.6g: %s", r->t,
+                      r->c.cvode_msg);
+        r->res->stop = SCM_STOP_FAILED;
+        return RUN_END;
+    }
+    return RUN_ON;
+}
+
+/* The stopping tests at the last valid state. */
+static int run_stop_tests(traj_run *r)
+{
+    const scm_traj_opts *o = r->o;
+    scm_traj_result *res = r->res;
+    if (!r->loose && o->eps_stop > 0.0 && r->eps < o->eps_stop) {
+        res->stop = SCM_STOP_EPS;
+        return RUN_END;
+    }
+    if (!r->loose && o->grad_stop > 0.0 && r->maxF < o->grad_stop) {
+        res->stop = SCM_STOP_FIXED_POINT;
+        return RUN_END;
+    }
+    if (r->t >= o->t_max) {
+        res->stop = SCM_STOP_T_MAX;
+        return RUN_END;
+    }
+    if (r->steps >= o->max_steps) {
+        res->stop = SCM_STOP_MAX_STEPS;
+        return RUN_END;
+    }
+    return RUN_ON;
+}
+
+/* One internal CVODE step to *tret, failing on CVODE's error or on steps
+ * that have collapsed. */
+static int run_cvode_step(traj_run *r, sunrealtype *tret)
+{
+    const scm_traj_opts *o = r->o;
+    scm_traj_result *res = r->res;
+    traj_ctx *c = &r->c;
+    int flag = CVode(r->cv, o->t_max, r->y, tret, CV_ONE_STEP);
+    r->steps++;
+    if (flag < 0) {
+        char *name = CVodeGetReturnFlagName(flag);
+        scm_error_set(&res->err, SCM_ESOLVER, "CVODE failed at t = %.6g with %s (%s)%s%s", r->t,
+                      name ? name : "?", c->cvode_msg,
+                      c->last_rhs_status ? "; last right-hand-side failure: " : "",
+                      c->last_rhs_status ? scm_status_str(c->last_rhs_status) : "");
+        free(name);
+        res->loose_failed = r->loose;
+        res->stop = SCM_STOP_FAILED;
+        return RUN_END;
+    }
+    sunrealtype h_last;
+    long stage_steps = 0; /* CVODE's count restarts with the second stage,
+                             whose first steps are short by design */
+    if (o->loose_until > 0.0 && CVodeGetLastStep(r->cv, &h_last) == CV_SUCCESS &&
+        h_last < LOOSE_STALL_STEP * fmax(1.0, *tret) &&
+        (r->loose || (CVodeGetNumSteps(r->cv, &stage_steps) == CV_SUCCESS && stage_steps > 20))) {
+        /* steps collapsed: the right-hand side keeps failing just ahead
+         * (a correlation at its Cauchy-Schwarz bound, within the loose
+         * stage's error), which CVODE takes for a convergence failure.
+         * After the loose stage too: the state carries its error (seen
+         * in the second stage of 4 of 10^4 runs at K = 19, M = 17 with
+         * the lagged product, steps of 1e-9 until max_steps). */
+        scm_error_set(&res->err, SCM_ESOLVER, "%s at t = %.6g (step %g)",
+                      r->loose ? "the loose stage stalled" : "stalled after a loose stage", *tret,
+                      h_last);
+        res->loose_failed = 1;
+        res->stop = SCM_STOP_FAILED;
+        return RUN_END;
+    }
+    return RUN_ON;
+}
+
+/* The interpolated output points passed by the step to tret. */
+static void run_record_outputs(traj_run *r, sunrealtype tret)
+{
+    const scm_traj_opts *o = r->o;
+    traj_ctx *c = &r->c;
+    while (o->record && r->next < o->n_out && out_time(r, r->next) <= tret) {
+        double to = out_time(r, r->next), eo;
+        int ok = CVodeGetDky(r->cv, to, 0, r->yout) == CV_SUCCESS;
+        clean_state(c, r->yo);
+        memcpy(c->vs, r->res->v, sizeof(double) * (size_t)r->K);
+        r->rule->unpack(r->m, r->yo, r->Q, r->R, c->vs);
+        if (!ok || state_loss(c, r->Q, r->R, c->vs, &eo) != SCM_OK)
+            eo = NAN;
+        record_point(r->res, r->cap, r->K, r->M, to, eo, r->Q, r->R, c->vs);
+        r->next++;
+    }
+}
+
+/* Students that died at the new state (ReLU): recorded, and frozen at zero
+ * with CVODE re-initialised there, or the end of the run with dead_fail. */
+static int run_check_dead(traj_run *r, sunrealtype tret)
+{
+    const int K = r->K;
+    scm_traj_result *res = r->res;
+    int died = -1;
+    for (int k = 0; k < K; k++)
+        if (!res->dead[k] && !(r->Q[k * K + k] >= r->dead_run)) {
+            res->dead[k] = 1;
+            res->n_dead++;
+            if (died < 0)
+                died = k;
         }
-        if (!loose && o->eps_stop > 0.0 && eps < o->eps_stop) {
-            res->stop = SCM_STOP_EPS;
-            break;
-        }
-        if (!loose && o->grad_stop > 0.0 && maxF < o->grad_stop) {
-            res->stop = SCM_STOP_FIXED_POINT;
-            break;
-        }
-        if (t >= o->t_max) {
-            res->stop = SCM_STOP_T_MAX;
-            break;
-        }
-        if (steps >= o->max_steps) {
-            res->stop = SCM_STOP_MAX_STEPS;
-            break;
-        }
-        sunrealtype tret;
-        int flag = CVode(cv, o->t_max, y, &tret, CV_ONE_STEP);
-        steps++;
-        if (flag < 0) {
-            char *name = CVodeGetReturnFlagName(flag);
-            scm_error_set(&res->err, SCM_ESOLVER, "CVODE failed at t = %.6g with %s (%s)%s%s",
-                          t, name ? name : "?", c.cvode_msg,
-                          c.last_rhs_status ? "; last right-hand-side failure: " : "",
-                          c.last_rhs_status ? scm_status_str(c.last_rhs_status) : "");
-            free(name);
-            res->loose_failed = loose;
+    if (died >= 0 && r->o->dead_fail) {
+        scm_error_set(&res->err, SCM_EDEAD,
+                      "student %d became a dead ReLU neuron at t = %.6g (Q_kk = %g)", died, tret,
+                      r->Q[died * K + died]);
+        res->stop = SCM_STOP_FAILED;
+        return RUN_END;
+    }
+    if (died >= 0) {
+        /* Freeze the dead students exactly at zero, where the flow
+         * keeps them (flow.h): a vanishing norm would otherwise
+         * make their correlations, and the steps, ill-conditioned. */
+        r->c.n_dead = res->n_dead;
+        zero_dead(r->m, res->dead, r->Q, r->R);
+        r->rule->pack(r->m, r->Q, r->R, r->c.vs, r->yv);
+        add_counters(r->cv, res);
+        r->fresh = 1;
+        if (CVodeReInit(r->cv, tret, r->y) != CV_SUCCESS) {
+            scm_error_set(&res->err, SCM_ESOLVER,
+                          "CVodeReInit failed after student %d died at t = %.6g: %s", died, tret,
+                          r->c.cvode_msg);
             res->stop = SCM_STOP_FAILED;
-            break;
-        }
-        sunrealtype h_last;
-        long stage_steps = 0; /* CVODE's count restarts with the second stage,
-                                 whose first steps are short by design */
-        if (o->loose_until > 0.0 && CVodeGetLastStep(cv, &h_last) == CV_SUCCESS &&
-            h_last < LOOSE_STALL_STEP * fmax(1.0, tret) &&
-            (loose || (CVodeGetNumSteps(cv, &stage_steps) == CV_SUCCESS && stage_steps > 20))) {
-            /* steps collapsed: the right-hand side keeps failing just ahead
-             * (a correlation at its Cauchy-Schwarz bound, within the loose
-             * stage's error), which CVODE takes for a convergence failure.
-             * After the loose stage too: the state carries its error (seen
-             * in the second stage of 4 of 10^4 runs at K = 19, M = 17 with
-             * the lagged product, steps of 1e-9 until max_steps). */
-            scm_error_set(&res->err, SCM_ESOLVER, "%s at t = %.6g (step %g)",
-                          loose ? "the loose stage stalled" : "stalled after a loose stage", tret,
-                          h_last);
-            res->loose_failed = 1;
-            res->stop = SCM_STOP_FAILED;
-            break;
-        }
-        /* Interpolated output points passed by this step. */
-        while (o->record && next < o->n_out && OUT_TIME(next) <= tret) {
-            double to = OUT_TIME(next), eo;
-            int ok = CVodeGetDky(cv, to, 0, yout) == CV_SUCCESS;
-            clean_state(&c, yo);
-            memcpy(c.vs, res->v, sizeof(double) * (size_t)K);
-            rule->unpack(m, yo, Q, R, c.vs);
-            if (!ok || state_loss(&c, Q, R, c.vs, &eo) != SCM_OK)
-                eo = NAN;
-            record_point(res, cap, K, M, to, eo, Q, R, c.vs);
-            next++;
-        }
-        /* The new state: valid, alive, finite? */
-        clean_state(&c, yv);
-        memcpy(c.vs, res->v, sizeof(double) * (size_t)K);
-        rule->unpack(m, yv, Q, R, c.vs);
-        scm_error chk;
-        scm_status vs = scm_model_check_state(m, Q, R, psd_run, &chk);
-        if (vs) {
-            scm_error_set(&res->err, vs, "invalid state at t = %.6g: %s", tret, chk.msg);
-            res->loose_failed = loose;
-            res->stop = SCM_STOP_FAILED;
-            break;
-        }
-        if (m->act == &scm_act_relu) {
-            int died = -1;
-            for (int k = 0; k < K; k++)
-                if (!res->dead[k] && !(Q[k * K + k] >= dead_run)) {
-                    res->dead[k] = 1;
-                    res->n_dead++;
-                    if (died < 0)
-                        died = k;
-                }
-            if (died >= 0 && o->dead_fail) {
-                scm_error_set(&res->err, SCM_EDEAD,
-                              "student %d became a dead ReLU neuron at t = %.6g (Q_kk = %g)", died,
-                              tret, Q[died * K + died]);
-                res->stop = SCM_STOP_FAILED;
-                break;
-            }
-            if (died >= 0) {
-                /* Freeze the dead students exactly at zero, where the flow
-                 * keeps them (flow.h): a vanishing norm would otherwise
-                 * make their correlations, and the steps, ill-conditioned. */
-                c.n_dead = res->n_dead;
-                zero_dead(m, res->dead, Q, R);
-                rule->pack(m, Q, R, c.vs, yv);
-                add_counters(cv, res);
-                fresh = 1;
-                if (CVodeReInit(cv, tret, y) != CV_SUCCESS) {
-                    scm_error_set(&res->err, SCM_ESOLVER,
-                                  "CVodeReInit failed after student %d died at t = %.6g: %s", died,
-                                  tret, c.cvode_msg);
-                    res->stop = SCM_STOP_FAILED;
-                    break;
-                }
-            }
-        }
-        if (loose && !fresh && CVodeGetDky(cv, tret, 1, yout) == CV_SUCCESS) {
-            /* In the loose stage F only decides when the stage ends: the
-             * derivative of CVODE's interpolant estimates it for free, and
-             * the flow is evaluated once the estimate nears loose_until. */
-            double est = scm_linalg_max_abs(yo, n);
-            if (est >= 2.0 * o->loose_until && !(o->certify && est < o->certify_from)) {
-                t = tret;
-                maxF = est;
-                have_eps = 0;
-                memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
-                memcpy(res->R, R, sizeof(double) * (size_t)KM);
-                memcpy(res->v, c.vs, sizeof(double) * (size_t)K);
-                continue;
-            }
-        }
-        fresh = 0;
-        scm_status rs;
-        if (!loose && o->grad_stop == 0.0) {
-            /* No stopping test needs F here: the loss when eps_stop needs
-             * it, F once at the end (CVODE's own evaluations meet any
-             * failure of the right-hand side). */
-            have_eps = 0;
-            rs = o->eps_stop > 0.0 ? state_loss(&c, Q, R, c.vs, &eps) : SCM_OK;
-        } else {
-            have_eps = 1;
-            rs = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps, c.scratch);
-        }
-        if (rs) {
-            scm_error_set(&res->err, rs, "the right-hand side fails at t = %.6g: %s", tret,
-                          scm_status_str(rs));
-            res->loose_failed = loose;
-            res->stop = SCM_STOP_FAILED;
-            break;
-        }
-        t = tret;
-        if (have_eps)
-            maxF = scm_linalg_max_abs(yd, n);
-        memcpy(res->Q, Q, sizeof(double) * (size_t)KK);
-        memcpy(res->R, R, sizeof(double) * (size_t)KM);
-        memcpy(res->v, c.vs, sizeof(double) * (size_t)K);
-        if (o->certify && o->certify(o->certify_user, t, Q, R, eps, maxF)) {
-            res->stop = SCM_STOP_CERTIFIED;
-            break;
+            return RUN_END;
         }
     }
-#undef OUT_TIME
-    if (!have_eps) {
+    return RUN_ON;
+}
+
+/* The new state into Q, R, c.vs: valid, alive, finite? */
+static int run_check_state(traj_run *r, sunrealtype tret)
+{
+    traj_ctx *c = &r->c;
+    scm_traj_result *res = r->res;
+    clean_state(c, r->yv);
+    memcpy(c->vs, res->v, sizeof(double) * (size_t)r->K);
+    r->rule->unpack(r->m, r->yv, r->Q, r->R, c->vs);
+    scm_error chk;
+    scm_status vs = scm_model_check_state(r->m, r->Q, r->R, r->psd_run, &chk);
+    if (vs) {
+        scm_error_set(&res->err, vs, "invalid state at t = %.6g: %s", tret, chk.msg);
+        res->loose_failed = r->loose;
+        res->stop = SCM_STOP_FAILED;
+        return RUN_END;
+    }
+    if (r->m->act == &scm_act_relu)
+        return run_check_dead(r, tret);
+    return RUN_ON;
+}
+
+/* The new state (of time tret) becomes the last valid one. */
+static void run_accept(traj_run *r, sunrealtype tret)
+{
+    r->t = tret;
+    memcpy(r->res->Q, r->Q, sizeof(double) * (size_t)r->KK);
+    memcpy(r->res->R, r->R, sizeof(double) * (size_t)r->KM);
+    memcpy(r->res->v, r->c.vs, sizeof(double) * (size_t)r->K);
+}
+
+/* In the loose stage F only decides when the stage ends: the derivative of
+ * CVODE's interpolant estimates it for free, and the flow is evaluated once
+ * the estimate nears loose_until.  1: the estimate stands for F at the new
+ * state (accepted), 0: evaluate the flow. */
+static int run_loose_estimate(traj_run *r, sunrealtype tret)
+{
+    const scm_traj_opts *o = r->o;
+    if (!(r->loose && !r->fresh && CVodeGetDky(r->cv, tret, 1, r->yout) == CV_SUCCESS))
+        return 0;
+    double est = scm_linalg_max_abs(r->yo, r->n);
+    if (est >= 2.0 * o->loose_until && !(o->certify && est < o->certify_from)) {
+        r->t = tret;
+        r->maxF = est;
+        r->have_eps = 0;
+        memcpy(r->res->Q, r->Q, sizeof(double) * (size_t)r->KK);
+        memcpy(r->res->R, r->R, sizeof(double) * (size_t)r->KM);
+        memcpy(r->res->v, r->c.vs, sizeof(double) * (size_t)r->K);
+        return 1;
+    }
+    return 0;
+}
+
+/* The loss (and F where a test needs it) at the new state, which is then
+ * accepted, and the early-stop callback. */
+static int run_evaluate(traj_run *r, sunrealtype tret)
+{
+    const scm_traj_opts *o = r->o;
+    traj_ctx *c = &r->c;
+    scm_traj_result *res = r->res;
+    r->fresh = 0;
+    scm_status rs;
+    if (!r->loose && o->grad_stop == 0.0) {
+        /* No stopping test needs F here: the loss when eps_stop needs
+         * it, F once at the end (CVODE's own evaluations meet any
+         * failure of the right-hand side). */
+        r->have_eps = 0;
+        rs = o->eps_stop > 0.0 ? state_loss(c, r->Q, r->R, c->vs, &r->eps) : SCM_OK;
+    } else {
+        r->have_eps = 1;
+        rs = r->rule->rhs(&o->rule_params, c->fl, r->yv, r->yd, &r->eps, c->scratch);
+    }
+    if (rs) {
+        scm_error_set(&res->err, rs, "the right-hand side fails at t = %.6g: %s", tret,
+                      scm_status_str(rs));
+        res->loose_failed = r->loose;
+        res->stop = SCM_STOP_FAILED;
+        return RUN_END;
+    }
+    if (r->have_eps)
+        r->maxF = scm_linalg_max_abs(r->yd, r->n);
+    run_accept(r, tret);
+    if (o->certify && o->certify(o->certify_user, r->t, r->Q, r->R, r->eps, r->maxF)) {
+        res->stop = SCM_STOP_CERTIFIED;
+        return RUN_END;
+    }
+    return RUN_ON;
+}
+
+/* The loop over CVODE's internal steps, until a stopping rule or a failure
+ * (res->stop). */
+static void run_loop(traj_run *r)
+{
+    for (;;) {
+        sunrealtype tret;
+        if (run_switch_stage(r) || run_stop_tests(r) || run_cvode_step(r, &tret))
+            break;
+        run_record_outputs(r, tret);
+        if (run_check_state(r, tret))
+            break;
+        if (run_loose_estimate(r, tret))
+            continue;
+        if (run_evaluate(r, tret))
+            break;
+    }
+}
+
+/* The final time, loss and F into the result, the record closed, the
+ * counters summed. */
+static void run_finish(traj_run *r)
+{
+    const scm_traj_opts *o = r->o;
+    scm_traj_result *res = r->res;
+    traj_ctx *c = &r->c;
+    if (!r->have_eps) {
         /* F was not evaluated at the final state (the loose stage estimates
          * it; without a stopping test on F it is not needed until here) */
-        rule->pack(m, res->Q, res->R, res->v, yv);
-        scm_status rs = rule->rhs(&o->rule_params, c.fl, yv, yd, &eps, c.scratch);
+        r->rule->pack(r->m, res->Q, res->R, res->v, r->yv);
+        scm_status rs = r->rule->rhs(&o->rule_params, c->fl, r->yv, r->yd, &r->eps, c->scratch);
         if (rs == SCM_OK) {
-            maxF = scm_linalg_max_abs(yd, n);
+            r->maxF = scm_linalg_max_abs(r->yd, r->n);
         } else {
-            eps = maxF = NAN;
+            r->eps = r->maxF = NAN;
             if (res->stop != SCM_STOP_FAILED) {
                 scm_error_set(&res->err, rs, "the right-hand side fails at the final t = %.6g: %s",
-                              t, scm_status_str(rs));
+                              r->t, scm_status_str(rs));
                 res->stop = SCM_STOP_FAILED;
             }
         }
     }
-    res->t = t;
-    res->eps = eps;
-    res->max_F = maxF;
+    res->t = r->t;
+    res->eps = r->eps;
+    res->max_F = r->maxF;
     /* The final state closes the record unless it is already its last point. */
     if (o->record) {
-        if (res->n_out == 0 || res->out_t[res->n_out - 1] != t)
-            record_point(res, cap, K, M, t, eps, res->Q, res->R, res->v);
+        if (res->n_out == 0 || res->out_t[res->n_out - 1] != r->t)
+            record_point(res, r->cap, r->K, r->M, r->t, r->eps, res->Q, res->R, res->v);
     } else {
-        record_point(res, cap, K, M, t, eps, res->Q, res->R, res->v);
+        record_point(res, r->cap, r->K, r->M, r->t, r->eps, res->Q, res->R, res->v);
     }
-    add_counters(cv, res);
-    res->n_jac_evals += c.n_lin; /* analytic_jv 2: the linearisations */
-    st = SCM_OK;
-    goto done;
+    add_counters(r->cv, res);
+    res->n_jac_evals += c->n_lin; /* analytic_jv 2: the linearisations */
+}
 
-fail:
-    scm_traj_result_free(res);
-done:
-    if (cv)
-        CVodeFree(&cv);
-    if (LS)
-        SUNLinSolFree(LS);
-    if (J)
-        SUNMatDestroy(J);
-    if (y)
-        N_VDestroy(y);
-    if (yout)
-        N_VDestroy(yout);
-    if (ydot)
-        N_VDestroy(ydot);
-    if (ctx)
-        SUNContext_Free(&ctx);
-    scm_flow_free(c.fl);
-    free(c.scratch);
-    free(c.ytmp);
-    free(c.ylin);
-    free(c.Qs);
-    free(c.Rs);
-    free(c.vs);
-    free(Q);
-    free(R);
-    return st;
+/* Everything of the run but its result. */
+static void run_free(traj_run *r)
+{
+    if (r->cv)
+        CVodeFree(&r->cv);
+    if (r->LS)
+        SUNLinSolFree(r->LS);
+    if (r->J)
+        SUNMatDestroy(r->J);
+    if (r->y)
+        N_VDestroy(r->y);
+    if (r->yout)
+        N_VDestroy(r->yout);
+    if (r->ydot)
+        N_VDestroy(r->ydot);
+    if (r->ctx)
+        SUNContext_Free(&r->ctx);
+    scm_flow_free(r->c.fl);
+    free(r->c.scratch);
+    free(r->c.ytmp);
+    free(r->c.ylin);
+    free(r->c.Qs);
+    free(r->c.Rs);
+    free(r->c.vs);
+    free(r->Q);
+    free(r->R);
+}
+
+scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *Q0,
+                        const double *R0, const scm_traj_opts *o, scm_traj_result *res,
+                        scm_error *err)
+{
+    memset(res, 0, sizeof *res);
+    scm_status st = scm_traj_opts_check(o, err);
+    if (st)
+        return st;
+    traj_run r = {.m = m, .rule = rule, .o = o, .res = res, .K = m->K, .M = m->M};
+    r.n = rule->dim(m);
+    r.KK = (long)m->K * m->K;
+    r.KM = (long)m->K * m->M;
+    r.cap = o->record ? o->n_out + 2 : 1;
+    r.c = (traj_ctx){.rule = rule, .params = &o->rule_params, .last_rhs_status = SCM_OK, .m = m};
+    st = run_alloc(&r, err);
+    if (!st)
+        st = run_start(&r, Q0, R0, err);
+    if (!st)
+        st = run_cvode_setup(&r, err);
+    if (st) {
+        scm_traj_result_free(res);
+        run_free(&r);
+        return st;
+    }
+    run_begin(&r);
+    run_loop(&r);
+    run_finish(&r);
+    run_free(&r);
+    return SCM_OK;
 }

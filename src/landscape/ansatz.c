@@ -1,6 +1,7 @@
-/* ansatz.c: parsing and validating ansatz files, instantiating them at
- * (K, M, k1), and the maps between the ansatz scalars and full (Q, R); see
- * ansatz.h for the file format and MATH.md section 5 for the mathematics. */
+/* ansatz.c: parsing and validating ansatz files (the JSON and the
+ * expression language of the group sizes) and where an ansatz applies;
+ * see ansatz.h for the file format and MATH.md section 5 for the
+ * mathematics.  Its instances at (K, M, k1) are ansatz_inst.c. */
 #include "scm/ansatz.h"
 
 #include <cjson/cJSON.h>
@@ -13,23 +14,8 @@
 
 #include "landscape/ansatz_internal.h"
 
-#define NAME_MAX_LEN 31
+#define NAME_MAX_LEN SCM_ANSATZ_NAME_MAX
 #define MAX_GROUPS SCM_ANSATZ_MAX_GROUPS
-
-struct scm_ansatz {
-    char name[64];
-    char *description;
-    int nreq;
-    char **req;
-    char *k1min, *k1max;
-    int ns, nt;
-    char sname[MAX_GROUPS][NAME_MAX_LEN + 1], tname[MAX_GROUPS][NAME_MAX_LEN + 1];
-    char *sexpr[MAX_GROUPS], *texpr[MAX_GROUPS];
-    int spair[MAX_GROUPS], tpair[MAX_GROUPS];
-    int nguess;
-    char **gname;
-    double *gval;
-};
 
 /* ---- the expression language: integers, K, M, k1, + - *, (), unary - ---- */
 
@@ -113,9 +99,7 @@ static double parse_sum(expr_parser *p)
     }
 }
 
-/* Evaluate expression s; returns 0 and *out on success, -1 on a syntax
- * error (with the offending position in *where). */
-static int expr_eval(const char *s, double K, double M, double k1, double *out, int *where)
+int scm_ansatz_expr_eval(const char *s, double K, double M, double k1, double *out, int *where)
 {
     expr_parser p = {s, K, M, k1, 0, 0};
     double v = parse_sum(&p);
@@ -194,7 +178,7 @@ static char *take_expr(const cJSON *it, const char *src, const char *what, scm_e
     }
     double v;
     int where = 0;
-    if (strlen(s) > 200 || expr_eval(s, 1.0, 1.0, 1.0, &v, &where)) {
+    if (strlen(s) > 200 || scm_ansatz_expr_eval(s, 1.0, 1.0, 1.0, &v, &where)) {
         scm_error_set(err, SCM_EINVAL,
                       "%s: %s: cannot parse expression '%s' at position %d (allowed: integers, "
                       "K, M, k1, + - *, parentheses)",
@@ -245,10 +229,11 @@ static scm_status parse_groups(const cJSON *obj, const char *src, const char *ke
     return SCM_OK;
 }
 
-static scm_status parse_json(scm_ansatz *a, const cJSON *root, const char *src, scm_error *err)
+/* Every key of root known, none twice. */
+static scm_status check_keys(const cJSON *root, const char *src, scm_error *err)
 {
-    static const char *known[] = {"name",  "description", "require", "k1",
-                                  "students", "teachers", "pairs",  "guess"};
+    static const char *const known[] = {"name",  "description", "require", "k1",
+                                        "students", "teachers", "pairs",  "guess"};
     if (!cJSON_IsObject(root))
         return scm_error_set(err, SCM_EINVAL, "%s: an ansatz must be a JSON object", src);
     for (const cJSON *it = root->child; it; it = it->next) {
@@ -265,6 +250,12 @@ static scm_status parse_json(scm_ansatz *a, const cJSON *root, const char *src, 
                 return scm_error_set(err, SCM_EINVAL, "%s: key \"%s\" appears twice", src,
                                      it->string);
     }
+    return SCM_OK;
+}
+
+/* "name" and "description". */
+static scm_status parse_header(scm_ansatz *a, const cJSON *root, const char *src, scm_error *err)
+{
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
     if (!cJSON_IsString(name) || !valid_name(name->valuestring))
         return scm_error_set(err, SCM_EINVAL,
@@ -277,7 +268,14 @@ static scm_status parse_json(scm_ansatz *a, const cJSON *root, const char *src, 
     a->description = dup_str(desc ? desc->valuestring : "");
     if (!a->description)
         return scm_error_set(err, SCM_ENOMEM, "%s: out of memory", src);
+    return SCM_OK;
+}
 
+/* "require" (expressions that vanish where the ansatz applies) and "k1"
+ * (its range). */
+static scm_status parse_constraints(scm_ansatz *a, const cJSON *root, const char *src,
+                                    scm_error *err)
+{
     const cJSON *req = cJSON_GetObjectItemCaseSensitive(root, "require");
     if (req) {
         if (!cJSON_IsArray(req))
@@ -304,18 +302,13 @@ static scm_status parse_json(scm_ansatz *a, const cJSON *root, const char *src, 
             !(a->k1max = take_expr(cJSON_GetArrayItem(k1, 1), src, "k1 max", err)))
             return err ? err->code : SCM_EINVAL;
     }
-    scm_status st;
-    if ((st = parse_groups(cJSON_GetObjectItemCaseSensitive(root, "students"), src, "students",
-                           a->sname, a->sexpr, &a->ns, err)))
-        return st;
-    if ((st = parse_groups(cJSON_GetObjectItemCaseSensitive(root, "teachers"), src, "teachers",
-                           a->tname, a->texpr, &a->nt, err)))
-        return st;
-    for (int i = 0; i < a->ns; i++)
-        if (find_group(a->tname, a->nt, a->sname[i]) >= 0)
-            return scm_error_set(err, SCM_EINVAL,
-                                 "%s: '%s' names both a student and a teacher group", src,
-                                 a->sname[i]);
+    return SCM_OK;
+}
+
+/* "pairs": each student group paired with at most one teacher group, and
+ * each teacher group with at most one student group. */
+static scm_status parse_pairs(scm_ansatz *a, const cJSON *root, const char *src, scm_error *err)
+{
     for (int i = 0; i < MAX_GROUPS; i++)
         a->spair[i] = a->tpair[i] = -1;
     const cJSON *pairs = cJSON_GetObjectItemCaseSensitive(root, "pairs");
@@ -347,6 +340,12 @@ static scm_status parse_json(scm_ansatz *a, const cJSON *root, const char *src, 
         a->spair[s] = t;
         a->tpair[t] = s;
     }
+    return SCM_OK;
+}
+
+/* "guess": a start for Newton, scalar by name. */
+static scm_status parse_guess(scm_ansatz *a, const cJSON *root, const char *src, scm_error *err)
+{
     const cJSON *guess = cJSON_GetObjectItemCaseSensitive(root, "guess");
     if (guess) {
         if (!cJSON_IsObject(guess))
@@ -368,6 +367,28 @@ static scm_status parse_json(scm_ansatz *a, const cJSON *root, const char *src, 
         }
     }
     return SCM_OK;
+}
+
+static scm_status parse_json(scm_ansatz *a, const cJSON *root, const char *src, scm_error *err)
+{
+    scm_status st;
+    if ((st = check_keys(root, src, err)) || (st = parse_header(a, root, src, err)) ||
+        (st = parse_constraints(a, root, src, err)))
+        return st;
+    if ((st = parse_groups(cJSON_GetObjectItemCaseSensitive(root, "students"), src, "students",
+                           a->sname, a->sexpr, &a->ns, err)))
+        return st;
+    if ((st = parse_groups(cJSON_GetObjectItemCaseSensitive(root, "teachers"), src, "teachers",
+                           a->tname, a->texpr, &a->nt, err)))
+        return st;
+    for (int i = 0; i < a->ns; i++)
+        if (find_group(a->tname, a->nt, a->sname[i]) >= 0)
+            return scm_error_set(err, SCM_EINVAL,
+                                 "%s: '%s' names both a student and a teacher group", src,
+                                 a->sname[i]);
+    if ((st = parse_pairs(a, root, src, err)))
+        return st;
+    return parse_guess(a, root, src, err);
 }
 
 scm_ansatz *scm_ansatz_parse(const char *text, size_t len, const char *source, scm_error *err)
@@ -483,14 +504,14 @@ int scm_ansatz_applies(const scm_ansatz *a, int K, int M, int *k1_min, int *k1_m
 {
     for (int i = 0; i < a->nreq; i++) {
         double v;
-        if (expr_eval(a->req[i], K, M, 0.0, &v, NULL))
+        if (scm_ansatz_expr_eval(a->req[i], K, M, 0.0, &v, NULL))
             return -1;
         if (v != 0.0)
             return 0;
     }
     double lo = 0.0, hi = 0.0;
-    if (a->k1min && (expr_eval(a->k1min, K, M, 0.0, &lo, NULL) ||
-                     expr_eval(a->k1max, K, M, 0.0, &hi, NULL)))
+    if (a->k1min && (scm_ansatz_expr_eval(a->k1min, K, M, 0.0, &lo, NULL) ||
+                     scm_ansatz_expr_eval(a->k1max, K, M, 0.0, &hi, NULL)))
         return -1;
     if (hi < lo)
         return 0;
@@ -499,310 +520,4 @@ int scm_ansatz_applies(const scm_ansatz *a, int K, int M, int *k1_min, int *k1_m
     if (k1_max)
         *k1_max = (int)hi;
     return 1;
-}
-
-/* ---- instances ---- */
-
-void scm_ansatz_inst_free(scm_ansatz_inst *in)
-{
-    if (!in)
-        return;
-    free(in->ssize);
-    free(in->tsize);
-    free(in->spair);
-    free(in->tpair);
-    free(in->sname);
-    free(in->tname);
-    free(in->sc);
-    free(in->qd);
-    free(in->qo);
-    free(in->qc);
-    free(in->rd);
-    free(in->ro);
-    free(in->rc);
-    free(in->soff);
-    free(in->toff);
-    free(in);
-}
-
-static void add_scalar(scm_ansatz_inst *in, char mat, int i, int j, int cls)
-{
-    scm_scalar_info *s = &in->sc[in->nsc];
-    s->mat = mat;
-    s->i = i;
-    s->j = j;
-    s->cls = cls;
-    const char *b = mat == 'Q' ? in->sname[j] : in->tname[j];
-    const char *suf = cls == SCM_CLS_DIAG ? ".diag" : cls == SCM_CLS_OFF ? ".off" : "";
-    snprintf(s->name, sizeof s->name, "%c[%s,%s]%s", mat, in->sname[i], b, suf);
-    in->nsc++;
-}
-
-scm_ansatz_inst *scm_ansatz_instantiate(const scm_ansatz *a, double K, double M, double k1,
-                                        scm_error *err)
-{
-    if (!(isfinite(K) && isfinite(M) && isfinite(k1))) {
-        scm_error_set(err, SCM_EINVAL, "ansatz '%s': K, M, k1 must be finite", a->name);
-        return NULL;
-    }
-    scm_ansatz_inst *in = calloc(1, sizeof *in);
-    if (!in) {
-        scm_error_set(err, SCM_ENOMEM, "out of memory");
-        return NULL;
-    }
-    int ns = a->ns, nt = a->nt;
-    snprintf(in->name, sizeof in->name, "%s", a->name);
-    in->K = K;
-    in->M = M;
-    in->k1 = k1;
-    in->ns = ns;
-    in->nt = nt;
-    size_t nsc_max = (size_t)(2 * ns + ns * ns + 2 * ns * nt + 1);
-    in->ssize = calloc((size_t)ns, sizeof *in->ssize);
-    in->tsize = calloc((size_t)nt, sizeof *in->tsize);
-    in->spair = calloc((size_t)ns, sizeof *in->spair);
-    in->tpair = calloc((size_t)nt, sizeof *in->tpair);
-    in->sname = calloc((size_t)ns, sizeof *in->sname);
-    in->tname = calloc((size_t)nt, sizeof *in->tname);
-    in->sc = calloc(nsc_max, sizeof *in->sc);
-    in->qd = calloc((size_t)ns, sizeof(int));
-    in->qo = calloc((size_t)ns, sizeof(int));
-    in->qc = calloc((size_t)(ns * ns), sizeof(int));
-    in->rd = calloc((size_t)(ns * nt), sizeof(int));
-    in->ro = calloc((size_t)(ns * nt), sizeof(int));
-    in->rc = calloc((size_t)(ns * nt), sizeof(int));
-    in->soff = calloc((size_t)ns + 1, sizeof(int));
-    in->toff = calloc((size_t)nt + 1, sizeof(int));
-    if (!in->ssize || !in->tsize || !in->spair || !in->tpair || !in->sname || !in->tname ||
-        !in->sc || !in->qd || !in->qo || !in->qc || !in->rd || !in->ro || !in->rc || !in->soff ||
-        !in->toff) {
-        scm_ansatz_inst_free(in);
-        scm_error_set(err, SCM_ENOMEM, "out of memory");
-        return NULL;
-    }
-    double ssum = 0.0, tsum = 0.0;
-    in->integral = 1;
-    for (int g = 0; g < ns + nt; g++) {
-        int st = g < ns;
-        int i = st ? g : g - ns;
-        const char *e = st ? a->sexpr[i] : a->texpr[i];
-        double v = 0.0;
-        expr_eval(e, K, M, k1, &v, NULL); /* syntax was checked at parse time */
-        if (v < -SCM_SIZE_TINY) {
-            scm_error_set(err, SCM_EINVAL,
-                          "ansatz '%s': %s group '%s' has size %s = %g < 0 at K = %g, M = %g, "
-                          "k1 = %g",
-                          a->name, st ? "student" : "teacher", st ? a->sname[i] : a->tname[i], e,
-                          v, K, M, k1);
-            scm_ansatz_inst_free(in);
-            return NULL;
-        }
-        if (v < SCM_SIZE_TINY)
-            v = 0.0;
-        if (v != floor(v))
-            in->integral = 0;
-        if (st) {
-            in->ssize[i] = v;
-            ssum += v;
-            snprintf(in->sname[i], sizeof in->sname[i], "%s", a->sname[i]);
-            in->spair[i] = a->spair[i];
-        } else {
-            in->tsize[i] = v;
-            tsum += v;
-            snprintf(in->tname[i], sizeof in->tname[i], "%s", a->tname[i]);
-            in->tpair[i] = a->tpair[i];
-        }
-    }
-    if (fabs(ssum - K) > 1e-9 * fmax(1.0, fabs(K)) || fabs(tsum - M) > 1e-9 * fmax(1.0, fabs(M))) {
-        scm_error_set(err, SCM_EINVAL,
-                      "ansatz '%s': group sizes do not add up at K = %g, M = %g, k1 = %g: "
-                      "students sum to %g (want K), teachers to %g (want M)",
-                      a->name, K, M, k1, ssum, tsum);
-        scm_ansatz_inst_free(in);
-        return NULL;
-    }
-    for (int i = 0; i < ns; i++) {
-        int t = in->spair[i];
-        if (t >= 0 && fabs(in->ssize[i] - in->tsize[t]) > 1e-12) {
-            scm_error_set(err, SCM_EINVAL,
-                          "ansatz '%s': paired groups '%s' (size %g) and '%s' (size %g) differ in "
-                          "size at K = %g, M = %g, k1 = %g",
-                          a->name, a->sname[i], in->ssize[i], a->tname[t], in->tsize[t], K, M, k1);
-            scm_ansatz_inst_free(in);
-            return NULL;
-        }
-    }
-    if (K < 1.0 || M < 1.0) {
-        scm_error_set(err, SCM_EINVAL, "ansatz '%s': K and M must be >= 1 (got %g, %g)", a->name,
-                      K, M);
-        scm_ansatz_inst_free(in);
-        return NULL;
-    }
-    /* the scalars: Q first (diagonal blocks, then constant blocks), then R */
-    for (int i = 0; i < ns; i++) {
-        in->qd[i] = in->qo[i] = -1;
-        for (int j = 0; j < ns; j++)
-            in->qc[i * ns + j] = -1;
-        for (int t = 0; t < nt; t++)
-            in->rd[i * nt + t] = in->ro[i * nt + t] = in->rc[i * nt + t] = -1;
-    }
-    for (int i = 0; i < ns; i++) {
-        if (scm_size_zero(in->ssize[i]))
-            continue;
-        in->qd[i] = in->nsc;
-        add_scalar(in, 'Q', i, i, SCM_CLS_DIAG);
-        if (scm_size_has_off(in->ssize[i])) {
-            in->qo[i] = in->nsc;
-            add_scalar(in, 'Q', i, i, SCM_CLS_OFF);
-        }
-    }
-    for (int i = 0; i < ns; i++)
-        for (int j = i + 1; j < ns; j++) {
-            if (scm_size_zero(in->ssize[i]) || scm_size_zero(in->ssize[j]))
-                continue;
-            in->qc[i * ns + j] = in->qc[j * ns + i] = in->nsc;
-            add_scalar(in, 'Q', i, j, SCM_CLS_CONST);
-        }
-    for (int i = 0; i < ns; i++)
-        for (int t = 0; t < nt; t++) {
-            if (scm_size_zero(in->ssize[i]) || scm_size_zero(in->tsize[t]))
-                continue;
-            if (in->spair[i] == t) {
-                in->rd[i * nt + t] = in->nsc;
-                add_scalar(in, 'R', i, t, SCM_CLS_DIAG);
-                if (scm_size_has_off(in->ssize[i])) {
-                    in->ro[i * nt + t] = in->nsc;
-                    add_scalar(in, 'R', i, t, SCM_CLS_OFF);
-                }
-            } else {
-                in->rc[i * nt + t] = in->nsc;
-                add_scalar(in, 'R', i, t, SCM_CLS_CONST);
-            }
-        }
-    if (in->integral) {
-        in->Ki = (int)lround(K);
-        in->Mi = (int)lround(M);
-        for (int i = 0; i < ns; i++)
-            in->soff[i + 1] = in->soff[i] + (int)lround(in->ssize[i]);
-        for (int t = 0; t < nt; t++)
-            in->toff[t + 1] = in->toff[t] + (int)lround(in->tsize[t]);
-    }
-    return in;
-}
-
-int scm_ansatz_inst_nscalars(const scm_ansatz_inst *in) { return in->nsc; }
-const char *scm_ansatz_inst_scalar_name(const scm_ansatz_inst *in, int i)
-{
-    return (i >= 0 && i < in->nsc) ? in->sc[i].name : NULL;
-}
-const char *scm_ansatz_inst_name(const scm_ansatz_inst *in) { return in->name; }
-int scm_ansatz_inst_integral(const scm_ansatz_inst *in) { return in->integral; }
-double scm_ansatz_inst_K(const scm_ansatz_inst *in) { return in->K; }
-double scm_ansatz_inst_M(const scm_ansatz_inst *in) { return in->M; }
-double scm_ansatz_inst_k1(const scm_ansatz_inst *in) { return in->k1; }
-
-int scm_ansatz_inst_find(const scm_ansatz_inst *in, const char *name)
-{
-    for (int i = 0; i < in->nsc; i++)
-        if (strcmp(in->sc[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
-int scm_ansatz_guess(const scm_ansatz *a, const scm_ansatz_inst *in, int i, double *value)
-{
-    if (i < 0 || i >= in->nsc)
-        return 0;
-    for (int g = 0; g < a->nguess; g++)
-        if (strcmp(a->gname[g], in->sc[i].name) == 0) {
-            *value = a->gval[g];
-            return 1;
-        }
-    return 0;
-}
-
-/* ---- full maps ---- */
-
-/* The scalar index of full entry Q[k][l] (kg, lg its groups), or of R. */
-static int q_class(const scm_ansatz_inst *in, int kg, int lg, int same_index)
-{
-    if (kg == lg)
-        return same_index ? in->qd[kg] : in->qo[kg];
-    return in->qc[kg * in->ns + lg];
-}
-
-static int r_class(const scm_ansatz_inst *in, int kg, int tg, int same_pos)
-{
-    int c = kg * in->nt + tg;
-    if (in->spair[kg] == tg)
-        return same_pos ? in->rd[c] : in->ro[c];
-    return in->rc[c];
-}
-
-scm_status scm_ansatz_to_full(const scm_ansatz_inst *in, const double *x, double *Q,
-                              double *R)
-{
-    if (!in->integral)
-        return SCM_EINVAL;
-    int K = in->Ki, M = in->Mi;
-    for (int i = 0; i < in->ns; i++)
-        for (int k = in->soff[i]; k < in->soff[i + 1]; k++) {
-            for (int j = 0; j < in->ns; j++)
-                for (int l = in->soff[j]; l < in->soff[j + 1]; l++) {
-                    int c = q_class(in, i, j, k - in->soff[i] == l - in->soff[j]);
-                    Q[k * K + l] = x[c];
-                }
-            for (int t = 0; t < in->nt; t++)
-                for (int n = in->toff[t]; n < in->toff[t + 1]; n++) {
-                    int c = r_class(in, i, t, k - in->soff[i] == n - in->toff[t]);
-                    R[k * M + n] = x[c];
-                }
-        }
-    return SCM_OK;
-}
-
-scm_status scm_ansatz_project(const scm_ansatz_inst *in, const double *Q, const double *R,
-                              double *x, double *dev)
-{
-    if (!in->integral)
-        return SCM_EINVAL;
-    int K = in->Ki, M = in->Mi, n = in->nsc;
-    double *cnt = calloc((size_t)n + 1, sizeof *cnt);
-    if (!cnt)
-        return SCM_ENOMEM;
-    for (int c = 0; c < n; c++)
-        x[c] = 0.0;
-    for (int pass = 0; pass < 2; pass++) {
-        double d = 0.0;
-        for (int i = 0; i < in->ns; i++)
-            for (int k = in->soff[i]; k < in->soff[i + 1]; k++) {
-                for (int j = 0; j < in->ns; j++)
-                    for (int l = in->soff[j]; l < in->soff[j + 1]; l++) {
-                        int c = q_class(in, i, j, k - in->soff[i] == l - in->soff[j]);
-                        if (pass == 0) {
-                            x[c] += Q[k * K + l];
-                            cnt[c] += 1.0;
-                        } else {
-                            d = fmax(d, fabs(Q[k * K + l] - x[c]));
-                        }
-                    }
-                for (int t = 0; t < in->nt; t++)
-                    for (int m = in->toff[t]; m < in->toff[t + 1]; m++) {
-                        int c = r_class(in, i, t, k - in->soff[i] == m - in->toff[t]);
-                        if (pass == 0) {
-                            x[c] += R[k * M + m];
-                            cnt[c] += 1.0;
-                        } else {
-                            d = fmax(d, fabs(R[k * M + m] - x[c]));
-                        }
-                    }
-            }
-        if (pass == 0)
-            for (int c = 0; c < n; c++)
-                x[c] /= cnt[c];
-        else if (dev)
-            *dev = d;
-    }
-    free(cnt);
-    return SCM_OK;
 }

@@ -1,6 +1,7 @@
-/* ansatz_internal.h (internal): the layout of an ansatz instance, shared by
- * ansatz.c, blockflow.c and fixedpoint.c.  Users see it through the
- * accessors of scm/ansatz.h only. */
+/* ansatz_internal.h (internal): the layout of a parsed ansatz (ansatz.c)
+ * and of an ansatz instance (ansatz_inst.c), shared by them, blockflow.c
+ * and the fixed-point search.  Users see both through the accessors of
+ * scm/ansatz.h only. */
 #ifndef SCM_ANSATZ_INTERNAL_H
 #define SCM_ANSATZ_INTERNAL_H
 
@@ -11,6 +12,31 @@
 
 /* At most this many student groups and as many teacher groups. */
 #define SCM_ANSATZ_MAX_GROUPS 64
+/* The longest name of a group or an ansatz. */
+#define SCM_ANSATZ_NAME_MAX 31
+
+/* A parsed ansatz file: its groups with their size expressions in K, M,
+ * k1, the pairs, the conditions where it applies, and the guess. */
+struct scm_ansatz {
+    char name[64];
+    char *description;
+    int nreq;
+    char **req;             /* expressions in K, M that must vanish */
+    char *k1min, *k1max;    /* NULL: k1 = 0 only */
+    int ns, nt;
+    char sname[SCM_ANSATZ_MAX_GROUPS][SCM_ANSATZ_NAME_MAX + 1];
+    char tname[SCM_ANSATZ_MAX_GROUPS][SCM_ANSATZ_NAME_MAX + 1];
+    char *sexpr[SCM_ANSATZ_MAX_GROUPS], *texpr[SCM_ANSATZ_MAX_GROUPS];
+    int spair[SCM_ANSATZ_MAX_GROUPS], tpair[SCM_ANSATZ_MAX_GROUPS]; /* or -1 */
+    int nguess;
+    char **gname;
+    double *gval;
+};
+
+/* Evaluate expression s (integers, K, M, k1, + - *, (), unary -) at
+ * (K, M, k1): 0 and *out on success, -1 on a syntax error with the
+ * offending position in *where (where may be NULL). */
+int scm_ansatz_expr_eval(const char *s, double K, double M, double k1, double *out, int *where);
 
 /* Entry classes of a block. */
 enum { SCM_CLS_DIAG = 0, SCM_CLS_OFF = 1, SCM_CLS_CONST = 2 };

@@ -115,89 +115,76 @@ static void load_blocks(scm_blockflow *bf, const double *x)
     }
 }
 
-scm_status scm_blockflow_residual(scm_blockflow *bf, const double *x, double *F, double *eps)
+/* Student group i's (live) terms of the loss, added to *e in the order of
+ * the full sum, and its rows of the blocks S = A + A^T and B. */
+static scm_status group_terms(scm_blockflow *bf, int i, double *e)
 {
     const scm_ansatz_inst *in = bf->in;
     const scm_activation *act = bf->act;
     int ns = in->ns, nt = in->nt;
     const double *ns_ = in->ssize, *nt_ = in->tsize;
-    load_blocks(bf, x);
     scm_status st;
     scm_pair p;
-    double e = 0.0, Mtot = 0.0;
-    for (int t = 0; t < nt; t++)
-        Mtot += nt_[t];
-    /* teacher-teacher term, T = I: M f(1,1,1) + M (M - 1) f(1,1,0) */
-    if ((st = act->pair(1.0, 1.0, 1.0, &p)))
+    double n = ns_[i], xi = bf->Q[i * ns + i].d, Ad = 0.0;
+    if ((st = act->pair(xi, xi, xi, &p)))
         return st;
-    e += 0.5 * Mtot * p.f;
-    if ((st = act->pair(1.0, 1.0, 0.0, &p)))
-        return st;
-    e += 0.5 * Mtot * (Mtot - 1.0) * p.f;
-
-    for (int i = 0; i < ns; i++) {
-        if (!bf->live_s[i])
-            continue;
-        double n = ns_[i], xi = bf->Q[i * ns + i].d, Ad = 0.0;
-        if ((st = act->pair(xi, xi, xi, &p)))
+    *e += 0.5 * n * p.f;
+    Ad += p.fa + 0.5 * p.fc;
+    double Soff = 0.0;
+    if (in->qo[i] >= 0) {
+        if ((st = act->pair(xi, xi, bf->Q[i * ns + i].o, &p)))
             return st;
-        e += 0.5 * n * p.f;
-        Ad += p.fa + 0.5 * p.fc;
-        double Soff = 0.0;
-        if (in->qo[i] >= 0) {
-            if ((st = act->pair(xi, xi, bf->Q[i * ns + i].o, &p)))
-                return st;
-            e += 0.5 * n * (n - 1.0) * p.f;
-            Ad += (n - 1.0) * p.fa;
-            Soff = p.fc;
-        }
-        for (int j = 0; j < ns; j++) {
-            if (j == i || !bf->live_s[j])
-                continue;
-            double c = bf->Q[i * ns + j].d;
-            if ((st = act->pair(xi, bf->Q[j * ns + j].d, c, &p)))
-                return st;
-            e += 0.5 * n * ns_[j] * p.f;
-            Ad += ns_[j] * p.fa;
-            bf->S[i * ns + j] = (blk){p.fc, p.fc};
-        }
-        for (int t = 0; t < nt; t++) {
-            if (!bf->live_t[t])
-                continue;
-            int c = i * nt + t;
-            if (in->spair[i] == t) {
-                if ((st = act->pair(xi, 1.0, bf->R[c].d, &p)))
-                    return st;
-                e -= n * p.f;
-                Ad -= p.fa;
-                bf->B[c].d = -p.fc;
-                bf->B[c].o = 0.0;
-                if (in->ro[c] >= 0) {
-                    if ((st = act->pair(xi, 1.0, bf->R[c].o, &p)))
-                        return st;
-                    e -= n * (nt_[t] - 1.0) * p.f;
-                    Ad -= (nt_[t] - 1.0) * p.fa;
-                    bf->B[c].o = -p.fc;
-                }
-            } else {
-                if ((st = act->pair(xi, 1.0, bf->R[c].d, &p)))
-                    return st;
-                e -= n * nt_[t] * p.f;
-                Ad -= nt_[t] * p.fa;
-                bf->B[c] = (blk){-p.fc, -p.fc};
-            }
-        }
-        /* S = A + A^T = 2 A (A is symmetric); A_kl = fc / 2 off the diagonal */
-        bf->S[i * ns + i] = (blk){2.0 * Ad, Soff};
+        *e += 0.5 * n * (n - 1.0) * p.f;
+        Ad += (n - 1.0) * p.fa;
+        Soff = p.fc;
     }
-    if (!isfinite(e))
-        return SCM_ENAN;
-    if (eps)
-        *eps = e;
-    if (!F)
-        return SCM_OK;
+    for (int j = 0; j < ns; j++) {
+        if (j == i || !bf->live_s[j])
+            continue;
+        double c = bf->Q[i * ns + j].d;
+        if ((st = act->pair(xi, bf->Q[j * ns + j].d, c, &p)))
+            return st;
+        *e += 0.5 * n * ns_[j] * p.f;
+        Ad += ns_[j] * p.fa;
+        bf->S[i * ns + j] = (blk){p.fc, p.fc};
+    }
+    for (int t = 0; t < nt; t++) {
+        if (!bf->live_t[t])
+            continue;
+        int c = i * nt + t;
+        if (in->spair[i] == t) {
+            if ((st = act->pair(xi, 1.0, bf->R[c].d, &p)))
+                return st;
+            *e -= n * p.f;
+            Ad -= p.fa;
+            bf->B[c].d = -p.fc;
+            bf->B[c].o = 0.0;
+            if (in->ro[c] >= 0) {
+                if ((st = act->pair(xi, 1.0, bf->R[c].o, &p)))
+                    return st;
+                *e -= n * (nt_[t] - 1.0) * p.f;
+                Ad -= (nt_[t] - 1.0) * p.fa;
+                bf->B[c].o = -p.fc;
+            }
+        } else {
+            if ((st = act->pair(xi, 1.0, bf->R[c].d, &p)))
+                return st;
+            *e -= n * nt_[t] * p.f;
+            Ad -= nt_[t] * p.fa;
+            bf->B[c] = (blk){-p.fc, -p.fc};
+        }
+    }
+    /* S = A + A^T = 2 A (A is symmetric); A_kl = fc / 2 off the diagonal */
+    bf->S[i * ns + i] = (blk){2.0 * Ad, Soff};
+    return SCM_OK;
+}
 
-    /* P = S Q + B R^T,  F_Q = -(P + P^T),  F_R = -(S R + B) */
+/* P = S Q + B R^T into bf->P and S R + B into bf->FR. */
+static void block_products(scm_blockflow *bf)
+{
+    const scm_ansatz_inst *in = bf->in;
+    int ns = in->ns, nt = in->nt;
+    const double *ns_ = in->ssize, *nt_ = in->tsize;
     for (int i = 0; i < ns; i++) {
         if (!bf->live_s[i])
             continue;
@@ -223,6 +210,13 @@ scm_status scm_blockflow_residual(scm_blockflow *bf, const double *x, double *F,
             bf->FR[i * nt + t] = acc;
         }
     }
+}
+
+/* F_Q = -(P + P^T) and F_R = -(S R + B), scattered onto the scalars F. */
+static void scatter_residual(const scm_blockflow *bf, double *F)
+{
+    const scm_ansatz_inst *in = bf->in;
+    int ns = in->ns, nt = in->nt;
     for (int i = 0; i < ns; i++) {
         if (!bf->live_s[i])
             continue;
@@ -246,6 +240,38 @@ scm_status scm_blockflow_residual(scm_blockflow *bf, const double *x, double *F,
             }
         }
     }
+}
+
+scm_status scm_blockflow_residual(scm_blockflow *bf, const double *x, double *F, double *eps)
+{
+    const scm_ansatz_inst *in = bf->in;
+    const scm_activation *act = bf->act;
+    int ns = in->ns, nt = in->nt;
+    const double *nt_ = in->tsize;
+    load_blocks(bf, x);
+    scm_status st;
+    scm_pair p;
+    double e = 0.0, Mtot = 0.0;
+    for (int t = 0; t < nt; t++)
+        Mtot += nt_[t];
+    /* teacher-teacher term, T = I: M f(1,1,1) + M (M - 1) f(1,1,0) */
+    if ((st = act->pair(1.0, 1.0, 1.0, &p)))
+        return st;
+    e += 0.5 * Mtot * p.f;
+    if ((st = act->pair(1.0, 1.0, 0.0, &p)))
+        return st;
+    e += 0.5 * Mtot * (Mtot - 1.0) * p.f;
+    for (int i = 0; i < ns; i++)
+        if (bf->live_s[i] && (st = group_terms(bf, i, &e)))
+            return st;
+    if (!isfinite(e))
+        return SCM_ENAN;
+    if (eps)
+        *eps = e;
+    if (!F)
+        return SCM_OK;
+    block_products(bf);
+    scatter_residual(bf, F);
     for (int c = 0; c < in->nsc; c++)
         if (!isfinite(F[c]))
             return SCM_ENAN;

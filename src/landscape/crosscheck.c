@@ -1,10 +1,9 @@
 /* crosscheck.c: random runs (ODE and weight-space GD) classified against
- * the fixed-point enumeration; see crosscheck.h. */
-#include "scm/crosscheck.h"
+ * the fixed-point enumeration; see crosscheck.h.  The GD runs themselves
+ * are in crosscheck_gd.c, the whole check of `scm crosscheck` in
+ * crosscheck_check.c and crosscheck_report.c. */
+#include "landscape/crosscheck_internal.h"
 
-#include <float.h>
-#include <gsl/gsl_randist.h>
-#include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,17 +50,6 @@ scm_status scm_xc_opts_check(const scm_xc_opts *o, scm_error *err)
 }
 
 const char *scm_xc_method_str(scm_xc_method m) { return m == SCM_XC_GD ? "gd" : "ode"; }
-
-static double max_abs(const double *x, size_t n)
-{
-    double m = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(x[i]))
-            return NAN;
-        m = fmax(m, fabs(x[i]));
-    }
-    return m;
-}
 
 /* ---- the enumerated list ------------------------------------------------ */
 
@@ -253,207 +241,6 @@ void scm_xc_run_free(scm_xc_run *r)
     r->Q = r->R = NULL;
 }
 
-/* Gradient descent in weight space, d = M, teachers sqrt(M) e_m.  On
- * return Q (K x K) and R (K x M) hold the overlaps of the last iterate
- * and r->converged, r->why, r->work are set.  Students whose squared norm
- * per dimension falls below the integrator's dead_tol are set to zero and
- * left out of the gradient (as traj does with a dead neuron). */
-static scm_status gd_run(int K, int M, const scm_activation *act, unsigned long seed,
-                         const scm_xc_opts *o, double *Q, double *R, scm_xc_run *r,
-                         scm_error *err)
-{
-    const long d = M;
-    size_t KM = (size_t)K * (size_t)M;
-    double *W = malloc(sizeof(double) * KM * 6);
-    double *Ws = calloc((size_t)M * (size_t)M, sizeof(double));
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    int *live = malloc(sizeof(int) * (size_t)K);
-    scm_model *m = NULL;
-    scm_flow *fl = NULL;
-    scm_status st = SCM_OK;
-    if (!W || !Ws || !rng || !live) {
-        st = scm_error_set(err, SCM_ENOMEM, "out of memory in a GD run");
-        goto done;
-    }
-    double *Wt = W + 2 * KM, *Gt = W + 3 * KM, *Wl = W + 4 * KM, *Gl = W + 5 * KM;
-    for (int i = 0; i < M; i++)
-        Ws[i * M + i] = sqrt((double)d);
-    gsl_rng_set(rng, seed);
-    for (size_t i = 0; i < KM; i++)
-        W[i] = gsl_ran_gaussian(rng, o->gd_sigma);
-    int nlive = K;
-    for (int k = 0; k < K; k++)
-        live[k] = 1;
-    double eps = NAN, alpha = 0.1;
-    long it = 0;
-    int have_last = 0;
-    r->converged = 0;
-    snprintf(r->why, sizeof r->why, "iteration budget (%ld) spent", o->gd_max_iter);
-    /* the live rows packed into Wl (nlive x M); G of the live rows in Gl */
-#define PACK(src, dst)                                                             \
-    do {                                                                           \
-        int q_ = 0;                                                                \
-        for (int k_ = 0; k_ < K; k_++)                                             \
-            if (live[k_])                                                          \
-                memcpy((dst) + (size_t)(q_++) * M, (src) + (size_t)k_ * M,         \
-                       sizeof(double) * (size_t)M);                                \
-    } while (0)
-    for (;;) {
-        if (!m) {
-            m = scm_model_alloc(nlive, M, act, NULL, NULL, NULL, err);
-            fl = m ? scm_flow_alloc(m) : NULL;
-            if (!fl) {
-                st = err && !m ? err->code : scm_error_set(err, SCM_ENOMEM, "out of memory");
-                goto done;
-            }
-            PACK(W, Wl);
-            if ((st = scm_weights_grad(fl, d, Wl, Ws, &eps, Gl))) {
-                snprintf(r->why, sizeof r->why, "the gradient fails at the start (%s)",
-                         scm_status_str(st));
-                st = SCM_OK;
-                break;
-            }
-            have_last = 0;
-        }
-        /* the flow's residual from the gradient: dR/dtau = -G Ws^T = -sqrt(M) G,
-         * dQ/dtau = -(G W^T + W G^T) (d = M) */
-        double fmax_ = sqrt((double)d) * max_abs(Gl, (size_t)nlive * M);
-        for (int k = 0; k < nlive; k++)
-            for (int l = k; l < nlive; l++) {
-                double s = 0.0;
-                for (int i = 0; i < M; i++)
-                    s += Gl[k * M + i] * Wl[l * M + i] + Wl[k * M + i] * Gl[l * M + i];
-                fmax_ = fmax(fmax_, fabs(s));
-            }
-        r->res = fmax_;
-        /* the test scaled by a small student's Q_kk (as the ODE's
-         * continuation): its rows of F scale with its norm */
-        double qsmall = 1.0;
-        for (int k = 0; k < nlive; k++) {
-            double qk = 0.0;
-            for (int i = 0; i < M; i++)
-                qk += Wl[k * M + i] * Wl[k * M + i];
-            qk /= (double)d;
-            if (qk <= o->dead_q)
-                qsmall = fmin(qsmall, qk);
-        }
-        if (eps < o->traj.eps_stop || fmax_ < o->gd_tol * qsmall) {
-            r->converged = 1;
-            r->why[0] = '\0';
-            break;
-        }
-        if (it >= o->gd_max_iter)
-            break;
-        it++;
-        /* step: W - alpha d G, alpha from Barzilai-Borwein (s.s / s.y) */
-        size_t nl = (size_t)nlive * M;
-        if (have_last) {
-            double ss = 0.0, sy = 0.0;
-            for (size_t i = 0; i < nl; i++) {
-                double s = Wl[i] - Wt[i], y = (double)d * (Gl[i] - Gt[i]);
-                ss += s * s;
-                sy += s * y;
-            }
-            alpha = sy > 0.0 ? fmin(fmax(ss / sy, 1e-8), 1e4) : fmin(2.0 * alpha, 1e4);
-        }
-        double g2 = 0.0;
-        for (size_t i = 0; i < nl; i++)
-            g2 += (double)d * Gl[i] * (double)d * Gl[i];
-        /* Armijo backtracking: eps(W - a h) <= eps - 1e-4 a |h|^2, h = d G */
-        double e1 = NAN;
-        int ok = 0;
-        memcpy(Wt, Wl, sizeof(double) * nl);
-        memcpy(Gt, Gl, sizeof(double) * nl);
-        for (int ls = 0; ls < 60; ls++) {
-            for (size_t i = 0; i < nl; i++)
-                Wl[i] = Wt[i] - alpha * (double)d * Gt[i];
-            scm_status gs = scm_weights_grad(fl, d, Wl, Ws, &e1, Gl);
-            if (gs == SCM_OK && e1 <= eps - 1e-4 * alpha * g2) {
-                ok = 1;
-                break;
-            }
-            /* Below the loss's round-off the decrease cannot be measured:
-             * eps sums (nlive + M)^2 / 2 kernel terms of order one, whose
-             * cancellation leaves an absolute error ~ (nlive + M)^2 1e-16.
-             * There a step is taken if the loss stays within that round-off
-             * and the gradient shrinks. */
-            double floor = 8.0 * DBL_EPSILON * (double)((nlive + M) * (nlive + M));
-            if (gs == SCM_OK && 1e-4 * alpha * g2 <= floor && e1 <= eps + floor) {
-                double h2 = 0.0;
-                for (size_t i = 0; i < nl; i++)
-                    h2 += (double)d * Gl[i] * (double)d * Gl[i];
-                if (h2 < g2) {
-                    ok = 1;
-                    break;
-                }
-            }
-            alpha *= 0.5;
-        }
-        if (!ok) {
-            memcpy(Wl, Wt, sizeof(double) * nl);
-            memcpy(Gl, Gt, sizeof(double) * nl);
-            snprintf(r->why, sizeof r->why,
-                     "line search failed at iteration %ld (loss %.12g, max |F| %.3g)", it, eps,
-                     fmax_);
-            break;
-        }
-        eps = e1;
-        have_last = 1;
-        /* unpack, and drop students that died */
-        int q = 0, died = 0;
-        for (int k = 0; k < K; k++)
-            if (live[k]) {
-                memcpy(W + (size_t)k * M, Wl + (size_t)(q++) * M, sizeof(double) * (size_t)M);
-                double n2 = 0.0;
-                for (int i = 0; i < M; i++)
-                    n2 += W[k * M + i] * W[k * M + i];
-                if (act == &scm_act_relu && n2 / (double)d < o->traj.dead_tol) {
-                    live[k] = 0;
-                    memset(W + (size_t)k * M, 0, sizeof(double) * (size_t)M);
-                    died = 1;
-                }
-            }
-        if (died) {
-            nlive = 0;
-            for (int k = 0; k < K; k++)
-                nlive += live[k];
-            scm_flow_free(fl);
-            scm_model_free(m);
-            fl = NULL;
-            m = NULL;
-            if (nlive == 0) {
-                snprintf(r->why, sizeof r->why, "every student died");
-                break;
-            }
-        }
-    }
-#undef PACK
-    r->work = it;
-    {
-        /* the overlaps of every student (dead rows are zero) */
-        scm_model *mf = scm_model_alloc(K, M, act, NULL, NULL, NULL, err);
-        if (!mf) {
-            st = err ? err->code : SCM_ENOMEM;
-            goto done;
-        }
-        int q = 0;
-        for (int k = 0; k < K; k++)
-            if (live[k] && m)
-                memcpy(W + (size_t)k * M, Wl + (size_t)(q++) * M, sizeof(double) * (size_t)M);
-        scm_weights_overlaps(mf, d, W, Ws, Q, R);
-        scm_model_free(mf);
-    }
-done:
-    scm_flow_free(fl);
-    scm_model_free(m);
-    free(W);
-    free(Ws);
-    free(live);
-    if (rng)
-        gsl_rng_free(rng);
-    return st;
-}
-
 /* The polish target of fixedpoint.c: the roundoff floor of F. */
 static double polish_floor(int K, int M) { return fmax(1e-14, 5e-16 * (K + M)); }
 
@@ -517,7 +304,7 @@ static scm_status finish(int K, int M, const scm_activation *act, const double *
             r->eps = NAN;
     }
     if (scm_flow_rhs(fl, r->Q, r->R, F, F + (size_t)n * n, NULL) == SCM_OK)
-        r->res = max_abs(F, (size_t)n * n + (size_t)n * M);
+        r->res = scm_xc_max_abs(F, (size_t)n * n + (size_t)n * M);
     r->trQ = r->normR2 = 0.0;
     for (int a = 0; a < n; a++)
         r->trQ += r->Q[a * n + a];
@@ -639,7 +426,7 @@ scm_status scm_xc_run_one(int K, int M, const scm_activation *act, scm_xc_method
         }
         scm_model_free(m);
     } else {
-        if ((st = gd_run(K, M, act, r->seed, o, Q, R, r, err))) {
+        if ((st = scm_xc_gd_run(K, M, act, r->seed, o, Q, R, r, err))) {
             free(Q);
             return st;
         }

@@ -1,19 +1,23 @@
-/* fixedpoint.c: Newton enumeration of the fixed points inside an ansatz,
- * full-space checks and polish, and continuation in M; see fixedpoint.h. */
+/* fixedpoint.c: the fixed points inside an ansatz, found by Newton on the
+ * block residual (plain and deflated, from the caller's starts, the
+ * ansatz file's guess and random draws), their bookkeeping (dedup, PSD
+ * check), block-level conditioning and stability, and the drivers that
+ * check and polish many points on threads; see fixedpoint.h.  The
+ * full-space work on one point is fixedpoint_full.c, the continuation in
+ * M fixedpoint_continue.c. */
 #include "scm/fixedpoint.h"
 
-#include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_linalg.h>
 #include <gsl/gsl_matrix.h>
 #include <gsl/gsl_multiroots.h>
-#include <gsl/gsl_permutation.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "landscape/ansatz_internal.h"
+#include "landscape/fixedpoint_internal.h"
 #include "core/linalg.h"
 #include "core/parallel.h"
 #include "scm/model.h"
@@ -64,17 +68,6 @@ void scm_fp_set_free(scm_fp_set *s)
     }
     free(s->pt);
     memset(s, 0, sizeof *s);
-}
-
-static double max_abs(const double *x, long n)
-{
-    double m = 0.0;
-    for (long i = 0; i < n; i++) {
-        if (isnan(x[i]))
-            return NAN;
-        m = fmax(m, fabs(x[i]));
-    }
-    return m;
 }
 
 /* ---- block-level Newton ---- */
@@ -141,7 +134,7 @@ static scm_status solve_resid(resid_params *p, double *x, const scm_fp_opts *o, 
         gsl_vector_free(F);
         return st;
     }
-    *res = max_abs(F->data, n);
+    *res = scm_fp_max_abs(F->data, n);
     if (*res < o->tol) {
         gsl_vector_free(F);
         return SCM_OK;
@@ -160,7 +153,7 @@ static scm_status solve_resid(resid_params *p, double *x, const scm_fp_opts *o, 
         out = SCM_ENOTPSD;
     while (gst == GSL_SUCCESS && it++ < o->max_iter) {
         gst = gsl_multiroot_fsolver_iterate(s);
-        double r = max_abs(s->f->data, n);
+        double r = scm_fp_max_abs(s->f->data, n);
         if (r < *res || isnan(*res)) {
             *res = r;
             memcpy(x, s->x->data, sizeof(double) * (size_t)n);
@@ -234,208 +227,7 @@ done:
     return st;
 }
 
-/* ---- full-space polish ---- */
-
-/* Unknowns: the upper triangle of Q (row by row), then R. */
-static void full_pack(int K, int M, const double *Q, const double *R, double *u)
-{
-    long p = 0;
-    for (int k = 0; k < K; k++)
-        for (int l = k; l < K; l++)
-            u[p++] = Q[k * K + l];
-    memcpy(u + p, R, sizeof(double) * (size_t)K * (size_t)M);
-}
-
-static void full_unpack(int K, int M, const double *u, double *Q, double *R)
-{
-    long p = 0;
-    for (int k = 0; k < K; k++)
-        for (int l = k; l < K; l++)
-            Q[k * K + l] = Q[l * K + k] = u[p++];
-    memcpy(R, u + p, sizeof(double) * (size_t)K * (size_t)M);
-}
-
-static scm_status polish(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
-                         int fd_only, int dense_step, double *res, scm_error *err)
-{
-    const scm_model *m = scm_flow_model(fl);
-    int K = m->K, M = m->M;
-    long n = (long)K * (K + 1) / 2 + (long)K * M;
-    size_t KK = (size_t)K * (size_t)K, KM = (size_t)K * (size_t)M;
-    double *u = malloc(sizeof(double) * (size_t)n * 4);
-    double *Qw = malloc(sizeof(double) * (KK * 2 + KM * 2));
-    gsl_matrix *J = gsl_matrix_alloc((size_t)n, (size_t)n);
-    gsl_matrix *T = gsl_matrix_alloc((size_t)n, (size_t)n);
-    gsl_vector *tq = gsl_vector_alloc((size_t)n), *tz = gsl_vector_alloc((size_t)n);
-    gsl_vector *work = gsl_vector_alloc((size_t)n), *rhs = gsl_vector_alloc((size_t)n);
-    gsl_vector *du = gsl_vector_alloc((size_t)n), *resid = gsl_vector_alloc((size_t)n);
-    gsl_permutation *perm = gsl_permutation_alloc((size_t)n);
-    scm_status st = SCM_OK;
-    scm_csr Js = {0, 0, 0, NULL, NULL, NULL};
-    *res = NAN;
-    if (!u || !Qw || !J || !T || !tq || !tz || !work || !rhs || !du || !resid || !perm) {
-        st = scm_error_set(err, SCM_ENOMEM, "out of memory in the full-space polish (n = %ld)",
-                           n);
-        goto done;
-    }
-    double *f0 = u + n, *fp = u + 2 * n, *fm = u + 3 * n;
-    double *FQ = Qw, *FR = Qw + KK, *Qt = Qw + KK + KM, *Rt = Qt + KK;
-    full_pack(K, M, Q, R, u);
-    /* residual at u, packed like the unknowns */
-#define EVAL(vec, out)                                                   \
-    do {                                                                 \
-        full_unpack(K, M, (vec), Qt, Rt);                                \
-        st = scm_flow_rhs(fl, Qt, Rt, FQ, FR, NULL);                     \
-        if (!st)                                                         \
-            full_pack(K, M, FQ, FR, (out));                              \
-    } while (0)
-    EVAL(u, f0);
-    if (st) {
-        scm_error_set(err, st, "polish: the flow fails at the start (%s)", scm_status_str(st));
-        goto done;
-    }
-    double r0 = max_abs(f0, n), last_move = INFINITY;
-    *res = r0;
-    for (int it = 0; it < max_iter && r0 >= tol; it++) {
-        double *up = malloc(sizeof(double) * (size_t)n);
-        if (!up) {
-            st = scm_error_set(err, SCM_ENOMEM, "out of memory in the polish");
-            goto done;
-        }
-        /* the closed-form Jacobian (flow.h); central differences where it
-         * is not resolved (near-parallel ReLU neurons).  Kept (a chord
-         * step) while the iterate moves by less than 1e-8: it then changes
-         * by less than that, which leaves the convergence to the round-off
-         * floor as it was, and it is most of a step's cost (34 ms of 50 at
-         * K = M = 20) */
-        if (it > 0 && last_move < 1e-8)
-            goto solve;
-        full_unpack(K, M, u, Qt, Rt);
-        scm_status jst = fd_only ? SCM_EINVAL : scm_flow_jacobian(fl, Qt, Rt, J->data);
-        if (jst == SCM_ENOMEM) {
-            free(up);
-            st = scm_error_set(err, SCM_ENOMEM, "out of memory in the polish's Jacobian");
-            goto done;
-        }
-        for (long j = 0; j < n && !st && jst; j++) {
-            memcpy(up, u, sizeof(double) * (size_t)n);
-            double h = 1e-6 * fmax(1.0, fabs(u[j]));
-            up[j] = u[j] + h;
-            EVAL(up, fp);
-            up[j] = u[j] - h;
-            if (!st)
-                EVAL(up, fm);
-            for (long i = 0; i < n && !st; i++)
-                gsl_matrix_set(J, (size_t)i, (size_t)j, (fp[i] - fm[i]) / (2.0 * h));
-        }
-        if (st) {
-            free(up);
-            scm_error_set(err, st, "polish: the flow fails next to the iterate (%s)",
-                          scm_status_str(st));
-            goto done;
-        }
-        scm_csr_free(&Js);
-        if (!dense_step && scm_csr_from_dense(J->data, n, n, &Js)) {
-            free(up);
-            st = scm_error_set(err, SCM_ENOMEM, "out of memory in the polish's sparse Jacobian");
-            goto done;
-        }
-    solve:
-        /* minimum-norm least-squares Newton step J du = -f0: LSQR on the
-         * sparse J (each row has O(K + M) entries), and where it does not
-         * converge a dense complete orthogonal decomposition */
-        for (long i = 0; i < n; i++)
-            gsl_vector_set(rhs, (size_t)i, -f0[i]);
-        scm_status lst = SCM_ENOCONV;
-        if (!dense_step) {
-            long iters = 0;
-            lst = scm_linalg_lsqr(&Js, rhs->data, du->data, 1e-12, 4 * n, &iters);
-            if (lst == SCM_ENOMEM) {
-                free(up);
-                st = scm_error_set(err, SCM_ENOMEM, "out of memory in the polish's LSQR");
-                goto done;
-            }
-        }
-        if (lst) {
-            size_t rank = 0;
-            gsl_matrix_memcpy(T, J);
-            double rtol = 1e-10 * fmax(1.0, gsl_matrix_max(J) - gsl_matrix_min(J));
-            if (gsl_linalg_COD_decomp_e(T, tq, tz, perm, rtol, &rank, work) != GSL_SUCCESS ||
-                gsl_linalg_COD_lssolve(T, tq, tz, perm, rank, rhs, du, resid) != GSL_SUCCESS) {
-                free(up);
-                st = scm_error_set(err, SCM_ESINGULAR, "polish: the least-squares solve failed");
-                goto done;
-            }
-        }
-        /* damped: halve the step until the residual decreases */
-        double lam = 1.0, r1 = INFINITY;
-        for (int ls = 0; ls < 20; ls++) {
-            for (long i = 0; i < n; i++)
-                up[i] = u[i] + lam * du->data[i];
-            EVAL(up, fp);
-            if (!st) {
-                r1 = max_abs(fp, n);
-                if (r1 < r0)
-                    break;
-            }
-            st = SCM_OK;
-            lam *= 0.5;
-        }
-        if (!(r1 < r0)) {
-            free(up);
-            break;
-        }
-        last_move = lam * scm_linalg_max_abs(du->data, n);
-        memcpy(u, up, sizeof(double) * (size_t)n);
-        memcpy(f0, fp, sizeof(double) * (size_t)n);
-        free(up);
-        r0 = r1;
-    }
-#undef EVAL
-    full_unpack(K, M, u, Q, R);
-    *res = r0;
-    st = r0 < tol ? SCM_OK : SCM_ENOCONV;
-    if (st)
-        scm_error_set(err, st, "polish: residual %.3g did not fall below %.3g", r0, tol);
-done:
-    scm_csr_free(&Js);
-    free(u);
-    free(Qw);
-    if (J)
-        gsl_matrix_free(J);
-    if (T)
-        gsl_matrix_free(T);
-    if (tq)
-        gsl_vector_free(tq);
-    if (tz)
-        gsl_vector_free(tz);
-    if (work)
-        gsl_vector_free(work);
-    if (rhs)
-        gsl_vector_free(rhs);
-    if (du)
-        gsl_vector_free(du);
-    if (resid)
-        gsl_vector_free(resid);
-    if (perm)
-        gsl_permutation_free(perm);
-    return st;
-}
-
-scm_status scm_fp_polish(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
-                         double *res, scm_error *err)
-{
-    return polish(fl, Q, R, max_iter, tol, 0, 0, res, err);
-}
-
-scm_status scm_fp_polish_fd(scm_flow *fl, double *Q, double *R, int max_iter, double tol,
-                            double *res, scm_error *err)
-{
-    return polish(fl, Q, R, max_iter, tol, 1, 1, res, err);
-}
-
 /* ---- linear stability ---- */
-
 
 scm_status scm_fp_block_stability(scm_blockflow *bf, const double *x, double *re_max,
                                   double *re_min)
@@ -466,47 +258,6 @@ done:
     if (J)
         gsl_matrix_free(J);
     free(xp);
-    return st;
-}
-
-scm_status scm_fp_full_stability(scm_flow *fl, const double *Q, const double *R,
-                                 double *re_max, double *re_min)
-{
-    const scm_model *m = scm_flow_model(fl);
-    int K = m->K, M = m->M;
-    long n = (long)K * (K + 1) / 2 + (long)K * M;
-    size_t KK = (size_t)K * (size_t)K, KM = (size_t)K * (size_t)M;
-    double *u = malloc(sizeof(double) * (size_t)n * 4);
-    double *W = malloc(sizeof(double) * (KK + KM) * 2);
-    gsl_matrix *J = gsl_matrix_alloc((size_t)n, (size_t)n);
-    scm_status st = SCM_OK;
-    if (!u || !W || !J) {
-        st = SCM_ENOMEM;
-        goto done;
-    }
-    double *up = u + n, *fp = u + 2 * n, *fm = u + 3 * n;
-    double *Qt = W, *Rt = W + KK, *FQ = W + KK + KM, *FR = FQ + KK;
-    full_pack(K, M, Q, R, u);
-    for (long j = 0; j < n && !st; j++) {
-        memcpy(up, u, sizeof(double) * (size_t)n);
-        double h = 1e-6 * fmax(1.0, fabs(u[j]));
-        for (int side = 0; side < 2 && !st; side++) {
-            up[j] = u[j] + (side ? -h : h);
-            full_unpack(K, M, up, Qt, Rt);
-            st = scm_flow_rhs(fl, Qt, Rt, FQ, FR, NULL);
-            if (!st)
-                full_pack(K, M, FQ, FR, side ? fm : fp);
-        }
-        for (long i = 0; i < n && !st; i++)
-            gsl_matrix_set(J, (size_t)i, (size_t)j, (fp[i] - fm[i]) / (2.0 * h));
-    }
-    if (!st)
-        st = scm_linalg_re_range(J, re_max, re_min);
-done:
-    free(u);
-    free(W);
-    if (J)
-        gsl_matrix_free(J);
     return st;
 }
 
@@ -585,178 +336,6 @@ static scm_status add_point(scm_fp_set *out, const scm_ansatz_inst *in, const do
     p->jac_smin = p->jac_smax = NAN;
     out->n++;
     return SCM_OK;
-}
-
-/* The polish's target.  Each entry of F_Q, F_R sums O(K + M) kernel terms
- * of order one, so its roundoff floor is ~(K + M) 1e-16: Newton steps
- * below that cannot lower the residual and only cost Jacobians (at
- * K = M = 12 with target 1e-15, 184 of 278 polishes ended without any
- * decrease, all starting below 1e-14). */
-static double polish_tol(const scm_model *m, const scm_fp_opts *o)
-{
-    return o->polish_tol > 0.0 ? o->polish_tol : fmax(1e-14, 5e-16 * (m->K + m->M));
-}
-
-/* The full-space polish of point p (p->Q, p->R hold its full state). */
-static scm_status polish_point(scm_fp_point *p, scm_flow *fl, const scm_fp_opts *o,
-                               scm_error *err)
-{
-    const scm_model *m = scm_flow_model(fl);
-    size_t KK = (size_t)m->K * (size_t)m->K, KM = (size_t)m->K * (size_t)m->M;
-    double *Q0 = malloc(sizeof(double) * (KK + KM));
-    if (!Q0)
-        return scm_error_set(err, SCM_ENOMEM, "out of memory in the polish");
-    memcpy(Q0, p->Q, sizeof(double) * KK);
-    memcpy(Q0 + KK, p->R, sizeof(double) * KM);
-    scm_error perr;
-    p->polished = 1;
-    p->polish_status = scm_fp_polish(fl, p->Q, p->R, 6, polish_tol(m, o), &p->res_polish, &perr);
-    if (p->polish_status == SCM_ENOMEM) {
-        free(Q0);
-        return scm_error_set(err, SCM_ENOMEM, "%s", perr.msg);
-    }
-    double sh = 0.0;
-    for (size_t i = 0; i < KK; i++)
-        sh = fmax(sh, fabs(p->Q[i] - Q0[i]));
-    for (size_t i = 0; i < KM; i++)
-        sh = fmax(sh, fabs(p->R[i] - Q0[KK + i]));
-    p->polish_shift = sh;
-    if (scm_flow_loss(fl, p->Q, p->R, &p->eps_polish))
-        p->eps_polish = NAN;
-    free(Q0);
-    return SCM_OK;
-}
-
-scm_status scm_fp_point_polish(scm_fp_point *p, const scm_activation *act,
-                               const scm_fp_opts *o, scm_error *err)
-{
-    if (!p->full || !p->Q || !p->R || p->polished || p->K > o->polish_max_K)
-        return SCM_OK;
-    scm_model *m = scm_model_alloc((int)p->K, (int)p->M, act, NULL, NULL, NULL, err);
-    if (!m)
-        return err ? err->code : SCM_ENOMEM;
-    scm_flow *fl = scm_flow_alloc(m);
-    scm_status st = fl ? polish_point(p, fl, o, err)
-                       : scm_error_set(err, SCM_ENOMEM, "out of memory in the polish");
-    scm_flow_free(fl);
-    scm_model_free(m);
-    return st;
-}
-
-/* Full-space checks (and polish) of point p on fl, a flow of the
- * instance's (K, M). */
-static scm_status full_checks(scm_fp_point *p, const scm_ansatz_inst *in, scm_flow *fl,
-                              const scm_fp_opts *o, const double *Fblock, scm_error *err)
-{
-    int K = in->Ki, M = in->Mi;
-    size_t KK = (size_t)K * (size_t)K, KM = (size_t)K * (size_t)M;
-    double *FQ = malloc(sizeof(double) * (KK + KM));
-    double *y = malloc(sizeof(double) * (size_t)in->nsc);
-    p->Q = malloc(sizeof(double) * KK);
-    p->R = malloc(sizeof(double) * KM);
-    scm_status st = SCM_OK;
-    if (!FQ || !y || !p->Q || !p->R) {
-        st = scm_error_set(err, SCM_ENOMEM, "out of memory in the full-space check");
-        goto done;
-    }
-    double *FR = FQ + KK;
-    scm_ansatz_to_full(in, p->x, p->Q, p->R);
-    st = scm_flow_rhs(fl, p->Q, p->R, FQ, FR, &p->eps_full);
-    if (st == SCM_OK) {
-        p->full = 1;
-        p->res_full = fmax(max_abs(FQ, (long)KK), max_abs(FR, (long)KM));
-        scm_ansatz_project(in, FQ, FR, y, &p->inv_dev);
-        double d = 0.0;
-        for (int c = 0; c < in->nsc; c++)
-            d = fmax(d, fabs(y[c] - Fblock[c]));
-        p->block_vs_full = d;
-    }
-    st = SCM_OK;
-    if (p->full && K <= o->polish_max_K && !o->polish_defer)
-        st = polish_point(p, fl, o, err);
-done:
-    free(FQ);
-    free(y);
-    return st;
-}
-
-/* The full (K, M) space's model and flow, for the checks and the polish;
- * one per thread. */
-typedef struct {
-    scm_model *m;
-    scm_flow *fl;
-} full_space;
-
-static scm_status full_space_alloc(full_space *f, int K, int M, const scm_activation *act,
-                                   scm_error *err)
-{
-    f->fl = NULL;
-    if (!(f->m = scm_model_alloc(K, M, act, NULL, NULL, NULL, err)))
-        return err ? err->code : SCM_ENOMEM;
-    if (!(f->fl = scm_flow_alloc(f->m))) {
-        scm_model_free(f->m);
-        f->m = NULL;
-        return scm_error_set(err, SCM_ENOMEM, "out of memory allocating the full flow");
-    }
-    return SCM_OK;
-}
-
-static void full_space_free(full_space *f)
-{
-    scm_flow_free(f->fl);
-    scm_model_free(f->m);
-    f->m = NULL;
-    f->fl = NULL;
-}
-
-/* The polish of many points, one per item, each thread with a full
- * space of the point's (K, M). */
-typedef struct {
-    scm_fp_point **pt;
-    const scm_activation *act;
-    const scm_fp_opts *o;
-    full_space *fs; /* per thread, allocated on first use */
-    scm_status *st; /* per point */
-} polish_job;
-
-static void polish_item(void *ctx, int tid, int i)
-{
-    polish_job *j = ctx;
-    scm_fp_point *p = j->pt[i];
-    full_space *f = &j->fs[tid];
-    j->st[i] = SCM_OK;
-    if (!p->full || !p->Q || !p->R || p->polished || p->K > j->o->polish_max_K)
-        return;
-    if (f->m && (f->m->K != (int)p->K || f->m->M != (int)p->M))
-        full_space_free(f);
-    if (!f->m && (j->st[i] = full_space_alloc(f, (int)p->K, (int)p->M, j->act, NULL)))
-        return;
-    j->st[i] = polish_point(p, f->fl, j->o, NULL);
-}
-
-scm_status scm_fp_points_polish(scm_fp_point **pts, int n, const scm_activation *act,
-                                const scm_fp_opts *o, scm_error *err)
-{
-    scm_status st = scm_fp_opts_check(o, err);
-    if (st || n <= 0)
-        return st;
-    full_space *fs = calloc((size_t)o->threads, sizeof *fs);
-    scm_status *pst = malloc(sizeof *pst * (size_t)n);
-    if (!fs || !pst) {
-        free(fs);
-        free(pst);
-        return scm_error_set(err, SCM_ENOMEM, "out of memory in the polish");
-    }
-    polish_job j = {pts, act, o, fs, pst};
-    scm_parallel_for(o->threads, n, polish_item, &j);
-    for (int i = 0; i < n && !st; i++)
-        if (pst[i])
-            st = scm_error_set(err, pst[i], "out of memory in the polish of point %d", i);
-    for (int t = 0; t < o->threads; t++)
-        full_space_free(&fs[t]);
-    free(fs);
-    free(pst);
-    return st;
 }
 
 /* Book-keeping of one solve: failures counted, a converged PSD solution
@@ -838,7 +417,7 @@ typedef struct {
     const scm_ansatz_inst *in;
     const scm_fp_opts *o;
     scm_blockflow **bf;
-    full_space *fs;     /* per thread, NULL: no full-space checks */
+    scm_fp_full_space *fs;     /* per thread, NULL: no full-space checks */
     double *F;          /* per thread, n each */
     scm_status *st;     /* per solution */
 } point_checks;
@@ -852,14 +431,14 @@ static void check_point(void *ctx, int tid, int i)
     c->st[i] = SCM_OK;
     if (scm_blockflow_residual(c->bf[tid], pt->x, F, &pt->eps))
         return;
-    pt->res_block = max_abs(F, n);
+    pt->res_block = scm_fp_max_abs(F, n);
     double smin = NAN, smax = NAN;
     if (block_jacobian_sv(c->bf[tid], pt->x, &smin, &smax) == SCM_OK) {
         pt->jac_smin = smin;
         pt->jac_smax = smax;
     }
     if (c->fs)
-        c->st[i] = full_checks(pt, c->in, c->fs[tid].fl, c->o, F, NULL);
+        c->st[i] = scm_fp_full_checks(pt, c->in, c->fs[tid].fl, c->o, F, NULL);
 }
 
 scm_status scm_fp_enumerate(const scm_ansatz *a, const scm_ansatz_inst *in,
@@ -965,7 +544,7 @@ scm_status scm_fp_check_points(const scm_ansatz_inst *in, const scm_activation *
     int do_full = in->integral && in->Ki <= o->full_max_K;
     scm_status st = SCM_OK;
     scm_blockflow **bf = calloc((size_t)nth, sizeof *bf);
-    full_space *fs = do_full ? calloc((size_t)nth, sizeof *fs) : NULL;
+    scm_fp_full_space *fs = do_full ? calloc((size_t)nth, sizeof *fs) : NULL;
     double *F = malloc(sizeof(double) * (size_t)nth * (size_t)n);
     scm_status *pst = malloc(sizeof *pst * (size_t)np);
     if (!bf || (do_full && !fs) || !F || !pst) {
@@ -979,7 +558,7 @@ scm_status scm_fp_check_points(const scm_ansatz_inst *in, const scm_activation *
                                in->name);
             goto done;
         }
-        if (do_full && (st = full_space_alloc(&fs[t], in->Ki, in->Mi, act, err)))
+        if (do_full && (st = scm_fp_full_space_alloc(&fs[t], in->Ki, in->Mi, act, err)))
             goto done;
     }
     point_checks pc = {pt, in, o, bf, fs, F, pst};
@@ -994,7 +573,7 @@ done:
     for (int t = 0; bf && t < nth; t++)
         scm_blockflow_free(bf[t]);
     for (int t = 0; fs && t < nth; t++)
-        full_space_free(&fs[t]);
+        scm_fp_full_space_free(&fs[t]);
     free(bf);
     free(fs);
     free(F);
@@ -1002,173 +581,59 @@ done:
     return st;
 }
 
-/* ---- continuation in M ---- */
+/* ---- the polish of many points, on threads ---- */
 
-void scm_fp_branch_free(scm_fp_branch *b)
+/* The polish of many points, one per item, each thread with a full
+ * space of the point's (K, M). */
+typedef struct {
+    scm_fp_point **pt;
+    const scm_activation *act;
+    const scm_fp_opts *o;
+    scm_fp_full_space *fs; /* per thread, allocated on first use */
+    scm_status *st; /* per point */
+} polish_job;
+
+static void polish_item(void *ctx, int tid, int i)
 {
-    free(b->M);
-    free(b->eps);
-    free(b->res);
-    free(b->gram_min);
-    free(b->x);
-    memset(b, 0, sizeof *b);
+    polish_job *j = ctx;
+    scm_fp_point *p = j->pt[i];
+    scm_fp_full_space *f = &j->fs[tid];
+    j->st[i] = SCM_OK;
+    if (!p->full || !p->Q || !p->R || p->polished || p->K > j->o->polish_max_K)
+        return;
+    if (f->m && (f->m->K != (int)p->K || f->m->M != (int)p->M))
+        scm_fp_full_space_free(f);
+    if (!f->m && (j->st[i] = scm_fp_full_space_alloc(f, (int)p->K, (int)p->M, j->act, NULL)))
+        return;
+    j->st[i] = scm_fp_full_polish_point(p, f->fl, j->o, NULL);
 }
 
-static scm_status branch_add(scm_fp_branch *b, double M, double eps, double res, double gmin,
-                             const double *x)
+scm_status scm_fp_points_polish(scm_fp_point **pts, int n, const scm_activation *act,
+                                const scm_fp_opts *o, scm_error *err)
 {
-    if (b->n == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 64;
-        double *nM = realloc(b->M, sizeof(double) * (size_t)cap);
-        if (!nM)
-            return SCM_ENOMEM;
-        b->M = nM;
-        double *ne = realloc(b->eps, sizeof(double) * (size_t)cap);
-        if (!ne)
-            return SCM_ENOMEM;
-        b->eps = ne;
-        double *nr = realloc(b->res, sizeof(double) * (size_t)cap);
-        if (!nr)
-            return SCM_ENOMEM;
-        b->res = nr;
-        double *ng = realloc(b->gram_min, sizeof(double) * (size_t)cap);
-        if (!ng)
-            return SCM_ENOMEM;
-        b->gram_min = ng;
-        double *nx = realloc(b->x, sizeof(double) * (size_t)cap * (size_t)b->nsc);
-        if (!nx)
-            return SCM_ENOMEM;
-        b->x = nx;
-        b->cap = cap;
+    scm_status st = scm_fp_opts_check(o, err);
+    if (st || n <= 0)
+        return st;
+    scm_fp_full_space *fs = calloc((size_t)o->threads, sizeof *fs);
+    scm_status *pst = malloc(sizeof *pst * (size_t)n);
+    if (!fs || !pst) {
+        free(fs);
+        free(pst);
+        return scm_error_set(err, SCM_ENOMEM, "out of memory in the polish");
     }
-    b->M[b->n] = M;
-    b->eps[b->n] = eps;
-    b->res[b->n] = res;
-    b->gram_min[b->n] = gmin;
-    memcpy(b->x + (size_t)b->n * (size_t)b->nsc, x, sizeof(double) * (size_t)b->nsc);
-    b->n++;
-    return SCM_OK;
-}
-
-/* Solve at M from the predictor x (overwritten).  0 on success. */
-static int corrector(const scm_ansatz *a, double dK, double k1, double M,
-                     const scm_activation *act, const scm_fp_opts *o, int nsc, double *x,
-                     double *eps, double *res, double *gmin, char *why, size_t whylen)
-{
-    scm_error e;
-    scm_ansatz_inst *in = scm_ansatz_instantiate(a, M + dK, M, k1, &e);
-    if (!in) {
-        snprintf(why, whylen, "%s", e.msg);
-        return -1;
-    }
-    if (in->nsc != nsc) {
-        snprintf(why, whylen, "the number of scalars changes at M = %g", M);
-        scm_ansatz_inst_free(in);
-        return -1;
-    }
-    scm_blockflow *bf = scm_blockflow_alloc(in, act);
-    int rc = -1;
-    if (!bf) {
-        snprintf(why, whylen, "out of memory");
-        scm_ansatz_inst_free(in);
-        return -2;
-    }
-    scm_fp_opts oo = *o;
-    oo.accept = fmax(o->accept, 1e-11);
-    scm_status st = scm_fp_solve(bf, x, &oo, res);
-    if (st)
-        snprintf(why, whylen, "Newton failed at M = %.6g (%s, residual %.3g)", M,
-                 scm_status_str(st), *res);
-    else if (scm_blockflow_gram_min_eig(bf, x, gmin) || *gmin < -o->psd_tol)
-        snprintf(why, whylen, "the solution leaves the PSD cone at M = %.6g", M);
-    else if (scm_blockflow_residual(bf, x, NULL, eps))
-        snprintf(why, whylen, "the loss cannot be evaluated at M = %.6g", M);
-    else
-        rc = 0;
-    scm_blockflow_free(bf);
-    scm_ansatz_inst_free(in);
-    return rc;
-}
-
-scm_status scm_fp_continue(const scm_ansatz *a, double dK, double k1, double M0,
-                           const double *x0, double M_end, double h_max,
-                           const scm_activation *act, const scm_fp_opts *o, scm_fp_branch *b,
-                           scm_error *err)
-{
-    memset(b, 0, sizeof *b);
-    if (!(M_end > M0))
-        return scm_error_set(err, SCM_EINVAL, "continuation: need M_end > M0 (got %g, %g)",
-                             M_end, M0);
-    scm_ansatz_inst *in0 = scm_ansatz_instantiate(a, M0 + dK, M0, k1, err);
-    if (!in0)
-        return err ? err->code : SCM_EINVAL;
-    int n = in0->nsc;
-    scm_ansatz_inst_free(in0);
-    b->nsc = n;
-    double *xc = malloc(sizeof(double) * (size_t)n * 3);
-    if (!xc)
-        return scm_error_set(err, SCM_ENOMEM, "out of memory");
-    double *xp = xc + n, *xt = xc + 2 * n;
-    memcpy(xc, x0, sizeof(double) * (size_t)n);
-    double eps, res, gmin;
-    char why[512] = "";
-    if (corrector(a, dK, k1, M0, act, o, n, xc, &eps, &res, &gmin, why, sizeof why)) {
-        free(xc);
-        b->ended_early = 1;
-        b->M_last = M0;
-        snprintf(b->why, sizeof b->why, "the start is not a solution: %s", why);
-        return SCM_OK;
-    }
-    scm_status st = branch_add(b, M0, eps, res, gmin, xc);
-    double Mc = M0, Mp = NAN, h = 1.0;
-    const double h_min = 1e-6;
-    while (!st && Mc < M_end) {
-        double hm = h_max > 0.0 ? h_max : fmax(1.0, Mc / 20.0);
-        if (h > hm)
-            h = hm;
-        double Mn = fmin(Mc + h, M_end);
-        /* secant predictor (constant for the first step) */
-        for (int c = 0; c < n; c++)
-            xt[c] = isnan(Mp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (Mn - Mc) / (Mc - Mp);
-        int rc = corrector(a, dK, k1, Mn, act, o, n, xt, &eps, &res, &gmin, why, sizeof why);
-        if (rc == -2) {
-            st = scm_error_set(err, SCM_ENOMEM, "out of memory in the continuation");
-            break;
-        }
-        /* a jump to another branch shows as a correction much larger than
-         * the last step's change */
-        double corr = 0.0, last = 0.0;
-        for (int c = 0; c < n && rc == 0; c++) {
-            double pred = isnan(Mp) ? xc[c] : xc[c] + (xc[c] - xp[c]) * (Mn - Mc) / (Mc - Mp);
-            corr = fmax(corr, fabs(xt[c] - pred));
-            last = fmax(last, fabs(xc[c] - (isnan(Mp) ? xc[c] : xp[c])));
-        }
-        if (rc == 0 && corr > 0.05 + 2.0 * last) {
-            rc = -1;
-            snprintf(why, sizeof why, "the corrector jumped (by %.3g) at M = %.6g", corr, Mn);
-        }
-        if (rc) {
-            h *= 0.5;
-            if (h < h_min) {
-                b->ended_early = 1;
-                snprintf(b->why, sizeof b->why, "%s", why);
-                break;
-            }
-            continue;
-        }
-        memcpy(xp, xc, sizeof(double) * (size_t)n);
-        memcpy(xc, xt, sizeof(double) * (size_t)n);
-        Mp = Mc;
-        Mc = Mn;
-        st = branch_add(b, Mc, eps, res, gmin, xc);
-        if (st)
-            scm_error_set(err, st, "out of memory in the continuation");
-        h *= 2.0;
-    }
-    b->M_last = Mc;
-    free(xc);
+    polish_job j = {pts, act, o, fs, pst};
+    scm_parallel_for(o->threads, n, polish_item, &j);
+    for (int i = 0; i < n && !st; i++)
+        if (pst[i])
+            st = scm_error_set(err, pst[i], "out of memory in the polish of point %d", i);
+    for (int t = 0; t < o->threads; t++)
+        scm_fp_full_space_free(&fs[t]);
+    free(fs);
+    free(pst);
     return st;
 }
+
+/* ---- structure ---- */
 
 scm_status scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_structure *s)
 {

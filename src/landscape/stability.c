@@ -192,6 +192,222 @@ out:
     return st;
 }
 
+/* The state of one analysis: the point (Q, R) of m, its realisation in
+ * weights (W, Ws: d dimensions), the perturbed weights Wp with their
+ * gradient G and overlaps Qp, Rp, scratch FQ, FR (also the flow's start),
+ * the trials' statistics buf (4 n_trials) and the perturbations' rng. */
+typedef struct {
+    const scm_model *m;
+    const double *Q, *R;
+    const scm_stab_opts *o;
+    scm_stab_result *res;
+    int K, M;
+    long d, Kd;
+    scm_flow *fl;
+    double *W, *Ws, *Wp, *G, *Qp, *Rp, *FQ, *FR, *buf;
+    gsl_rng *rng;
+    scm_traj_opts to;
+} stab_ws;
+
+static void stab_ws_free(stab_ws *w)
+{
+    scm_flow_free(w->fl);
+    free(w->W);
+    free(w->Ws);
+    free(w->Wp);
+    free(w->G);
+    free(w->Qp);
+    free(w->Rp);
+    free(w->FQ);
+    free(w->FR);
+    free(w->buf);
+    if (w->rng)
+        gsl_rng_free(w->rng);
+}
+
+/* SCM_ENOMEM if any part is missing; w can be freed either way. */
+static scm_status stab_ws_alloc(stab_ws *w, const scm_model *m, const double *Q, const double *R,
+                                const scm_stab_opts *o, scm_stab_result *res, long d)
+{
+    const int K = m->K, M = m->M;
+    const long Kd = (long)K * d;
+    memset(w, 0, sizeof *w);
+    w->m = m;
+    w->Q = Q;
+    w->R = R;
+    w->o = o;
+    w->res = res;
+    w->K = K;
+    w->M = M;
+    w->d = d;
+    w->Kd = Kd;
+    w->fl = scm_flow_alloc(m);
+    w->W = dalloc((size_t)Kd);
+    w->Ws = dalloc((size_t)M * d);
+    w->Wp = dalloc((size_t)Kd);
+    w->G = dalloc((size_t)Kd);
+    w->Qp = dalloc((size_t)K * K);
+    w->Rp = dalloc((size_t)K * M);
+    w->FQ = dalloc((size_t)K * K);
+    w->FR = dalloc((size_t)K * M);
+    w->buf = dalloc((size_t)o->n_trials * 4);
+    w->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!w->fl || !w->W || !w->Ws || !w->Wp || !w->G || !w->Qp || !w->Rp || !w->FQ || !w->FR ||
+        !w->buf || !w->rng)
+        return SCM_ENOMEM;
+    return SCM_OK;
+}
+
+/* The point itself: loss and residual, its weights, smoothness, the zero
+ * modes, the Hessian and the flow's Jacobian (where smooth and asked). */
+static scm_status stab_point(stab_ws *w, scm_error *err)
+{
+    const scm_model *m = w->m;
+    const scm_stab_opts *o = w->o;
+    scm_stab_result *res = w->res;
+    const double *Q = w->Q, *R = w->R;
+    const int K = w->K, M = w->M;
+    const long d = w->d;
+    scm_status st;
+    if ((st = scm_flow_rhs(w->fl, Q, R, w->FQ, w->FR, &res->eps)))
+        return scm_error_set(err, st, "the flow cannot be evaluated at the point (%s)",
+                             scm_status_str(st));
+    double r = 0.0;
+    for (int i = 0; i < K * K; i++)
+        r = fmax(r, fabs(w->FQ[i]));
+    for (int i = 0; i < K * M; i++)
+        r = fmax(r, fabs(w->FR[i]));
+    res->residual = r;
+    if ((st = scm_weights_realise(m, Q, R, d, w->W, w->Ws, err)))
+        return st;
+    scm_stab_smoothness(m, Q, R, o->smooth_tol, &res->smooth);
+    if ((st = scm_stab_predict_zero_modes(m, Q, R, d, o->smooth_tol, &res->zm)))
+        return scm_error_set(err, st, "zero modes: the dimension d = %ld is below the rank", d);
+    if (o->hessian && res->smooth.smooth &&
+        (st = hessian_part(m, w->fl, d, w->W, w->Ws, o, res, err)))
+        return st;
+    if (o->jacobian && res->smooth.smooth) {
+        if (scm_fp_full_stability(w->fl, Q, R, &res->jac_re_max, &res->jac_re_min) == SCM_OK)
+            res->jacobian_done = 1;
+    }
+    return SCM_OK;
+}
+
+/* Where the flow from the perturbed start (Q0, R0) ends, counted in row:
+ * *same if at the point's loss, *esc if clearly elsewhere; its final loss
+ * appended to fe (*n_fe) unless the run failed. */
+static void stab_trial_flow(stab_ws *w, scm_stab_row *row, const double *Q0, const double *R0,
+                            double *fe, int *n_fe, int *same, int *esc)
+{
+    const scm_stab_opts *o = w->o;
+    const double eps = w->res->eps;
+    scm_traj_result tr;
+    scm_error te;
+    if (scm_traj_run(w->m, &scm_rule_gd, Q0, R0, &w->to, &tr, &te)) {
+        row->n_failed++;
+        return;
+    }
+    if (tr.stop == SCM_STOP_FAILED) {
+        row->n_failed++;
+    } else {
+        double ef = tr.eps;
+        fe[(*n_fe)++] = ef;
+        const int unsettled = tr.stop == SCM_STOP_T_MAX || tr.stop == SCM_STOP_MAX_STEPS;
+        row->n_unsettled += unsettled;
+        if (fabs(ef - eps) <= o->same_tol) {
+            row->n_same++;
+            *same = 1;
+        } else if (unsettled && fabs(ef - eps) <= o->near_tol) {
+            /* still on its way, in or out: no verdict */
+        } else if (ef < o->global_tol) {
+            row->n_global++;
+            *esc = 1;
+        } else {
+            row->n_other++;
+            row->other_eps_min = fmin(row->other_eps_min, ef);
+            row->other_eps_max = fmax(row->other_eps_max, ef);
+            *esc = 1;
+        }
+    }
+    scm_traj_result_free(&tr);
+}
+
+/* Trial t of row: a Gaussian perturbation of the weights, o->n_steps GD
+ * steps in weight space, and (with run_flow) the flow from the perturbed
+ * overlaps.  d0, d1, de get the trial's distances and loss change; *ret
+ * and *esc say whether it returned or escaped. */
+static void stab_trial(stab_ws *w, scm_stab_row *row, int t, double *d0, double *d1, double *de,
+                       double *fe, int *n_fe, int *ret, int *esc)
+{
+    const scm_model *m = w->m;
+    const scm_stab_opts *o = w->o;
+    const int K = w->K, M = w->M;
+    const long d = w->d, Kd = w->Kd;
+    double *Wp = w->Wp, *Qp = w->Qp, *Rp = w->Rp;
+    for (long i = 0; i < Kd; i++)
+        Wp[i] = w->W[i] + gsl_ran_gaussian(w->rng, row->sigma);
+    scm_weights_overlaps(m, d, Wp, w->Ws, Qp, Rp);
+    d0[t] = dist_qr(K, M, w->Q, w->R, Qp, Rp);
+    double *Q0 = w->FQ, *R0 = w->FR; /* the perturbed start for the flow */
+    memcpy(Q0, Qp, sizeof *Q0 * (size_t)K * K);
+    memcpy(R0, Rp, sizeof *R0 * (size_t)K * M);
+    scm_status gs = SCM_OK;
+    for (int s = 0; s < o->n_steps && !gs; s++) {
+        gs = scm_weights_grad(w->fl, d, Wp, w->Ws, NULL, w->G);
+        if (!gs)
+            for (long i = 0; i < Kd; i++)
+                Wp[i] -= o->eta * (double)d * w->G[i];
+    }
+    double e1 = NAN;
+    if (!gs) {
+        scm_weights_overlaps(m, d, Wp, w->Ws, Qp, Rp);
+        gs = scm_flow_loss(w->fl, Qp, Rp, &e1);
+    }
+    d1[t] = gs ? INFINITY : dist_qr(K, M, w->Q, w->R, Qp, Rp);
+    de[t] = gs ? NAN : e1 - w->res->eps;
+    int grew = !(d1[t] <= d0[t]);
+    row->n_grew += grew;
+    int same = 0;
+    *esc = 0;
+    if (o->run_flow) {
+        stab_trial_flow(w, row, Q0, R0, fe, n_fe, &same, esc);
+    } else {
+        same = !grew;
+        *esc = grew;
+    }
+    *ret = same && !grew;
+}
+
+/* The row of perturbation size sigma: its trials, their statistics and
+ * the row's verdict. */
+static void stab_row(stab_ws *w, scm_stab_row *row, double sigma)
+{
+    const int nt = w->o->n_trials;
+    memset(row, 0, sizeof *row);
+    row->sigma = sigma;
+    row->n = nt;
+    row->other_eps_min = INFINITY;
+    row->other_eps_max = -INFINITY;
+    double *d0 = w->buf, *d1 = w->buf + nt, *de = w->buf + 2 * nt, *fe = w->buf + 3 * nt;
+    int n_fe = 0, n_ret = 0, n_esc = 0;
+    for (int t = 0; t < nt; t++) {
+        int ret, esc;
+        stab_trial(w, row, t, d0, d1, de, fe, &n_fe, &ret, &esc);
+        n_ret += ret;
+        n_esc += esc;
+    }
+    row->dist0_max = vmax(d0, nt);
+    row->dist_max = vmax(d1, nt);
+    row->deps_max = vmax(de, nt);
+    row->dist0_med = median(d0, nt);
+    row->dist_med = median(d1, nt);
+    row->deps_med = median(de, nt);
+    row->flow_eps_med = median(fe, n_fe);
+    row->verdict = n_esc > 0 ? SCM_VERDICT_UNSTABLE
+                   : n_ret == nt ? SCM_VERDICT_STABLE
+                                 : SCM_VERDICT_UNDECIDED;
+}
+
 scm_status scm_stab_analyse(const scm_model *m, const double *Q, const double *R,
                             const scm_stab_opts *o, scm_stab_result *res, scm_error *err)
 {
@@ -203,135 +419,25 @@ scm_status scm_stab_analyse(const scm_model *m, const double *Q, const double *R
     scm_status st = scm_stab_opts_check(o, err);
     if (st)
         return st;
-    const long d = o->d > 0 ? o->d : K + M, Kd = (long)K * d;
+    const long d = o->d > 0 ? o->d : K + M;
     res->d = d;
-    scm_flow *fl = scm_flow_alloc(m);
-    double *W = dalloc((size_t)Kd), *Ws = dalloc((size_t)M * d), *Wp = dalloc((size_t)Kd);
-    double *G = dalloc((size_t)Kd), *Qp = dalloc((size_t)K * K), *Rp = dalloc((size_t)K * M);
-    double *FQ = dalloc((size_t)K * K), *FR = dalloc((size_t)K * M);
-    const int nt = o->n_trials;
-    double *buf = dalloc((size_t)nt * 4);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!fl || !W || !Ws || !Wp || !G || !Qp || !Rp || !FQ || !FR || !buf || !rng) {
+    stab_ws w;
+    if ((st = stab_ws_alloc(&w, m, Q, R, o, res, d))) {
         st = scm_error_set(err, SCM_ENOMEM, "out of memory in the stability analysis");
         goto out;
     }
-    gsl_rng_set(rng, o->seed);
-    if ((st = scm_flow_rhs(fl, Q, R, FQ, FR, &res->eps))) {
-        scm_error_set(err, st, "the flow cannot be evaluated at the point (%s)",
-                      scm_status_str(st));
+    gsl_rng_set(w.rng, o->seed);
+    if ((st = stab_point(&w, err)))
         goto out;
-    }
-    {
-        double r = 0.0;
-        for (int i = 0; i < K * K; i++)
-            r = fmax(r, fabs(FQ[i]));
-        for (int i = 0; i < K * M; i++)
-            r = fmax(r, fabs(FR[i]));
-        res->residual = r;
-    }
-    if ((st = scm_weights_realise(m, Q, R, d, W, Ws, err)))
-        goto out;
-    scm_stab_smoothness(m, Q, R, o->smooth_tol, &res->smooth);
-    if ((st = scm_stab_predict_zero_modes(m, Q, R, d, o->smooth_tol, &res->zm))) {
-        scm_error_set(err, st, "zero modes: the dimension d = %ld is below the rank", d);
-        goto out;
-    }
-    if (o->hessian && res->smooth.smooth && (st = hessian_part(m, fl, d, W, Ws, o, res, err)))
-        goto out;
-    if (o->jacobian && res->smooth.smooth) {
-        if (scm_fp_full_stability(fl, Q, R, &res->jac_re_max, &res->jac_re_min) == SCM_OK)
-            res->jacobian_done = 1;
-    }
 
     /* perturbation test */
-    scm_traj_opts to;
-    scm_traj_opts_default(&to);
-    to.t_max = o->t_max;
-    to.record = 0;
+    scm_traj_opts_default(&w.to);
+    w.to.t_max = o->t_max;
+    w.to.record = 0;
     int any_escape = 0, all_return = 1, rows_in = 0;
     for (int si = 0; si < o->n_sigma; si++) {
         scm_stab_row *row = &res->rows[si];
-        memset(row, 0, sizeof *row);
-        row->sigma = o->sigma[si];
-        row->n = nt;
-        row->other_eps_min = INFINITY;
-        row->other_eps_max = -INFINITY;
-        double *d0 = buf, *d1 = buf + nt, *de = buf + 2 * nt, *fe = buf + 3 * nt;
-        int n_fe = 0, n_ret = 0, n_esc = 0;
-        for (int t = 0; t < nt; t++) {
-            for (long i = 0; i < Kd; i++)
-                Wp[i] = W[i] + gsl_ran_gaussian(rng, row->sigma);
-            scm_weights_overlaps(m, d, Wp, Ws, Qp, Rp);
-            d0[t] = dist_qr(K, M, Q, R, Qp, Rp);
-            double *Q0 = FQ, *R0 = FR; /* the perturbed start for the flow */
-            memcpy(Q0, Qp, sizeof *Q0 * (size_t)K * K);
-            memcpy(R0, Rp, sizeof *R0 * (size_t)K * M);
-            scm_status gs = SCM_OK;
-            for (int s = 0; s < o->n_steps && !gs; s++) {
-                gs = scm_weights_grad(fl, d, Wp, Ws, NULL, G);
-                if (!gs)
-                    for (long i = 0; i < Kd; i++)
-                        Wp[i] -= o->eta * (double)d * G[i];
-            }
-            double e1 = NAN;
-            if (!gs) {
-                scm_weights_overlaps(m, d, Wp, Ws, Qp, Rp);
-                gs = scm_flow_loss(fl, Qp, Rp, &e1);
-            }
-            d1[t] = gs ? INFINITY : dist_qr(K, M, Q, R, Qp, Rp);
-            de[t] = gs ? NAN : e1 - res->eps;
-            int grew = !(d1[t] <= d0[t]);
-            row->n_grew += grew;
-            int same = 0, esc = 0;
-            if (o->run_flow) {
-                scm_traj_result tr;
-                scm_error te;
-                if (scm_traj_run(m, &scm_rule_gd, Q0, R0, &to, &tr, &te)) {
-                    row->n_failed++;
-                } else {
-                    if (tr.stop == SCM_STOP_FAILED) {
-                        row->n_failed++;
-                    } else {
-                        double ef = tr.eps;
-                        fe[n_fe++] = ef;
-                        const int unsettled =
-                            tr.stop == SCM_STOP_T_MAX || tr.stop == SCM_STOP_MAX_STEPS;
-                        row->n_unsettled += unsettled;
-                        if (fabs(ef - res->eps) <= o->same_tol) {
-                            row->n_same++;
-                            same = 1;
-                        } else if (unsettled && fabs(ef - res->eps) <= o->near_tol) {
-                            /* still on its way, in or out: no verdict */
-                        } else if (ef < o->global_tol) {
-                            row->n_global++;
-                            esc = 1;
-                        } else {
-                            row->n_other++;
-                            row->other_eps_min = fmin(row->other_eps_min, ef);
-                            row->other_eps_max = fmax(row->other_eps_max, ef);
-                            esc = 1;
-                        }
-                    }
-                    scm_traj_result_free(&tr);
-                }
-            } else {
-                same = !grew;
-                esc = grew;
-            }
-            n_ret += same && !grew;
-            n_esc += esc;
-        }
-        row->dist0_max = vmax(d0, nt);
-        row->dist_max = vmax(d1, nt);
-        row->deps_max = vmax(de, nt);
-        row->dist0_med = median(d0, nt);
-        row->dist_med = median(d1, nt);
-        row->deps_med = median(de, nt);
-        row->flow_eps_med = median(fe, n_fe);
-        row->verdict = n_esc > 0 ? SCM_VERDICT_UNSTABLE
-                       : n_ret == nt ? SCM_VERDICT_STABLE
-                                     : SCM_VERDICT_UNDECIDED;
+        stab_row(&w, row, o->sigma[si]);
         if (row->sigma <= o->verdict_sigma_max) {
             rows_in++;
             any_escape |= row->verdict == SCM_VERDICT_UNSTABLE;
@@ -347,17 +453,6 @@ scm_status scm_stab_analyse(const scm_model *m, const double *Q, const double *R
             res->agree = (res->hverdict == SCM_HVERDICT_MIN) == (res->verdict == SCM_VERDICT_STABLE);
     }
 out:
-    scm_flow_free(fl);
-    free(W);
-    free(Ws);
-    free(Wp);
-    free(G);
-    free(Qp);
-    free(Rp);
-    free(FQ);
-    free(FR);
-    free(buf);
-    if (rng)
-        gsl_rng_free(rng);
+    stab_ws_free(&w);
     return st;
 }

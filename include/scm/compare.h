@@ -1,0 +1,132 @@
+/* compare.h: where training ends, for several K at one M (`scm compare`;
+ * docs/sweeps.md).
+ *
+ * For each K: the configuration (a base config with --set overrides and
+ * model.K, model.M) written to PREFIX.K<K>.config.json; the fixed-point
+ * families, given or enumerated (fptable.h, into PREFIX.K<K>.families.json)
+ * when the model is one the enumeration handles (T = I, v = v* = 1, rule
+ * gd); a sweep of random starts run or resumed in PREFIX.K<K>.runs.jsonl
+ * (sweepfile.h) and its summary PREFIX.K<K>.summary.json; the families the
+ * runs reached with their stability verdicts (stability.h, K <= 20); the
+ * unconverged runs by the point they sit near; loss-vs-time traces of the
+ * first run of the most frequent classes.  Then one report: the fraction of
+ * runs per k1 and K with 95% Wilson intervals and the rest, as the cJSON
+ * object of PREFIX.json, and its Markdown (PREFIX.md).
+ *
+ * scm_compare_rules_table reads the summaries of one compare per training
+ * rule (PREFIX.<rule>.K<K>.summary.json) into the table across rules
+ * (PREFIX.rules.json, PREFIX.rules.md; docs/rules.md).
+ *
+ * Nothing here prints: progress reaches the caller through an event
+ * callback; the caller writes PREFIX.json and PREFIX.md.  The sweeps run on
+ * the executor the caller gives (sweepfile.h), the threads by default. */
+#ifndef SCM_COMPARE_H
+#define SCM_COMPARE_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "scm/status.h"
+#include "scm/sweep.h"
+#include "scm/sweepfile.h"
+
+#define SCM_COMPARE_MAX_K 64
+
+typedef enum {
+    SCM_COMPARE_NOTE,         /* text: a progress line ("K = 4, M = 4: ...") */
+    SCM_COMPARE_SWEEP_START,  /* sweep, path: the runs file of K is open (resumed runs
+                                 counted), its runs about to start */
+    SCM_COMPARE_SWEEP_RECORD, /* sweep: one more record written */
+    SCM_COMPARE_SWEEP_END     /* the sweep of K ended: status, err, ran, run_ok */
+} scm_compare_event_kind;
+
+typedef struct {
+    scm_compare_event_kind kind;
+    long K;
+    const char *text;            /* NOTE */
+    const char *path;            /* SWEEP_*: the runs file */
+    const scm_sweep_file *sweep; /* SWEEP_START, _RECORD, and _END when ran */
+    /* SWEEP_END: ran is 1 when the runs were started (after SWEEP_START);
+     * run_ok 1 when every run is in the file and the summary written;
+     * status and err the sweep's failure (SCM_OK otherwise), which
+     * scm_compare_run then returns with part SCM_COMPARE_PART_SWEEP. */
+    int ran, run_ok;
+    scm_status status;
+    const scm_error *err;
+} scm_compare_event;
+
+typedef void (*scm_compare_event_fn)(const scm_compare_event *e, void *user);
+
+typedef struct {
+    long M;                 /* teachers (required, >= 1) */
+    int nK;                 /* 1 .. SCM_COMPARE_MAX_K */
+    long K[SCM_COMPARE_MAX_K];
+    long runs;              /* per K (required, >= 1) */
+    const char *config_text; /* the base configuration as JSON text; NULL: the
+                                built-in one (ReLU, T = I, d = 1000, GMRES, two-stage
+                                accuracy; scm compare --help) */
+    const char *config_name; /* names config_text in messages; NULL: "(default config)" */
+    const char *const *sets; /* --set overrides applied before model.K and model.M */
+    int nsets;
+    const char *prefix;     /* of every file (required) */
+    const char *families[SCM_COMPARE_MAX_K]; /* per K: a families file, NULL: enumerate */
+    int have_seed;          /* 1: seed is the sweeps' base seed; 0: init.seed */
+    uint64_t seed;
+    int threads;            /* of the sweeps (1) */
+    int traces;             /* classes traced per K, 0 .. 100 (4) */
+    int no_stability;       /* 1: no stability verdicts */
+    int certify;            /* the sweeps' early stop: 0, 1, 2 (sweep.h) */
+    scm_sweep_exec_fn exec; /* NULL: scm_sweep_exec */
+    scm_compare_event_fn event; /* NULL: none */
+    void *event_user;
+} scm_compare_opts;
+
+/* M = -1, nK = 0, runs = -1, threads 1, traces 4, the rest 0 / NULL. */
+void scm_compare_opts_default(scm_compare_opts *o);
+
+/* Whose failure stopped the comparison (what a program names in its
+ * message: the comparison, the family enumeration, a sweep). */
+typedef enum {
+    SCM_COMPARE_PART_NONE = 0,
+    SCM_COMPARE_PART_COMPARE,
+    SCM_COMPARE_PART_ENUMERATION,
+    SCM_COMPARE_PART_SWEEP
+} scm_compare_part;
+
+typedef struct {
+    cJSON *report; /* PREFIX.json's object: command, M, K, runs, fractions,
+                      families, families_reached, not_converged_near,
+                      histograms, traces, files */
+    int nK;
+    cJSON *summaries[SCM_COMPARE_MAX_K]; /* per K, the sweep's summary as written */
+    /* after a failure: */
+    scm_compare_part failed_part;
+    int failed_input;  /* 1: bad input (a config, a families file, eps_stop,
+                          an existing runs file of another sweep), 0: a failed
+                          computation or write */
+    long failed_K;     /* the K being done, -1 for none */
+} scm_compare_result;
+
+/* Run the comparison o describes, writing the per-K files.  On SCM_OK res
+ * holds the report; otherwise err says why and res where (a sweep's
+ * failure was also passed to its SWEEP_END event).  Free res with
+ * scm_compare_result_free in either case. */
+scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, scm_error *err);
+void scm_compare_result_free(scm_compare_result *res);
+
+/* The Markdown report of res for the file prefix prefix (the text of
+ * PREFIX.md); NULL on no memory, else the caller frees it. */
+char *scm_compare_markdown(const scm_compare_result *res, const char *prefix);
+
+/* The table across rules: for each rule rules[r] (r < nrules) and K, the
+ * summary PREFIX.<rule>.K<K>.summary.json read into the fraction reaching
+ * the global minimum, not converged, with no anti-aligned student, and the
+ * most frequent other end class, with Wilson intervals.  *json is the
+ * object of PREFIX.rules.json, *md the text of PREFIX.rules.md (the caller
+ * frees both).  SCM_EIO when a summary cannot be read, SCM_EINVAL when it
+ * is not a sweep summary, SCM_ENOMEM; *json and *md are then NULL. */
+scm_status scm_compare_rules_table(const char *prefix, long M, const long *K, int nK,
+                                   const char *const *rules, int nrules, cJSON **json,
+                                   char **md, scm_error *err);
+
+#endif

@@ -1,0 +1,384 @@
+/* fptable.c: scm_fp_table_run, the families table of `scm fixed-points`
+ * (fptable.h): the options, the ansätze, and what follows the enumeration
+ * of fptable_enum.c: the classification, the merging of a solution found
+ * in several ansätze into its description with the fewest scalars, the
+ * full-space polish of one representative per family, the continuation in
+ * M and the stability of each listed point; and the table's accessors. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "landscape/fptable_internal.h"
+
+void scm_fp_table_opts_default(scm_fp_table_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->K = -1;
+    o->M = -1;
+    o->act = NULL;
+    o->k1 = -1;
+    o->starts = 200;
+    o->seed = 1;
+    o->sweep_passes = SCM_FP_TABLE_SWEEP_PASSES;
+    o->deflate = SCM_FP_TABLE_DEFLATE;
+    o->polish_max_K = 24;
+    o->chain_from = 0;
+    o->continue_to = -1;
+    o->grow_from = 0;
+    o->probes = -1;
+    o->fixed_k1 = 1;
+    o->max_residual = 1e-12;
+    o->threads = 0;
+}
+
+scm_status scm_fp_table_opts_check(const scm_fp_table_opts *o, scm_error *err)
+{
+    long K = o->K, M = o->M;
+    if (K < 1 || M < 1 || K > 100000 || M > 100000)
+        return scm_error_set(err, SCM_EINVAL, "K and M must be in 1 .. 100000, got K = %ld, "
+                             "M = %ld", K, M);
+    if (o->starts < 0 || o->seed < 0 || o->sweep_passes < 0 || o->deflate < 0 ||
+        o->polish_max_K < 0 || o->threads < 0 || o->k1 < -1 || o->chain_from < 0 ||
+        o->grow_from < 0 || o->probes < -1 || o->fixed_k1 < 1 ||
+        o->n_ansatz < 0 || o->n_ansatz > SCM_FP_TABLE_MAX_FILES ||
+        (o->n_ansatz > 0 && !o->ansatz_files) || !(o->max_residual > 0.0))
+        return scm_error_set(err, SCM_EINVAL, "an option is out of its range");
+    if (o->chain_from > 0 && o->chain_from >= M)
+        return scm_error_set(err, SCM_EINVAL, "--chain-from must be below M = %ld, got %ld", M,
+                             o->chain_from);
+    if (o->chain_from > 0 && (o->k1 >= 0 || o->sweep_passes < 2))
+        return scm_error_set(err, SCM_EINVAL, "--chain-from needs the k1 sweep (no --k1, "
+                                              "--sweep-passes >= 2)");
+    if (o->grow_from > 0 &&
+        (o->grow_from > M || o->k1 >= 0 || o->chain_from > 0 || o->continue_to >= 0 || o->all ||
+         o->stability || scm_fp_table_seeds_count(o->seeds) > 0))
+        return scm_error_set(err, SCM_EINVAL,
+                             "--grow-from M0 needs M0 <= M = %ld and goes without --k1, "
+                             "--chain-from, --continue-to, --all, --stability, --seed-from", M);
+    if (o->grow_from == 0 && (o->probes >= 0 || o->fixed_k1 != 1))
+        return scm_error_set(err, SCM_EINVAL, "--probes and --fixed-k1 go with --grow-from");
+    if (o->continue_to >= 0 && o->continue_to <= M)
+        return scm_error_set(err, SCM_EINVAL, "--continue-to must exceed M = %ld", M);
+    return SCM_OK;
+}
+
+/* The ansatz files, or the built-in ansätze. */
+static scm_status ansatze_load(scm_fp_table *t, const scm_fp_table_opts *o, scm_error *err)
+{
+    scm_error e;
+    if (o->n_ansatz > 0) {
+        for (int i = 0; i < o->n_ansatz; i++) {
+            t->ans[t->nans] = scm_ansatz_load(o->ansatz_files[i], &e);
+            if (!t->ans[t->nans])
+                return scm_error_set(err, SCM_EINVAL, "%s", e.msg);
+            t->nans++;
+        }
+        return SCM_OK;
+    }
+    for (int i = 0; i < scm_ansatz_builtin_count() && t->nans < SCM_FP_TABLE_MAX_FILES; i++) {
+        const char *file, *text = scm_ansatz_builtin_text(i, &file);
+        t->ans[t->nans] = scm_ansatz_parse(text, strlen(text), file, &e);
+        if (!t->ans[t->nans])
+            return scm_error_set(err, fpt_failed(e.code), "built-in %s", e.msg);
+        t->nans++;
+    }
+    return SCM_OK;
+}
+
+/* Fewest scalars first (the most symmetric description represents a
+ * solution found in several ansätze), then by loss. */
+static int cmp_sol(const void *pa, const void *pb)
+{
+    const fpt_solution *a = pa, *b = pb;
+    if (a->pt->nsc != b->pt->nsc)
+        return a->pt->nsc - b->pt->nsc;
+    if (a->pt->eps != b->pt->eps)
+        return a->pt->eps < b->pt->eps ? -1 : 1;
+    return 0;
+}
+
+static int same_orbit(const fpt_solution *a, const fpt_solution *b)
+{
+    double tol = 1e-9;
+    return fabs(a->pt->eps - b->pt->eps) <= tol * fmax(1e-3, fabs(a->pt->eps)) &&
+           fabs(a->st.trQ - b->st.trQ) <= tol * fmax(1.0, fabs(a->st.trQ)) &&
+           fabs(a->st.normR2 - b->st.normR2) <= tol * fmax(1.0, fabs(a->st.normR2));
+}
+
+static void defer(scm_fp_table *t, const char *msg)
+{
+    if (t->deferred == SCM_OK)
+        scm_error_set(&t->deferred_err, SCM_ENOMEM, "%s", msg);
+    t->deferred = SCM_ENOMEM;
+}
+
+/* Classify, merge the copies of a point found in several ansätze, polish
+ * one representative per family, and order by loss. */
+static void merge_and_polish(scm_fp_table *t, const scm_fp_opts *o)
+{
+    int nsol = t->nsol;
+    fpt_solution *sol = t->sol;
+    for (int s = 0; s < nsol; s++) {
+        sol[s].pt = &t->set.pt[s];
+        scm_fp_classify(sol[s].in, sol[s].pt->x, &sol[s].st);
+    }
+    if (nsol > 0)
+        qsort(sol, (size_t)nsol, sizeof *sol, cmp_sol);
+    if (!t->all)
+        for (int s = 0; s < nsol; s++)
+            for (int u = 0; u < s && sol[s].merged_into < 0; u++)
+                if (sol[u].merged_into < 0 && same_orbit(&sol[s], &sol[u]))
+                    sol[s].merged_into = u;
+    /* the polish: one representative per family, in parallel */
+    scm_fp_point **reps = malloc(sizeof *reps * ((size_t)nsol + 1));
+    int nreps = 0;
+    for (int s = 0; reps && s < nsol; s++)
+        if (sol[s].merged_into < 0)
+            reps[nreps++] = sol[s].pt;
+    scm_error e;
+    if (!reps || scm_fp_points_polish(reps, nreps, t->act, o, &e) == SCM_ENOMEM)
+        defer(t, reps ? e.msg : "out of memory");
+    free(reps);
+    /* display order: by loss (insertion sort; the lists are short) */
+    t->order = malloc(sizeof *t->order * ((size_t)nsol + 1));
+    if (!t->order) {
+        defer(t, "out of memory");
+        return;
+    }
+    t->nview = nsol;
+    for (int s = 0; s < nsol; s++) {
+        int j = s;
+        while (j > 0 && sol[t->order[j - 1]].pt->eps > sol[s].pt->eps) {
+            t->order[j] = t->order[j - 1];
+            j--;
+        }
+        t->order[j] = s;
+    }
+}
+
+/* Each listed point followed in M up to continue_to. */
+static void continue_all(scm_fp_table *t, const scm_fp_opts *o)
+{
+    for (int s = 0; s < t->nview; s++) {
+        fpt_solution *so = &t->sol[s];
+        if (so->merged_into >= 0)
+            continue;
+        scm_error ce;
+        if (scm_fp_continue(t->ans[so->ansatz], (double)(t->K - t->M), so->pt->k1, (double)t->M,
+                            so->pt->x, (double)t->continue_to, 0.0, t->act, o, &so->br,
+                            &ce) == SCM_OK)
+            so->has_branch = 1;
+    }
+}
+
+/* The stability of each listed point with a full state (K <= 20). */
+static void stability_all(scm_fp_table *t)
+{
+    scm_error e;
+    scm_model *sm = scm_model_alloc((int)t->K, (int)t->M, t->act, NULL, NULL, NULL, &e);
+    if (!sm) {
+        defer(t, e.msg);
+        return;
+    }
+    for (int s = 0; s < t->nview; s++) {
+        fpt_solution *so = &t->sol[s];
+        if (so->merged_into >= 0 || !so->pt->Q)
+            continue;
+        scm_error se;
+        if (scm_stab_analyse(sm, so->pt->Q, so->pt->R, &t->so, &so->stab, &se)) {
+            so->stab_done = -1;
+            snprintf(so->stab_err, sizeof so->stab_err, "%s", se.msg);
+        } else {
+            so->stab_done = 1;
+        }
+    }
+    scm_model_free(sm);
+}
+
+/* The listed points in the order of the table, and how many of them have
+ * a residual not below max_residual. */
+static scm_status rows_fill(scm_fp_table *t)
+{
+    t->rows = malloc(sizeof *t->rows * ((size_t)t->nview + 1));
+    if (!t->rows)
+        return SCM_ENOMEM;
+    for (int si = 0; si < t->nview; si++) {
+        int s = t->order[si];
+        const fpt_solution *so = &t->sol[s];
+        if (so->merged_into >= 0)
+            continue;
+        const scm_fp_point *p = so->pt;
+        double r = p->polished ? p->res_polish : p->full ? p->res_full : p->res_block;
+        if (!(r < t->max_residual))
+            t->n_above++;
+        int dups = 0;
+        for (int u = 0; u < t->nsol; u++)
+            dups += t->sol[u].merged_into == s;
+        t->rows[t->nrows++] = (scm_fp_table_row){scm_ansatz_name(t->ans[so->ansatz]),
+                                                 (int)p->k1, p, so->in, so->st, r, dups};
+    }
+    return SCM_OK;
+}
+
+/* The block-level points of the continuation in M, by ansatz and k1. */
+static scm_status rows_fill_grow(scm_fp_table *t)
+{
+    int n = 0;
+    for (int g = 0; g < t->ngrow; g++)
+        n += t->grow[g].points;
+    t->rows = malloc(sizeof *t->rows * ((size_t)n + 1));
+    if (!t->rows)
+        return SCM_ENOMEM;
+    for (int g = 0; g < t->ngrow; g++) {
+        const scm_fp_sweep *sw = &t->grow[g].sw;
+        for (int i = 0; i < sw->n; i++)
+            for (int p = 0; p < sw->set[i].n; p++) {
+                const scm_fp_point *pt = &sw->set[i].pt[p];
+                scm_fp_structure st = {NAN, NAN, NAN, NAN, NAN};
+                t->rows[t->nrows++] = (scm_fp_table_row){
+                    scm_ansatz_name(t->ans[t->grow[g].ansatz]), sw->k1_min + i, pt,
+                    sw->inst[i], st, pt->res_block, 0};
+            }
+    }
+    return SCM_OK;
+}
+
+static int threads_online(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+}
+
+static scm_status table_new(const scm_fp_table_opts *o, scm_fp_table **out, scm_error *err)
+{
+    scm_fp_table *t = calloc(1, sizeof *t);
+    if (!t)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory");
+    t->K = o->K;
+    t->M = o->M;
+    t->k1 = o->k1;
+    t->chain_from = o->chain_from;
+    t->continue_to = o->continue_to;
+    t->grow_from = o->grow_from;
+    t->probes = o->probes;
+    t->fixed_k1 = o->fixed_k1;
+    t->act = o->act ? o->act : scm_activation_find("relu");
+    t->all = o->all;
+    t->stability = o->stability;
+    t->max_residual = o->max_residual;
+    scm_fp_set_init(&t->set);
+    /* the same as `scm stability --trials 3 --sigma 1e-4,1e-3,1e-2`, so that
+     * a verdict can be reproduced with `scm stability --point` */
+    scm_stab_opts_three_sigma(&t->so);
+    *out = t;
+    return SCM_OK;
+}
+
+scm_status scm_fp_table_run(const scm_fp_table_opts *o, scm_fp_table **out, scm_error *err)
+{
+    *out = NULL;
+    scm_status st = scm_fp_table_opts_check(o, err);
+    scm_fp_table *t = NULL;
+    if (st || (st = table_new(o, &t, err)))
+        return st;
+    if ((st = ansatze_load(t, o, err))) {
+        scm_fp_table_free(t);
+        return st;
+    }
+    scm_fp_opts fo;
+    scm_fp_opts_default(&fo);
+    fo.n_random = (int)o->starts;
+    fo.seed = (unsigned long)o->seed;
+    fo.polish_max_K = (int)o->polish_max_K;
+    fo.deflate = (int)o->deflate;
+    fo.threads = o->threads > 0 ? o->threads : threads_online();
+    /* polish after merging: one representative per family of permuted copies */
+    fo.polish_defer = 1;
+    if (t->grow_from > 0) {
+        fo.full_max_K = 0; /* block level */
+        st = fpt_grow_run(t, o->n_ansatz > 0, &fo, err);
+        if (rows_fill_grow(t) && !st)
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+        if (st && t->ngrow == 0) {
+            scm_fp_table_free(t);
+            t = NULL;
+        }
+        *out = t;
+        return st;
+    }
+    st = fpt_enumerate(t, o->n_ansatz > 0, o->sweep_passes, o->seeds, &fo, err);
+    if (st) {
+        scm_fp_table_free(t);
+        return st;
+    }
+    merge_and_polish(t, &fo);
+    if (t->continue_to > 0)
+        continue_all(t, &fo);
+    if (t->stability && t->K <= FPT_STAB_MAX_K)
+        stability_all(t);
+    if (rows_fill(t)) {
+        scm_fp_table_free(t);
+        return scm_error_set(err, SCM_ENOMEM, "out of memory");
+    }
+    *out = t;
+    return SCM_OK;
+}
+
+scm_status scm_fp_table_status(const scm_fp_table *t, scm_error *err)
+{
+    if (t->deferred && err)
+        *err = t->deferred_err;
+    return t->deferred;
+}
+
+int scm_fp_table_residual_ok(const scm_fp_table *t)
+{
+    return t->n_above == 0;
+}
+
+int scm_fp_table_n_above(const scm_fp_table *t)
+{
+    return t->n_above;
+}
+
+int scm_fp_table_count(const scm_fp_table *t)
+{
+    return t ? t->nrows : 0;
+}
+
+int scm_fp_table_n_solutions(const scm_fp_table *t)
+{
+    return t->grow_from > 0 ? t->nrows : t->nview;
+}
+
+scm_status scm_fp_table_row_get(const scm_fp_table *t, int i, scm_fp_table_row *row)
+{
+    if (i < 0 || i >= t->nrows)
+        return SCM_EINVAL;
+    *row = t->rows[i];
+    return SCM_OK;
+}
+
+void scm_fp_table_free(scm_fp_table *t)
+{
+    if (!t)
+        return;
+    for (int s = 0; s < t->nsol; s++)
+        scm_fp_branch_free(&t->sol[s].br);
+    free(t->sol);
+    for (int i = 0; i < t->ninst; i++)
+        scm_ansatz_inst_free(t->insts[i]);
+    free(t->insts);
+    scm_fp_set_free(&t->set);
+    free(t->order);
+    free(t->search);
+    for (int g = 0; g < t->ngrow; g++)
+        scm_fp_sweep_free(&t->grow[g].sw);
+    free(t->grow);
+    free(t->rows);
+    for (int i = 0; i < t->nans; i++)
+        scm_ansatz_free(t->ans[i]);
+    free(t);
+}

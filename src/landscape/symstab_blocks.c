@@ -1,0 +1,649 @@
+/* symstab_blocks.c: the isotypic blocks of symstab.c, one by one.
+ *
+ * Every block is found the same way (docs/symmetric-stability.md,
+ * section 4): refine the groups by splitting one or two members off one or
+ * two units (symstab_cells.c gives the operator on the patterns of the
+ * refinement, at a cost set by the number of cells), and remove the
+ * patterns of the coarser refinements, which carry the representations
+ * already counted; what is left carries exactly one fixed vector of each
+ * copy of the wanted irreducible representation, and the operator
+ * restricted to it is the block.  [n-2,2] and [n-2,1,1] share a
+ * refinement and are told apart by the swap of the two singletons (even
+ * and odd).  The operator is the Hessian (its teacher-span part on R
+ * patterns, its complement part S on student patterns) or the flow's
+ * Jacobian (on Q and R patterns; not symmetric, so its blocks have complex
+ * eigenvalues in general). */
+#include <gsl/gsl_eigen.h>
+#include <gsl/gsl_matrix.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "landscape/ansatz_internal.h"
+#include "landscape/symstab_internal.h"
+
+/* Below this (relative to the unit columns) a direction is in the span of
+ * the coarser patterns; the smallest genuine singular value squared is
+ * about 1 / n for a unit of size n. */
+#define SYM_NULL_TOL 1e-9
+
+/* ---- the result list ---- */
+
+static scm_status push_eig(scm_symstab_result *res, int *cap, double value, double imag,
+                           long mult, int part, int irrep, int u, int u2)
+{
+    if (res->n == *cap) {
+        int nc = *cap ? 2 * *cap : 64;
+        scm_symstab_eig *e = realloc(res->eig, sizeof *e * (size_t)nc);
+        if (!e)
+            return SCM_ENOMEM;
+        res->eig = e;
+        *cap = nc;
+    }
+    scm_symstab_eig *e = &res->eig[res->n++];
+    memset(e, 0, sizeof *e);
+    e->value = value;
+    e->imag = imag;
+    e->mult = mult;
+    e->part = part;
+    e->irrep = irrep;
+    e->unit = u;
+    e->unit2 = u2;
+    return SCM_OK;
+}
+
+/* ---- small dense linear algebra ---- */
+
+/* Eigen-decomposition of the symmetric n x n matrix A (destroyed):
+ * eigenvalues into ev, eigenvectors (columns) into Vec if not NULL. */
+scm_status sym_eig_sym(double *A, int n, double *ev, double *Vec)
+{
+    if (n == 0)
+        return SCM_OK;
+    gsl_matrix_view Av = gsl_matrix_view_array(A, (size_t)n, (size_t)n);
+    gsl_vector_view evv = gsl_vector_view_array(ev, (size_t)n);
+    int g;
+    if (Vec) {
+        gsl_matrix_view Vv = gsl_matrix_view_array(Vec, (size_t)n, (size_t)n);
+        gsl_eigen_symmv_workspace *w = gsl_eigen_symmv_alloc((size_t)n);
+        if (!w)
+            return SCM_ENOMEM;
+        g = gsl_eigen_symmv(&Av.matrix, &evv.vector, &Vv.matrix, w);
+        gsl_eigen_symmv_free(w);
+    } else {
+        gsl_eigen_symm_workspace *w = gsl_eigen_symm_alloc((size_t)n);
+        if (!w)
+            return SCM_ENOMEM;
+        g = gsl_eigen_symm(&Av.matrix, &evv.vector, w);
+        gsl_eigen_symm_free(w);
+    }
+    return g ? SCM_ESOLVER : SCM_OK;
+}
+
+/* Eigenvalues (re, im) of the general n x n matrix A (destroyed). */
+static scm_status eig_gen(double *A, int n, double *re, double *im)
+{
+    if (n == 0)
+        return SCM_OK;
+    gsl_matrix_view Av = gsl_matrix_view_array(A, (size_t)n, (size_t)n);
+    gsl_vector_complex *ev = gsl_vector_complex_alloc((size_t)n);
+    gsl_eigen_nonsymm_workspace *w = gsl_eigen_nonsymm_alloc((size_t)n);
+    int g = 1;
+    if (ev && w)
+        g = gsl_eigen_nonsymm(&Av.matrix, ev, w);
+    for (int i = 0; !g && i < n; i++) {
+        re[i] = GSL_REAL(gsl_vector_complex_get(ev, (size_t)i));
+        im[i] = GSL_IMAG(gsl_vector_complex_get(ev, (size_t)i));
+    }
+    if (w)
+        gsl_eigen_nonsymm_free(w);
+    if (ev)
+        gsl_vector_complex_free(ev);
+    return !ev || !w ? SCM_ENOMEM : g ? SCM_ESOLVER : SCM_OK;
+}
+
+/* A pattern space: nf classes with sizes w, the Hessian in symmetric
+ * coordinates Hs (nf x nf, Hs = D^1/2 M D^-1/2 with M the action on class
+ * values), the coarser patterns F (nf x nF columns, scaled by D^1/2 and
+ * normalised), and optionally the swap of two singletons (perm, a
+ * permutation of the classes) whose eigenspace of sign is kept. */
+typedef struct {
+    int nf, nF;
+    double *Hs, *F;
+    const int *perm;
+    int sign;
+    int general;     /* 1: Hs is not symmetric (the Jacobian) */
+} sym_space;
+
+/* Orthonormal basis of the swap's eigenspace of sign (or of everything),
+ * columns of V (nf x *dv). */
+static void parity_basis(const sym_space *sp, double *V, int *dv)
+{
+    int nf = sp->nf, k = 0;
+    memset(V, 0, sizeof *V * (size_t)nf * (size_t)nf);
+    for (int i = 0; i < nf; i++) {
+        if (!sp->perm) {
+            V[i * nf + k++] = 1.0;
+            continue;
+        }
+        int j = sp->perm[i];
+        if (j == i) {
+            if (sp->sign > 0)
+                V[i * nf + k++] = 1.0;
+        } else if (i < j) {
+            V[i * nf + k] = M_SQRT1_2;
+            V[j * nf + k++] = sp->sign * M_SQRT1_2;
+        }
+    }
+    *dv = k;
+}
+
+/* The eigenvalues of the operator on the part of the space orthogonal to
+ * the coarser patterns (and of the given parity): (ev, evi) get *k
+ * values (evi zero for a symmetric operator).  The part is invariant
+ * also when the operator is not symmetric: it is a sum of isotypic
+ * components, which any operator commuting with the group preserves. */
+static scm_status space_block(const sym_space *sp, double *ev, double *evi, int *k)
+{
+    int nf = sp->nf, nF = sp->nF, dv = 0;
+    size_t nn = (size_t)nf * (size_t)nf;
+    double *V = malloc(sizeof *V * nn), *C = malloc(sizeof *C * nn), *E = malloc(sizeof *E * nn);
+    double *lam = malloc(sizeof *lam * (size_t)(nf + 1)), *N = malloc(sizeof *N * nn);
+    double *A = malloc(sizeof *A * ((size_t)nf * (size_t)(nF + 1)));
+    scm_status st = SCM_OK;
+    *k = 0;
+    if (!V || !C || !E || !lam || !N || !A) {
+        st = SCM_ENOMEM;
+        goto out;
+    }
+    parity_basis(sp, V, &dv);
+    /* C = (V^T F)(V^T F)^T, dv x dv; its null space is the wanted part */
+    for (int i = 0; i < dv; i++)
+        for (int j = 0; j < nF; j++) {
+            double s = 0.0;
+            for (int r = 0; r < nf; r++)
+                s += V[r * nf + i] * sp->F[r * nF + j];
+            A[i * nF + j] = s;
+        }
+    for (int i = 0; i < dv; i++)
+        for (int j = 0; j < dv; j++) {
+            double s = 0.0;
+            for (int r = 0; r < nF; r++)
+                s += A[i * nF + r] * A[j * nF + r];
+            C[i * dv + j] = s;
+        }
+    if ((st = sym_eig_sym(C, dv, lam, E)))
+        goto out;
+    /* N = V * (null eigenvectors), nf x k */
+    for (int q = 0; q < dv; q++) {
+        if (!(lam[q] <= SYM_NULL_TOL))
+            continue;
+        for (int r = 0; r < nf; r++) {
+            double s = 0.0;
+            for (int i = 0; i < dv; i++)
+                s += V[r * nf + i] * E[i * dv + q];
+            N[r * nf + *k] = s;
+        }
+        (*k)++;
+    }
+    /* B = N^T Hs N */
+    for (int i = 0; i < *k; i++)
+        for (int j = 0; j < *k; j++) {
+            double s = 0.0;
+            for (int r = 0; r < nf; r++) {
+                double h = 0.0;
+                for (int q = 0; q < nf; q++)
+                    h += sp->Hs[r * nf + q] * N[q * nf + j];
+                s += N[r * nf + i] * h;
+            }
+            C[i * *k + j] = s;
+        }
+    if (sp->general) {
+        st = eig_gen(C, *k, ev, evi);
+        goto out;
+    }
+    for (int i = 0; i < *k; i++) {
+        evi[i] = 0.0;
+        for (int j = 0; j < i; j++)
+            C[i * *k + j] = C[j * *k + i] = 0.5 * (C[i * *k + j] + C[j * *k + i]);
+    }
+    st = sym_eig_sym(C, *k, ev, NULL);
+out:
+    free(V);
+    free(C);
+    free(E);
+    free(lam);
+    free(N);
+    free(A);
+    return st;
+}
+
+/* ---- the fine classes of a pattern space ---- */
+
+enum { CL_R = 0, CL_Q = 1, CL_CELL = 2 };
+
+/* The entry classes of the patterns the operator acts on: R classes
+ * (student cell a, teacher cell b), Q classes (student cells a <= b), or
+ * student cells alone (the complement), with their types and sizes. */
+typedef struct {
+    int n;
+    int *kind, *a, *b, *type;
+    double *w;
+} sym_classes;
+
+static void classes_free(sym_classes *cl)
+{
+    free(cl->kind);
+    free(cl->a);
+    free(cl->b);
+    free(cl->type);
+    free(cl->w);
+}
+
+static int classes_build(const sym_cells *c, int mode, sym_classes *cl)
+{
+    int cap = c->ncls + c->ns * (c->ns + 1) + 1;
+    cl->n = 0;
+    cl->kind = malloc(sizeof(int) * (size_t)cap);
+    cl->a = malloc(sizeof(int) * (size_t)cap);
+    cl->b = malloc(sizeof(int) * (size_t)cap);
+    cl->type = malloc(sizeof(int) * (size_t)cap);
+    cl->w = malloc(sizeof(double) * (size_t)cap);
+    if (!cl->kind || !cl->a || !cl->b || !cl->type || !cl->w)
+        return 0;
+#define ADD(k_, a_, b_, t_, w_)                                                            \
+    do {                                                                                   \
+        cl->kind[cl->n] = k_, cl->a[cl->n] = a_, cl->b[cl->n] = b_, cl->type[cl->n] = t_; \
+        cl->w[cl->n++] = w_;                                                               \
+    } while (0)
+    if (mode == SYM_MODE_PERP)
+        for (int a = 0; a < c->ns; a++)
+            ADD(CL_CELL, a, -1, SYM_DIAG, c->s_n[a]);
+    if (mode == SYM_MODE_JAC)
+        for (int a = 0; a < c->ns; a++)
+            for (int b = a; b < c->ns; b++) {
+                double na = c->s_n[a], nb = c->s_n[b];
+                if (a < b)
+                    ADD(CL_Q, a, b, SYM_CONST, 2.0 * na * nb);
+                else {
+                    ADD(CL_Q, a, a, SYM_DIAG, na);
+                    if (na > 1.5)
+                        ADD(CL_Q, a, a, SYM_OFF, na * (na - 1.0));
+                }
+            }
+    if (mode != SYM_MODE_PERP)
+        for (int i = 0; i < c->ncls; i++) {
+            int a = c->cls_c[i], t = c->cls_t[i], ty = c->cls_type[i];
+            double na = c->s_n[a];
+            ADD(CL_R, a, t, ty,
+                ty == SYM_DIAG ? na : ty == SYM_OFF ? na * (na - 1.0) : na * c->t_n[t]);
+        }
+#undef ADD
+    return 1;
+}
+
+/* ---- coarser patterns ---- */
+
+/* The class of fine class i in the coarsening pm (pm[3 u + piece] = the
+ * coarse piece), as one integer. */
+static long coarse_key(const sym_cells *c, int nu, const int *pm, const sym_classes *cl, int i)
+{
+    int a = cl->a[i], b = cl->b[i];
+    long ka = (long)c->s_unit[a] * 3 + pm[3 * c->s_unit[a] + c->s_piece[a]];
+    if (cl->kind[i] == CL_CELL)
+        return ka;
+    if (cl->kind[i] == CL_Q) {
+        long kb = (long)c->s_unit[b] * 3 + pm[3 * c->s_unit[b] + c->s_piece[b]];
+        int type = ka == kb ? (cl->type[i] == SYM_DIAG ? SYM_DIAG : SYM_OFF) : SYM_CONST;
+        long lo = ka < kb ? ka : kb, hi = ka < kb ? kb : ka;
+        return -1 - ((lo * (3L * nu) + hi) * 3 + type);
+    }
+    int su = c->s_unit[a], tu = c->t_unit[b];
+    int sp = pm[3 * su + c->s_piece[a]], tp = pm[3 * tu + c->t_piece[b]];
+    int type = (su == tu && sp == tp) ? (cl->type[i] == SYM_DIAG ? SYM_DIAG : SYM_OFF)
+                                      : SYM_CONST;
+    long tkey = ((long)tu * 2 + c->t_ghost[b]) * 3 + tp;
+    return (((long)su * 3 + sp) * (6L * nu) + tkey) * 3 + type;
+}
+
+/* Append the columns of coarsening pm to F (nf rows, row stride ld, *nF
+ * columns so far): one column per coarse class, the indicator of its fine
+ * classes scaled by sqrt(w) and normalised. */
+static void add_coarse(const sym_cells *c, int nu, const int *pm, const sym_classes *cl,
+                       double *F, int ld, int *nF, long *key)
+{
+    int nf = cl->n;
+    for (int i = 0; i < nf; i++)
+        key[i] = coarse_key(c, nu, pm, cl, i);
+    for (int i = 0; i < nf; i++) {
+        int first = 1;
+        for (int j = 0; j < i; j++)
+            if (key[j] == key[i])
+                first = 0;
+        if (!first)
+            continue;
+        double nrm = 0.0;
+        for (int j = 0; j < nf; j++)
+            if (key[j] == key[i])
+                nrm += cl->w[j];
+        nrm = sqrt(nrm);
+        for (int j = 0; j < nf; j++)
+            F[j * ld + *nF] = key[j] == key[i] ? sqrt(cl->w[j]) / nrm : 0.0;
+        (*nF)++;
+    }
+}
+
+/* ---- one isotypic block ---- */
+
+/* What to solve: the refinement, the coarsenings to remove (up to two,
+ * each a piece map), the parity, and how to label and count the result. */
+typedef struct {
+    int *nsing;        /* [units] */
+    int n_coarse;
+    int *pm[2];        /* [3 units] each */
+    int swap_unit;     /* -1, or the unit whose singletons the parity swaps */
+    int sign;
+    int mode;          /* SYM_MODE_* */
+    int irrep, u, u2;
+    long mult;
+} sym_job;
+
+/* Read class i of the operator's output (JQ: Q blocks; OR: R blocks). */
+static double class_value(const sym_cells *c, const sym_classes *cl, int i, const sym_blk *JQ,
+                          const sym_blk *OR)
+{
+    sym_blk h = cl->kind[i] == CL_Q ? JQ[cl->a[i] * c->ns + cl->b[i]]
+                                    : OR[cl->a[i] * c->nt + cl->b[i]];
+    return cl->type[i] == SYM_OFF ? h.o : h.d;
+}
+
+/* The class-value matrix M of the operator on the cells' patterns: column
+ * j is the image of the indicator of class j, read class by class. */
+static void pattern_matrix(sym_cells *c, int mode, const sym_classes *cl, double *Mx,
+                           sym_blk *OR, sym_blk *JQ)
+{
+    int nf = cl->n, ns = c->ns, nt = c->nt;
+    for (int j = 0; j < nf; j++) {
+        if (mode == SYM_MODE_PERP) {
+            for (int i = 0; i < nf; i++) {
+                sym_blk s = c->S[i * ns + j];
+                Mx[i * nf + j] = i == j ? s.d + (c->s_n[j] - 1.0) * s.o : c->s_n[j] * s.d;
+            }
+            continue;
+        }
+        int a = cl->a[j], b = cl->b[j], ty = cl->type[j];
+        sym_blk unit = ty == SYM_DIAG ? (sym_blk){1.0, 0.0}
+                       : ty == SYM_OFF ? (sym_blk){0.0, 1.0}
+                                       : (sym_blk){1.0, 1.0};
+        memset(c->X, 0, sizeof *c->X * (size_t)(ns * nt));
+        memset(c->dQ, 0, sizeof *c->dQ * (size_t)(ns * ns));
+        if (cl->kind[j] == CL_Q)
+            c->dQ[a * ns + b] = c->dQ[b * ns + a] = unit;
+        else
+            c->X[a * nt + b] = unit;
+        if (mode == SYM_MODE_JAC)
+            sym_cells_jacobian(c, JQ, OR);
+        else
+            sym_cells_apply(c, OR);
+        for (int i = 0; i < nf; i++)
+            Mx[i * nf + j] = class_value(c, cl, i, JQ, OR);
+    }
+}
+
+/* The cell that piece-swapped cell s becomes (student or teacher side). */
+static int swap_cell(const sym_cells *c, int u, int s, int teacher)
+{
+    const int *unit = teacher ? c->t_unit : c->s_unit, *piece = teacher ? c->t_piece : c->s_piece;
+    int n = teacher ? c->nt : c->ns;
+    int p = unit[s] == u && piece[s] < 2 ? 1 - piece[s] : piece[s];
+    for (int a = 0; a < n; a++)
+        if (unit[a] == unit[s] && piece[a] == p && (!teacher || c->t_ghost[a] == c->t_ghost[s]))
+            return a;
+    return s;
+}
+
+/* The swap of the singletons of unit u on the fine classes. */
+static void swap_perm(const sym_cells *c, int u, const sym_classes *cl, int *perm)
+{
+    for (int i = 0; i < cl->n; i++) {
+        int a2 = swap_cell(c, u, cl->a[i], 0), b2 = -1;
+        if (cl->kind[i] == CL_R)
+            b2 = swap_cell(c, u, cl->b[i], 1);
+        else if (cl->kind[i] == CL_Q) {
+            b2 = swap_cell(c, u, cl->b[i], 0);
+            if (b2 < a2) {
+                int t = a2;
+                a2 = b2;
+                b2 = t;
+            }
+        }
+        perm[i] = i;
+        for (int j = 0; j < cl->n; j++)
+            if (cl->kind[j] == cl->kind[i] && cl->a[j] == a2 && cl->b[j] == b2 &&
+                cl->type[j] == cl->type[i])
+                perm[i] = j;
+    }
+}
+
+/* The coarse columns of the job into F (nf x *nF, stride nf * 2). */
+static int job_coarse(const sym_cells *c, int nu, const sym_job *jb, const sym_classes *cl,
+                      double *F, int *nF)
+{
+    int nf = cl->n;
+    long *key = malloc(sizeof *key * (size_t)(nf + 1));
+    if (!key)
+        return 0;
+    *nF = 0;
+    for (int q = 0; q < jb->n_coarse; q++)
+        add_coarse(c, nu, jb->pm[q], cl, F, 2 * nf, nF, key);
+    /* compact to stride nF (in place: the destination never passes the source) */
+    for (int i = 0; i < nf; i++)
+        for (int j = 0; j < *nF; j++)
+            F[i * *nF + j] = F[i * 2 * nf + j];
+    free(key);
+    return 1;
+}
+
+/* Solve one block and append its eigenvalues (the Hessian's scaled to
+ * H_W = H_U / d). */
+static scm_status run_job(const sym_ctx *cx, const sym_job *jb, long d, scm_symstab_result *res,
+                          int *cap)
+{
+    scm_status st = SCM_OK;
+    sym_cells *c = sym_cells_build(cx, jb->nsing, 1, &st);
+    if (!c)
+        return st;
+    sym_classes cl;
+    memset(&cl, 0, sizeof cl);
+    int ok = classes_build(c, jb->mode, &cl), nu = cx->units->n, nf = cl.n, nF = 0, k = 0;
+    size_t nn = (size_t)nf * (size_t)nf;
+    double *Mx = malloc(sizeof *Mx * (nn + 1)), *Hs = malloc(sizeof *Hs * (nn + 1));
+    double *F = calloc(2 * nn + 1, sizeof *F), *ev = malloc(sizeof *ev * (size_t)(2 * nf + 2));
+    int *perm = malloc(sizeof *perm * (size_t)(nf + 1));
+    sym_blk *OR = malloc(sizeof *OR * (size_t)(c->ns * c->nt + 1));
+    sym_blk *JQ = malloc(sizeof *JQ * (size_t)(c->ns * c->ns + 1));
+    if (!ok || !Mx || !Hs || !F || !ev || !perm || !OR || !JQ ||
+        !job_coarse(c, nu, jb, &cl, F, &nF)) {
+        st = scm_error_set(cx->err, SCM_ENOMEM, "out of memory in the symmetric spectrum");
+        goto out;
+    }
+    pattern_matrix(c, jb->mode, &cl, Mx, OR, JQ);
+    for (int i = 0; i < nf; i++)
+        for (int j = 0; j < nf; j++)
+            Hs[i * nf + j] = sqrt(cl.w[i]) * Mx[i * nf + j] / sqrt(cl.w[j]);
+    if (jb->swap_unit >= 0)
+        swap_perm(c, jb->swap_unit, &cl, perm);
+    sym_space sp = {nf, nF, Hs, F, jb->swap_unit >= 0 ? perm : NULL, jb->sign,
+                    jb->mode == SYM_MODE_JAC};
+    if ((st = space_block(&sp, ev, ev + nf + 1, &k))) {
+        scm_error_set(cx->err, st, "the eigensolver failed on an isotypic block");
+        goto out;
+    }
+    if (k > 0) {
+        res->n_blocks++;
+        res->max_block = k > res->max_block ? k : res->max_block;
+    }
+    double scale = jb->mode == SYM_MODE_JAC ? 1.0 : 1.0 / (double)d;
+    int part = jb->mode == SYM_MODE_JAC ? SCM_SYMSTAB_FLOW
+               : jb->mode == SYM_MODE_PERP ? SCM_SYMSTAB_PERP
+                                           : SCM_SYMSTAB_SPAN;
+    for (int i = 0; i < k && !st; i++)
+        if ((st = push_eig(res, cap, ev[i] * scale, ev[nf + 1 + i] * scale, jb->mult, part,
+                           jb->irrep, jb->u, jb->u2)))
+            scm_error_set(cx->err, st, "out of memory in the symmetric spectrum");
+out:
+    classes_free(&cl);
+    free(Mx);
+    free(Hs);
+    free(F);
+    free(ev);
+    free(perm);
+    free(OR);
+    free(JQ);
+    sym_cells_free(c);
+    return st;
+}
+
+/* ---- units ---- */
+
+void sym_units_free(sym_units *u)
+{
+    free(u->sg);
+    free(u->tg);
+    free(u->n_u);
+    free(u->name);
+}
+
+scm_status sym_units_build(const scm_ansatz_inst *in, sym_units *u)
+{
+    int cap = in->ns + in->nt;
+    memset(u, 0, sizeof *u);
+    u->sg = malloc(sizeof *u->sg * (size_t)(cap + 1));
+    u->tg = malloc(sizeof *u->tg * (size_t)(cap + 1));
+    u->n_u = malloc(sizeof *u->n_u * (size_t)(cap + 1));
+    u->name = malloc(sizeof *u->name * (size_t)(cap + 1));
+    if (!u->sg || !u->tg || !u->n_u || !u->name)
+        return SCM_ENOMEM;
+    for (int i = 0; i < in->ns; i++) {
+        if (scm_size_zero(in->ssize[i]))
+            continue;
+        int t = in->spair[i];
+        u->sg[u->n] = i;
+        u->tg[u->n] = t;
+        u->n_u[u->n] = in->ssize[i];
+        if (t >= 0)
+            snprintf(u->name[u->n], sizeof u->name[0], "%s/%s (n = %.0f)", in->sname[i],
+                     in->tname[t], in->ssize[i]);
+        else
+            snprintf(u->name[u->n], sizeof u->name[0], "%s (n = %.0f)", in->sname[i],
+                     in->ssize[i]);
+        u->n++;
+    }
+    for (int t = 0; t < in->nt; t++) {
+        if (scm_size_zero(in->tsize[t]) || in->tpair[t] >= 0)
+            continue;
+        u->sg[u->n] = -1;
+        u->tg[u->n] = t;
+        u->n_u[u->n] = in->tsize[t];
+        snprintf(u->name[u->n], sizeof u->name[0], "%s (n = %.0f)", in->tname[t], in->tsize[t]);
+        u->n++;
+    }
+    return SCM_OK;
+}
+
+/* ---- the jobs ---- */
+
+static long irrep_dim(int irrep, long n, long n2)
+{
+    switch (irrep) {
+    case SCM_SYMSTAB_STD: return n - 1;
+    case SCM_SYMSTAB_TWO_ROW: return n * (n - 3) / 2;
+    case SCM_SYMSTAB_HOOK: return (n - 1) * (n - 2) / 2;
+    case SCM_SYMSTAB_STD_STD: return (n - 1) * (n2 - 1);
+    default: return 1;
+    }
+}
+
+/* Run one job family: irrep on unit u (and u2), both parts as they apply. */
+static scm_status run_irrep(const sym_ctx *cx, int mode, int irrep, int u, int u2, long d,
+                            long perp_dim, int *work, scm_symstab_result *res, int *cap)
+{
+    const sym_units *un = cx->units;
+    int nu = un->n;
+    int *nsing = work, *pmA = work + nu, *pmB = work + 4 * nu;
+    memset(nsing, 0, sizeof *nsing * (size_t)nu);
+    for (int i = 0; i < 3 * nu; i++)
+        pmA[i] = pmB[i] = i % 3;
+    long n = u >= 0 ? lround(un->n_u[u]) : 1, n2 = u2 >= 0 ? lround(un->n_u[u2]) : 1;
+    sym_job jb = {nsing, 0, {pmA, pmB}, -1, 1, mode, irrep, u, u2, irrep_dim(irrep, n, n2)};
+    switch (irrep) {
+    case SCM_SYMSTAB_STD: /* {1} | rest, minus the unrefined patterns */
+        nsing[u] = 1;
+        jb.n_coarse = 1;
+        pmA[3 * u] = 2;
+        break;
+    case SCM_SYMSTAB_TWO_ROW:
+    case SCM_SYMSTAB_HOOK: /* {1} | {2} | rest, minus {1} | rest and {2} | rest */
+        nsing[u] = 2;
+        jb.n_coarse = 2;
+        pmA[3 * u + 1] = 2;
+        pmB[3 * u] = 2;
+        jb.swap_unit = u;
+        jb.sign = irrep == SCM_SYMSTAB_TWO_ROW ? 1 : -1;
+        break;
+    case SCM_SYMSTAB_STD_STD: /* both split, minus each split alone */
+        nsing[u] = nsing[u2] = 1;
+        jb.n_coarse = 2;
+        pmA[3 * u2] = 2;
+        pmB[3 * u] = 2;
+        break;
+    default:
+        break;
+    }
+    scm_status st = run_job(cx, &jb, d, res, cap);
+    int has_students = irrep == SCM_SYMSTAB_TRIV || (irrep == SCM_SYMSTAB_STD && un->sg[u] >= 0);
+    if (st || mode != SYM_MODE_SPAN || perp_dim == 0 || !has_students)
+        return st;
+    jb.mode = SYM_MODE_PERP;
+    jb.mult *= perp_dim;
+    return run_job(cx, &jb, d, res, cap);
+}
+
+/* Every block: trivial; [n-1,1] of each unit; [n-2,2] and [n-2,1,1] of
+ * each unit whose students meet themselves (paired teachers; the ghost
+ * coordinates out of the span; Q in the Jacobian); [n-1,1] x [n'-1,1] of
+ * each pair of units of which one has students and the other teachers (or
+ * students, in those same cases).  A block that does not occur comes out
+ * empty anyway: the conditions only save work. */
+scm_status sym_run_all(const sym_ctx *cx, int mode, long d, long perp_dim,
+                       scm_symstab_result *res)
+{
+    const sym_units *un = cx->units;
+    int nu = un->n, cap = 0, self = cx->zd != NULL || mode == SYM_MODE_JAC;
+    int *work = malloc(sizeof *work * (size_t)(7 * nu + 1));
+    if (!work)
+        return scm_error_set(cx->err, SCM_ENOMEM, "out of memory in the symmetric spectrum");
+    scm_status st = run_irrep(cx, mode, SCM_SYMSTAB_TRIV, -1, -1, d, perp_dim, work, res, &cap);
+    for (int u = 0; u < nu && !st; u++) {
+        if (un->n_u[u] < 1.5)
+            continue;
+        st = run_irrep(cx, mode, SCM_SYMSTAB_STD, u, -1, d, perp_dim, work, res, &cap);
+        if (!st && un->sg[u] >= 0 && (un->tg[u] >= 0 || self) && un->n_u[u] > 2.5) {
+            st = run_irrep(cx, mode, SCM_SYMSTAB_TWO_ROW, u, -1, d, perp_dim, work, res, &cap);
+            if (!st)
+                st = run_irrep(cx, mode, SCM_SYMSTAB_HOOK, u, -1, d, perp_dim, work, res, &cap);
+        }
+        for (int u2 = u + 1; u2 < nu && !st; u2++) {
+            if (un->n_u[u2] < 1.5)
+                continue;
+            int tu = un->tg[u] >= 0 || (self && un->sg[u] >= 0);
+            int tu2 = un->tg[u2] >= 0 || (self && un->sg[u2] >= 0);
+            if ((un->sg[u] >= 0 && tu2) || (tu && un->sg[u2] >= 0))
+                st = run_irrep(cx, mode, SCM_SYMSTAB_STD_STD, u, u2, d, perp_dim, work, res,
+                               &cap);
+        }
+    }
+    free(work);
+    return st;
+}

@@ -1,0 +1,506 @@
+/* compare.c: the comparison across K (compare.h), what `scm compare`
+ * computes: per K the configuration, the families (given or enumerated),
+ * the sweep with resume and its summary, then the fraction table with
+ * Wilson intervals and the report.  The order of the steps, the files they
+ * write and the failures they report are those of the command before the
+ * comparison moved into the library (issue 24). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm/fptable.h"
+#include "scm/output.h"
+#include "scm/sweepfile.h"
+#include "studies/compare_internal.h"
+
+#define MAX_SETS 256
+#define PATH_LEN 4096
+
+static const char base_text[] =
+    "{\"model\": {\"K\": 1, \"M\": 1, \"activation\": \"relu\"},\n"
+    " \"init\": {\"type\": \"random\", \"d\": 1000, \"sigma\": 1, \"seed\": 1},\n"
+    " \"integrator\": {\"linear_solver\": \"gmres\", \"grad_stop\": 1e-10,\n"
+    "                \"loose_until\": 1e-6, \"loose_rtol\": 1e-4, \"loose_atol\": 1e-6,\n"
+    "                \"jtimes\": \"lagged\", \"krylov_dim\": 20, \"eps_stop\": 1e-10,\n"
+    "                \"max_steps\": 100000}}\n";
+
+/* The state of one comparison while it runs. */
+typedef struct {
+    const scm_compare_opts *o;
+    scm_compare_result *res;
+    cJSON *fam_arr, *reached_arr, *hist_arr, *trace_arr, *files_arr;
+    long nrows_max;
+    long *cnt, *done;
+    char fam_made[PATH_LEN];
+    char cfg[PATH_LEN], runsf[PATH_LEN], sumf[PATH_LEN];
+} compare_state;
+
+void scm_compare_opts_default(scm_compare_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->M = -1;
+    o->runs = -1;
+    o->threads = 1;
+    o->traces = 4;
+}
+
+/* Record where the comparison failed; returns st. */
+static scm_status fail(compare_state *s, scm_compare_part part, int input, long K, scm_status st)
+{
+    s->res->failed_part = part;
+    s->res->failed_input = input;
+    s->res->failed_K = K;
+    return st;
+}
+
+/* Append a row count into the k1 table column (k1 < 0: unmatched). */
+static void table_add(long *tab, int nrows, int col, int ncols, int row, long v)
+{
+    if (row >= 0 && row < nrows)
+        tab[row * ncols + col] += v;
+}
+
+/* The enumeration handles T = I, v = v* = 1 and the GD rule only. */
+static int enumerable(const scm_config *c)
+{
+    if (c->T || c->rule != &scm_rule_gd)
+        return 0;
+    for (int k = 0; k < c->K; k++)
+        if (c->v[k] != 1.0)
+            return 0;
+    for (int n = 0; n < c->M; n++)
+        if (c->vs[n] != 1.0)
+            return 0;
+    return 1;
+}
+
+/* The families of K into s->fam_made, as `scm fixed-points --K K --M M
+ * --activation NAME --polish-max-K 0 --max-residual 1e-9 -q -o FILE`. */
+static scm_status enumerate(compare_state *s, const scm_config *c, long K, scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    scm_fp_table_opts fo;
+    scm_fp_table_opts_default(&fo);
+    fo.K = K;
+    fo.M = o->M;
+    fo.act = c->act;
+    fo.polish_max_K = 0;
+    fo.max_residual = 1e-9;
+    scm_status st = scm_fp_table_opts_check(&fo, err);
+    scm_fp_table *t = NULL;
+    if (!st)
+        st = scm_fp_table_run(&fo, &t, err);
+    if (st) {
+        scm_fp_table_free(t);
+        return fail(s, SCM_COMPARE_PART_ENUMERATION, st == SCM_EINVAL || st == SCM_EIO, K, st);
+    }
+    st = scm_fp_table_status(t, err);
+    if (!st)
+        st = scm_fp_table_json_fits(t, s->fam_made, err);
+    if (!st) {
+        cJSON *root = scm_fp_table_json(t);
+        st = !root ? scm_error_set(err, SCM_ENOMEM, "out of memory")
+                   : scm_output_write_json(s->fam_made, root, 0, err);
+        cJSON_Delete(root);
+    }
+    if (!st && !scm_fp_table_residual_ok(t))
+        st = scm_error_set(err, SCM_ENOCONV, "%d fixed point(s) with a residual above %g",
+                           scm_fp_table_n_above(t), fo.max_residual);
+    scm_fp_table_free(t);
+    return st ? fail(s, SCM_COMPARE_PART_ENUMERATION, 0, K, st) : SCM_OK;
+}
+
+/* A run stopped below eps_stop is called a global minimum: that is sound
+ * only far below the lowest positive family loss (the loss decreases along
+ * the flow, so such a run can end at no family above it). */
+static scm_status check_eps_stop(compare_state *s, const char *fam_path, const scm_config *c,
+                                 long K, scm_error *err)
+{
+    scm_sweep_families fams;
+    scm_status st = scm_sweep_families_load(fam_path, &fams, err);
+    if (st)
+        return fail(s, SCM_COMPARE_PART_COMPARE, 1, K, st);
+    scm_sweep_opts so;
+    scm_sweep_opts_default(&so);
+    double low = INFINITY;
+    for (int i = 0; i < fams.n; i++)
+        if (fams.f[i].eps > so.match_atol)
+            low = fmin(low, fams.f[i].eps);
+    scm_sweep_families_free(&fams);
+    if (isfinite(low) && c->traj.eps_stop > 1e-3 * low)
+        return fail(s, SCM_COMPARE_PART_COMPARE, 1, K,
+                    scm_error_set(err, SCM_EINVAL,
+                                  "K = %ld: integrator.eps_stop = %g is not far below the lowest "
+                                  "positive family loss %.6g in '%s' (a run stopped there might "
+                                  "be on that plateau); use at most %.3g",
+                                  K, c->traj.eps_stop, low, fam_path, 1e-3 * low));
+    return SCM_OK;
+}
+
+/* What a sweep event carries. */
+typedef struct {
+    const scm_compare_opts *o;
+    long K;
+    const char *path;
+} sweep_ev;
+
+static void sweep_event(const scm_sweep_file *f, void *user)
+{
+    const sweep_ev *v = user;
+    scm_compare_event e;
+    memset(&e, 0, sizeof e);
+    e.kind = SCM_COMPARE_SWEEP_RECORD;
+    e.K = v->K;
+    e.path = v->path;
+    e.sweep = f;
+    v->o->event(&e, v->o->event_user);
+}
+
+/* The end of a sweep, for the caller and for res: st (with input, whether
+ * it is bad input) returned. */
+static scm_status sweep_end(compare_state *s, const sweep_ev *v, const scm_sweep_file *f,
+                            int ran, int run_ok, scm_status st, int input, scm_error *err)
+{
+    if (s->o->event) {
+        scm_compare_event e;
+        memset(&e, 0, sizeof e);
+        e.kind = SCM_COMPARE_SWEEP_END;
+        e.K = v->K;
+        e.path = v->path;
+        e.sweep = ran ? f : NULL;
+        e.ran = ran;
+        e.run_ok = run_ok;
+        e.status = st;
+        e.err = err;
+        s->o->event(&e, s->o->event_user);
+    }
+    return st ? fail(s, SCM_COMPARE_PART_SWEEP, input, v->K, st) : SCM_OK;
+}
+
+/* Run the sweep of f's runs into the open file, its summary into s->sumf. */
+static scm_status sweep_runs(compare_state *s, const sweep_ev *v, scm_sweep_file *f,
+                             scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    if (o->event) {
+        scm_compare_event e;
+        memset(&e, 0, sizeof e);
+        e.kind = SCM_COMPARE_SWEEP_START;
+        e.K = v->K;
+        e.path = v->path;
+        e.sweep = f;
+        o->event(&e, o->event_user);
+    }
+    scm_status st = scm_sweep_file_run(f, err);
+    if (st)
+        return sweep_end(s, v, f, 1, 0, st, !(st == SCM_EIO || st == SCM_ENOMEM), err);
+    cJSON *js = scm_sweep_summary_json(scm_sweep_file_summary(f));
+    if (!js)
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+    else
+        st = scm_output_write_json(s->sumf, js, 0, err);
+    cJSON_Delete(js);
+    return sweep_end(s, v, f, 1, 1, st, 0, err);
+}
+
+/* The sweep of K, as `scm sweep CFG --runs N -o RUNS --threads T --resume
+ * --summary SUM [--seed S] [--families F] [--certify]`. */
+static scm_status sweep(compare_state *s, long K, const char *fam_path, scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    sweep_ev v = {o, K, s->runsf};
+    scm_sweep_file_opts fo;
+    scm_sweep_file_opts_default(&fo);
+    fo.sweep.certify = o->certify;
+    scm_config *c = NULL;
+    scm_sweep_families fams = {0, NULL, NULL};
+    scm_sweep_file *f = NULL;
+    scm_status st = scm_sweep_opts_check(&fo.sweep, err);
+    if (!st)
+        st = scm_config_load(s->cfg, NULL, 0, &c, err);
+    if (!st && c->init != SCM_INIT_RANDOM)
+        st = scm_error_set(err, SCM_EINVAL, "%s: a sweep needs init.type = \"random\"", s->cfg);
+    if (!st && fam_path)
+        st = scm_sweep_families_load(fam_path, &fams, err);
+    if (st) {
+        st = sweep_end(s, &v, NULL, 0, 0, st, 1, err);
+        goto out;
+    }
+    fo.runs = o->runs;
+    fo.seed = o->have_seed ? o->seed : (uint64_t)c->seed;
+    fo.threads = o->threads;
+    fo.resume = 1;
+    fo.exec = o->exec;
+    if (o->event) {
+        fo.progress = sweep_event;
+        fo.progress_user = &v;
+    }
+    st = scm_sweep_file_open(s->runsf, c, &fams, &fo, &f, err);
+    if (st)
+        st = sweep_end(s, &v, NULL, 0, 0, st, st != SCM_EIO, err);
+    else
+        st = sweep_runs(s, &v, f, err);
+out:
+    scm_sweep_file_free(f);
+    scm_sweep_families_free(&fams);
+    scm_config_free(c);
+    return st;
+}
+
+/* The table column of K j: by matched k1 with families, else by anti count. */
+static void table_column(compare_state *s, int j, const cJSON *S, int with_families)
+{
+    const int nK = s->o->nK;
+    const int nrows = (int)s->nrows_max;
+    s->done[j] = (long)cJSON_GetObjectItemCaseSensitive(S, "done")->valuedouble;
+    const cJSON *it;
+    if (with_families) {
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(S, "classes"))
+        {
+            const cJSON *k1 = cJSON_GetObjectItemCaseSensitive(it, "k1");
+            long n = (long)cJSON_GetObjectItemCaseSensitive(it, "count")->valuedouble;
+            const char *cl = cJSON_GetObjectItemCaseSensitive(it, "class")->valuestring;
+            if (cJSON_IsNumber(k1))
+                table_add(s->cnt, nrows + 2, j, nK, (int)k1->valuedouble, n);
+            else
+                table_add(s->cnt, nrows + 2, j, nK,
+                          strcmp(cl, "unmatched") == 0 ? nrows : nrows + 1, n);
+        }
+    } else {
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(S, "by_anti"))
+        table_add(s->cnt, nrows + 2, j, nK,
+                  (int)cJSON_GetObjectItemCaseSensitive(it, "anti")->valuedouble,
+                  (long)cJSON_GetObjectItemCaseSensitive(it, "count")->valuedouble);
+        long conv = (long)cJSON_GetObjectItemCaseSensitive(S, "converged")->valuedouble;
+        table_add(s->cnt, nrows + 2, j, nK, nrows + 1, s->done[j] - conv);
+    }
+}
+
+/* The report's entries of K j once its sweep is summarised: files, table
+ * column, families given, families reached, histogram, traces. */
+static scm_status add_k(compare_state *s, int j, const scm_config *c, const char *fam_path,
+                        scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    const long K = o->K[j];
+    const cJSON *S = s->res->summaries[j];
+    cJSON *fo = cJSON_CreateObject();
+    cJSON_AddNumberToObject(fo, "K", (double)K);
+    cJSON_AddStringToObject(fo, "config", s->cfg);
+    cJSON_AddStringToObject(fo, "runs", s->runsf);
+    cJSON_AddStringToObject(fo, "summary", s->sumf);
+    if (fam_path)
+        cJSON_AddStringToObject(fo, "families", fam_path);
+    else
+        cJSON_AddNullToObject(fo, "families");
+    cJSON_AddItemToArray(s->files_arr, fo);
+    table_column(s, j, S, fam_path != NULL);
+    /* Families with their losses. */
+    scm_sweep_families fams;
+    scm_error e;
+    if (fam_path && scm_sweep_families_load(fam_path, &fams, &e) == SCM_OK) {
+        for (int q = 0; q < fams.n; q++) {
+            cJSON *ob = cJSON_CreateObject();
+            cJSON_AddNumberToObject(ob, "K", (double)K);
+            cJSON_AddStringToObject(ob, "family", fams.f[q].name);
+            cJSON_AddNumberToObject(ob, "k1", fams.f[q].k1);
+            cJSON_AddNumberToObject(ob, "loss", fams.f[q].eps);
+            cJSON_AddItemToArray(s->fam_arr, ob);
+        }
+        scm_sweep_families_free(&fams);
+    }
+    scm_status st;
+    if (fam_path && (st = scm_compare_reached(o, fam_path, S, c, K, s->reached_arr, err)))
+        return fail(s, SCM_COMPARE_PART_COMPARE, 0, K, st);
+    cJSON *ho = cJSON_CreateObject();
+    cJSON_AddNumberToObject(ho, "K", (double)K);
+    cJSON_AddItemToObject(ho, "histogram",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(S, "loss_histogram"), 1));
+    cJSON_AddItemToObject(ho, "classes",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(S, "classes"), 1));
+    cJSON_AddItemToArray(s->hist_arr, ho);
+    uint64_t base = o->have_seed ? o->seed : (uint64_t)c->seed;
+    if ((st = scm_compare_traces(s->runsf, o->traces, c, base, K, s->trace_arr, err)))
+        return fail(s, SCM_COMPARE_PART_COMPARE, 0, K, st);
+    return SCM_OK;
+}
+
+/* Everything of K j: config, families, sweep, report entries. */
+static scm_status do_k(compare_state *s, int j, scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    const long K = o->K[j];
+    char kset[64], mset[64];
+    snprintf(kset, sizeof kset, "model.K=%ld", K);
+    snprintf(mset, sizeof mset, "model.M=%ld", o->M);
+    const char *all[MAX_SETS + 2];
+    int na = 0;
+    for (int q = 0; q < o->nsets && q < MAX_SETS; q++)
+        all[na++] = o->sets[q];
+    all[na++] = kset;
+    all[na++] = mset;
+    scm_config *c = NULL;
+    scm_error e;
+    if (scm_config_parse(o->config_text ? o->config_text : base_text,
+                         o->config_name ? o->config_name : "(default config)", all, na, &c, &e))
+        return fail(s, SCM_COMPARE_PART_COMPARE, 1, K,
+                    scm_error_set(err, e.code, "K = %ld: %s", K, e.msg));
+    snprintf(s->cfg, sizeof s->cfg, "%s.K%ld.config.json", o->prefix, K);
+    snprintf(s->runsf, sizeof s->runsf, "%s.K%ld.runs.jsonl", o->prefix, K);
+    snprintf(s->sumf, sizeof s->sumf, "%s.K%ld.summary.json", o->prefix, K);
+    const char *fam_path = o->families[j];
+    scm_status st = scm_output_write_json(s->cfg, c->used, 0, err);
+    if (st) {
+        fail(s, SCM_COMPARE_PART_COMPARE, 0, K, st);
+        goto out;
+    }
+    if (!fam_path && enumerable(c)) {
+        snprintf(s->fam_made, sizeof s->fam_made, "%s.K%ld.families.json", o->prefix, K);
+        scm_compare_note(o, K, "K = %ld, M = %ld: enumerating the families into %s", K, o->M,
+                         s->fam_made);
+        if ((st = enumerate(s, c, K, err)))
+            goto out;
+        fam_path = s->fam_made;
+    }
+    if (fam_path && (st = check_eps_stop(s, fam_path, c, K, err)))
+        goto out;
+    scm_compare_note(o, K, "K = %ld, M = %ld: %s", K, o->M, s->runsf);
+    if ((st = sweep(s, K, fam_path, err)))
+        goto out;
+    s->res->summaries[j] = scm_compare_read_json(s->sumf);
+    if (!s->res->summaries[j]) {
+        st = fail(s, SCM_COMPARE_PART_COMPARE, 0, K,
+                  scm_error_set(err, SCM_EIO, "cannot read back '%s'", s->sumf));
+        goto out;
+    }
+    st = add_k(s, j, c, fam_path, err);
+out:
+    scm_config_free(c);
+    return st;
+}
+
+/* The fraction table of the report: rows k1 (those with runs), unmatched,
+ * not converged; columns K. */
+static void fractions(compare_state *s, cJSON *report)
+{
+    const int nK = s->o->nK, nrows = (int)s->nrows_max;
+    cJSON *tab = cJSON_AddObjectToObject(report, "fractions");
+    cJSON_AddStringToObject(tab, "rows_are",
+                            "k1 (matched family, or anti-aligned count without families), "
+                            "then unmatched, then not_converged; columns K");
+    cJSON *rows = cJSON_AddArrayToObject(tab, "rows");
+    cJSON *cnts = cJSON_AddArrayToObject(tab, "count");
+    cJSON *frs = cJSON_AddArrayToObject(tab, "fraction");
+    cJSON *wis = cJSON_AddArrayToObject(tab, "wilson95");
+    for (int r = 0; r < nrows + 2; r++) {
+        long any = 0;
+        for (int j = 0; j < nK; j++)
+            any += s->cnt[r * nK + j];
+        if (!any && r < nrows)
+            continue;
+        char name[32];
+        if (r < nrows)
+            snprintf(name, sizeof name, "%d", r);
+        else
+            snprintf(name, sizeof name, "%s", r == nrows ? "unmatched" : "not_converged");
+        cJSON_AddItemToArray(rows, cJSON_CreateString(name));
+        cJSON *cr = cJSON_CreateArray(), *fr = cJSON_CreateArray(), *wr = cJSON_CreateArray();
+        for (int j = 0; j < nK; j++) {
+            long k = s->cnt[r * nK + j];
+            double lo, hi;
+            scm_sweep_wilson(k, s->done[j], &lo, &hi);
+            cJSON_AddItemToArray(cr, cJSON_CreateNumber((double)k));
+            cJSON_AddItemToArray(fr, cJSON_CreateNumber(s->done[j] ? (double)k / (double)s->done[j] : 0));
+            cJSON *w = cJSON_CreateArray();
+            cJSON_AddItemToArray(w, cJSON_CreateNumber(lo));
+            cJSON_AddItemToArray(w, cJSON_CreateNumber(hi));
+            cJSON_AddItemToArray(wr, w);
+        }
+        cJSON_AddItemToArray(cnts, cr);
+        cJSON_AddItemToArray(frs, fr);
+        cJSON_AddItemToArray(wis, wr);
+    }
+}
+
+/* The report object from the per-K parts (which it takes over). */
+static void assemble(compare_state *s, cJSON *report)
+{
+    const scm_compare_opts *o = s->o;
+    cJSON_AddStringToObject(report, "command", "compare");
+    cJSON_AddNumberToObject(report, "M", (double)o->M);
+    cJSON *kc = cJSON_AddArrayToObject(report, "K");
+    for (int j = 0; j < o->nK; j++)
+        cJSON_AddItemToArray(kc, cJSON_CreateNumber((double)o->K[j]));
+    cJSON_AddNumberToObject(report, "runs", (double)o->runs);
+    fractions(s, report);
+    cJSON_AddItemToObject(report, "families", s->fam_arr);
+    cJSON_AddItemToObject(report, "families_reached", s->reached_arr);
+    cJSON *near_arr = scm_compare_near_rows(s->res->summaries, o->K, o->nK, s->reached_arr);
+    if (near_arr)
+        cJSON_AddItemToObject(report, "not_converged_near", near_arr);
+    cJSON_AddItemToObject(report, "histograms", s->hist_arr);
+    cJSON_AddItemToObject(report, "traces", s->trace_arr);
+    cJSON_AddItemToObject(report, "files", s->files_arr);
+    s->fam_arr = s->reached_arr = s->hist_arr = s->trace_arr = s->files_arr = NULL;
+}
+
+scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, scm_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->failed_K = -1;
+    compare_state s;
+    memset(&s, 0, sizeof s);
+    s.o = o;
+    s.res = res;
+    if (!o->prefix || o->M < 1 || o->nK < 1 || o->nK > SCM_COMPARE_MAX_K || o->runs < 1 ||
+        o->threads < 1 || o->traces < 0 || o->traces > 100 || o->nsets > MAX_SETS)
+        return fail(&s, SCM_COMPARE_PART_COMPARE, 1, -1,
+                    scm_error_set(err, SCM_EINVAL, "bad comparison options"));
+    res->nK = o->nK;
+    for (int j = 0; j < o->nK; j++)
+        if (o->K[j] + 1 > s.nrows_max)
+            s.nrows_max = o->K[j] + 1;
+    cJSON *report = cJSON_CreateObject();
+    s.cnt = calloc((size_t)(s.nrows_max + 2) * (size_t)o->nK, sizeof *s.cnt);
+    s.done = calloc((size_t)o->nK, sizeof *s.done);
+    scm_status st = SCM_OK;
+    if (!report || !s.cnt || !s.done) {
+        st = fail(&s, SCM_COMPARE_PART_COMPARE, 1, -1,
+                  scm_error_set(err, SCM_ENOMEM, "out of memory"));
+        goto out;
+    }
+    s.fam_arr = cJSON_CreateArray();
+    s.reached_arr = cJSON_CreateArray();
+    s.hist_arr = cJSON_CreateArray();
+    s.trace_arr = cJSON_CreateArray();
+    s.files_arr = cJSON_CreateArray();
+    for (int j = 0; j < o->nK && !st; j++)
+        st = do_k(&s, j, err);
+    if (!st) {
+        assemble(&s, report);
+        res->report = report;
+        report = NULL;
+    }
+out:
+    cJSON_Delete(report);
+    cJSON_Delete(s.fam_arr);
+    cJSON_Delete(s.reached_arr);
+    cJSON_Delete(s.hist_arr);
+    cJSON_Delete(s.trace_arr);
+    cJSON_Delete(s.files_arr);
+    free(s.cnt);
+    free(s.done);
+    return st;
+}
+
+void scm_compare_result_free(scm_compare_result *res)
+{
+    if (!res)
+        return;
+    cJSON_Delete(res->report);
+    for (int j = 0; j < SCM_COMPARE_MAX_K; j++)
+        cJSON_Delete(res->summaries[j]);
+    memset(res, 0, sizeof *res);
+}

@@ -1,0 +1,56 @@
+/* compare_internal.h: what the files of the comparison (compare.h) share:
+ * the families the runs of one K reached with their stability, the
+ * unconverged runs by the point they sit near, the traces. */
+#ifndef SCM_STUDIES_COMPARE_INTERNAL_H
+#define SCM_STUDIES_COMPARE_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scm/compare.h"
+#include "scm/config.h"
+
+/* The file as JSON, or NULL (unreadable or not JSON). */
+cJSON *scm_compare_read_json(const char *path);
+
+/* A NOTE event of o's callback (printf-formatted). */
+void scm_compare_note(const scm_compare_opts *o, long K, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* The families the sweep of one K reached (its summary S's matched
+ * classes), each with its fixed point from the families file and, unless
+ * no_stab, the verdict of scm_stab_analyse.  Appends to out; SCM_EIO when
+ * the families file cannot be read back, SCM_ENOMEM. */
+scm_status scm_compare_reached(const scm_compare_opts *o, const char *fam_path, const cJSON *S,
+                               const scm_config *c, long K, cJSON *out, scm_error *err);
+
+/* The unconverged runs of every K grouped by the listed point they sit
+ * nearest, each with a stability verdict.  A new array (NULL without
+ * memory). */
+cJSON *scm_compare_near_rows(cJSON *const *summ, const long *Ks, int nK, const cJSON *reached);
+
+/* Loss-vs-time traces of the first run of each of the n most frequent
+ * classes of the runs file, appended to out.  SCM_EIO when the file cannot
+ * be read back. */
+scm_status scm_compare_traces(const char *runs_path, int n, const scm_config *c, uint64_t base,
+                              long K, cJSON *out, scm_error *err);
+
+/* A growing text buffer (oom: an allocation failed, later output dropped). */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} md_buf;
+
+/* Append printf output to b. */
+void scm_compare_md_printf(md_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#endif

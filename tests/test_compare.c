@@ -1,0 +1,237 @@
+/* test_compare.c: the comparison across K (compare.h) at a tiny size.  Its
+ * fraction table is checked against the records of the runs files it
+ * wrote, read back and counted here by their "class" and "k1" fields; its
+ * Wilson intervals against scm_sweep_wilson; a second call resumes every
+ * sweep (no run computed) and gives the same report; the table across
+ * rules against the same records; and the failures name their part: an
+ * eps_stop too close to the plateaus (bad input of the comparison), a runs
+ * file of another sweep (bad input of a sweep, also passed to its event). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scm/compare.h"
+#include "testutil.h"
+
+typedef struct {
+    long notes, records, starts, ends, end_failures;
+} counts;
+
+static void on_event(const scm_compare_event *e, void *user)
+{
+    counts *n = user;
+    switch (e->kind) {
+    case SCM_COMPARE_NOTE:
+        n->notes++;
+        break;
+    case SCM_COMPARE_SWEEP_START:
+        n->starts++;
+        break;
+    case SCM_COMPARE_SWEEP_RECORD:
+        n->records++;
+        break;
+    case SCM_COMPARE_SWEEP_END:
+        n->ends++;
+        n->end_failures += e->status != SCM_OK;
+        break;
+    }
+}
+
+/* Counts of a runs file's records by table row: k1 of a matched family,
+ * K + 1: unmatched, K + 2: not converged; K + 3: the global minimum (also
+ * in its k1 row).  Returns the records. */
+static long count_rows(const char *path, long K, long *rows)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[1 << 16];
+    long n = 0;
+    int header = 1;
+    while (fgets(line, sizeof line, f)) {
+        if (header) {
+            header = 0;
+            continue;
+        }
+        cJSON *r = cJSON_Parse(line);
+        const cJSON *cl = cJSON_GetObjectItemCaseSensitive(r, "class");
+        const cJSON *k1 = cJSON_GetObjectItemCaseSensitive(r, "k1");
+        if (cJSON_IsString(cl)) {
+            if (strcmp(cl->valuestring, "not_converged") == 0)
+                rows[K + 2]++;
+            else if (strcmp(cl->valuestring, "unmatched") == 0)
+                rows[K + 1]++;
+            else if (cJSON_IsNumber(k1) && k1->valuedouble >= 0 && k1->valuedouble <= K)
+                rows[(int)k1->valuedouble]++;
+            if (strncmp(cl->valuestring, "global_minimum", 14) == 0)
+                rows[K + 3]++;
+            n++;
+        }
+        cJSON_Delete(r);
+    }
+    fclose(f);
+    return n;
+}
+
+static void set_opts(scm_compare_opts *o, const char *prefix, counts *n)
+{
+    scm_compare_opts_default(o);
+    o->M = 2;
+    o->nK = 2;
+    o->K[0] = 2;
+    o->K[1] = 3;
+    o->runs = 5;
+    o->prefix = prefix;
+    o->traces = 1;
+    o->no_stability = 1;
+    o->threads = 2;
+    o->event = on_event;
+    o->event_user = n;
+}
+
+/* The report's fraction table against the runs files' records. */
+static void check_table(const scm_compare_opts *o, const cJSON *report)
+{
+    const cJSON *tab = cJSON_GetObjectItemCaseSensitive(report, "fractions");
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(tab, "rows");
+    const cJSON *cnt = cJSON_GetObjectItemCaseSensitive(tab, "count");
+    const cJSON *wil = cJSON_GetObjectItemCaseSensitive(tab, "wilson95");
+    const long nrows = 4; /* largest K + 1 */
+    for (int j = 0; j < o->nK; j++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s.K%ld.runs.jsonl", o->prefix, o->K[j]);
+        long mine[8] = {0};
+        long n = count_rows(path, o->K[j], mine);
+        CHECK(n == o->runs, "%s: %ld records", path, n);
+        long total = 0;
+        for (int r = 0; r < cJSON_GetArraySize(rows); r++) {
+            const char *name = cJSON_GetArrayItem(rows, r)->valuestring;
+            long want;
+            if (strcmp(name, "unmatched") == 0)
+                want = mine[o->K[j] + 1];
+            else if (strcmp(name, "not_converged") == 0)
+                want = mine[o->K[j] + 2];
+            else
+                want = atol(name) <= o->K[j] ? mine[atol(name)] : 0;
+            long got = (long)cJSON_GetArrayItem(cJSON_GetArrayItem(cnt, r), j)->valuedouble;
+            CHECK(got == want, "K = %ld row %s: %ld in the table, %ld records", o->K[j], name,
+                  got, want);
+            double lo, hi;
+            scm_sweep_wilson(want, n, &lo, &hi);
+            const cJSON *w = cJSON_GetArrayItem(cJSON_GetArrayItem(wil, r), j);
+            CHECK_CLOSE(cJSON_GetArrayItem(w, 0)->valuedouble, lo, 0, 1e-15, "wilson lo");
+            CHECK_CLOSE(cJSON_GetArrayItem(w, 1)->valuedouble, hi, 0, 1e-15, "wilson hi");
+            total += got;
+        }
+        CHECK(total == n, "K = %ld: the table counts %ld of %ld runs", o->K[j], total, n);
+    }
+    (void)nrows;
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/test_compare.XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char prefix[256], base[256];
+    snprintf(base, sizeof base, "%s/c", dir);
+    snprintf(prefix, sizeof prefix, "%s/c.gd", dir);
+    counts n = {0};
+    scm_compare_opts o;
+    set_opts(&o, prefix, &n);
+    scm_compare_result res;
+    scm_error err;
+    scm_status st = scm_compare_run(&o, &res, &err);
+    CHECK(st == SCM_OK, "compare: %s", err.msg);
+    CHECK(n.records == 2 * o.runs && n.starts == 2 && n.ends == 2 && n.end_failures == 0,
+          "events: %ld records, %ld starts, %ld ends", n.records, n.starts, n.ends);
+    CHECK(n.notes >= 4, "notes: %ld (enumeration and sweep of each K)", n.notes);
+    char *first = NULL;
+    if (st == SCM_OK) {
+        check_table(&o, res.report);
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res.report, "traces")) == 2,
+              "one trace per K");
+        char *md = scm_compare_markdown(&res, prefix);
+        CHECK(md && strstr(md, "# Where training ends: M = 2, K = 2, 3") &&
+                  strstr(md, "| k1 | K = 2 | K = 3 |"),
+              "markdown: %.200s", md ? md : "(null)");
+        free(md);
+        first = cJSON_PrintUnformatted(res.report);
+    }
+    scm_compare_result_free(&res);
+
+    /* again: every sweep resumed, no run computed, the same report */
+    counts n2 = {0};
+    set_opts(&o, prefix, &n2);
+    st = scm_compare_run(&o, &res, &err);
+    CHECK(st == SCM_OK, "compare again: %s", err.msg);
+    CHECK(n2.records == 0 && n2.starts == 2, "resumed: %ld records computed", n2.records);
+    char *second = st == SCM_OK ? cJSON_PrintUnformatted(res.report) : NULL;
+    CHECK(first && second && strcmp(first, second) == 0, "the resumed report differs");
+    free(first);
+    free(second);
+    scm_compare_result_free(&res);
+
+    /* the table across rules, from the summaries of prefix = base.gd */
+    const char *rules[] = {"gd"};
+    cJSON *rj = NULL;
+    char *rmd = NULL;
+    st = scm_compare_rules_table(base, 2, o.K, 2, rules, 1, &rj, &rmd, &err);
+    CHECK(st == SCM_OK, "rules table: %s", err.msg);
+    if (st == SCM_OK) {
+        const cJSON *cells = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rj, "rules"), 0), "K");
+        for (int j = 0; j < 2; j++) {
+            char path[512];
+            snprintf(path, sizeof path, "%s.K%ld.runs.jsonl", prefix, o.K[j]);
+            long mine[8] = {0};
+            count_rows(path, o.K[j], mine);
+            const cJSON *e = cJSON_GetArrayItem(cells, j);
+            const cJSON *g = cJSON_GetObjectItemCaseSensitive(e, "global_minimum");
+            CHECK((long)cJSON_GetObjectItemCaseSensitive(g, "count")->valuedouble == mine[o.K[j] + 3],
+                  "K = %ld: global minimum count", o.K[j]);
+            CHECK((long)cJSON_GetObjectItemCaseSensitive(e, "runs")->valuedouble == o.runs,
+                  "K = %ld: runs", o.K[j]);
+        }
+        CHECK(rmd && strstr(rmd, "| gd |"), "rules markdown");
+    }
+    cJSON_Delete(rj);
+    free(rmd);
+    st = scm_compare_rules_table(base, 2, o.K, 2, (const char *[]){"stiefel"}, 1, &rj, &rmd, &err);
+    CHECK(st == SCM_EIO && rj == NULL && rmd == NULL, "missing summary: %d %s", st, err.msg);
+
+    /* failures, and whose they are */
+    char p2[256];
+    snprintf(p2, sizeof p2, "%s/bad", dir);
+    set_opts(&o, p2, &n);
+    const char *sets[] = {"integrator.eps_stop=1e-3"};
+    o.sets = sets;
+    o.nsets = 1;
+    st = scm_compare_run(&o, &res, &err);
+    CHECK(st == SCM_EINVAL && res.failed_part == SCM_COMPARE_PART_COMPARE && res.failed_input &&
+              res.failed_K == 2 && strstr(err.msg, "eps_stop"),
+          "eps_stop: %d part %d: %s", st, res.failed_part, err.msg);
+    scm_compare_result_free(&res);
+    char other[512];
+    snprintf(other, sizeof other, "%s/o.K2.runs.jsonl", dir);
+    FILE *f = fopen(other, "w");
+    fputs("{\"scm_sweep\": 1}\n", f);
+    fclose(f);
+    snprintf(p2, sizeof p2, "%s/o", dir);
+    counts n3 = {0};
+    set_opts(&o, p2, &n3);
+    st = scm_compare_run(&o, &res, &err);
+    CHECK(st == SCM_EINVAL && res.failed_part == SCM_COMPARE_PART_SWEEP && res.failed_input &&
+              strstr(err.msg, "different sweep") && n3.end_failures == 1 && n3.starts == 0,
+          "other sweep's file: %d part %d: %s", st, res.failed_part, err.msg);
+    scm_compare_result_free(&res);
+
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return TEST_SUMMARY();
+}
