@@ -163,7 +163,8 @@ scm_status scm_family_find(int K, int M, int k1, scm_ansatz *const *ans, int n_a
     }
     if (!applied)
         return scm_error_set(err, SCM_EINVAL, "no ansatz applies at K = %d, M = %d", K, M);
-    qsort(fam->pt, (size_t)fam->n, sizeof *fam->pt, cmp_loss);
+    if (fam->n > 1) /* qsort's array may not be NULL, even for no element */
+        qsort(fam->pt, (size_t)fam->n, sizeof *fam->pt, cmp_loss);
     return SCM_OK;
 }
 
