@@ -565,6 +565,15 @@ static void test_global_minimum(void)
 
 /* ---- K = M = 1000 ---- */
 
+/* The full-matrix references of check_rayleigh cost O(K^3) per product;
+ * under AddressSanitizer (an unoptimised build) those at K = 1000 take
+ * many minutes, so there the check runs at K = 100 only. */
+#if defined(__SANITIZE_ADDRESS__)
+enum { RAYLEIGH_AT_1000 = 0 };
+#else
+enum { RAYLEIGH_AT_1000 = 1 };
+#endif
+
 /* The k1 = 1 minimum continued in M from M = 7 (the published point) to
  * M1, each step a block-level Newton solve from the previous scalars. */
 static int continue_k1(scm_ansatz *a, int M1, double *x, scm_ansatz_inst **inp, double *eps)
@@ -743,8 +752,10 @@ static void test_large(void)
                    r.eig[i].unit >= 0 ? r.unit_name[r.eig[i].unit] : "",
                    r.eig[i].unit2 >= 0 ? " x " : "",
                    r.eig[i].unit2 >= 0 ? r.unit_name[r.eig[i].unit2] : "");
-        if (st == SCM_OK)
+        if (st == SCM_OK && RAYLEIGH_AT_1000)
             check_rayleigh(in, x, &r);
+        else if (st == SCM_OK)
+            printf("K = M = 1000: the Rayleigh-quotient check skipped under a sanitizer\n");
         scm_symstab_result_free(&r);
     }
     scm_ansatz_inst_free(in);
