@@ -66,5 +66,15 @@ check "[ $? -eq 2 ]" "missing --M accepted"
 "$SCM" crosscheck --K 5 --M 5 --method sgd > "$W/bad.txt" 2>&1
 check "[ $? -eq 2 ] && grep -q 'method' '$W/bad.txt'" "bad --method accepted"
 
+# issue 26: --runs 0 refused; an output that is an input refused before any work;
+# an unwritable output: exit 4
+"$SCM" crosscheck --K 2 --M 2 --runs 0 > "$W/bad.txt" 2>&1
+check "[ $? -eq 2 ] && grep -q -- '--runs needs an integer in \[1' '$W/bad.txt'" "--runs 0 accepted: $(cat "$W/bad.txt")"
+echo '{}' > "$W/an.json"; cp "$W/an.json" "$W/an.orig"
+"$SCM" crosscheck --K 2 --M 2 --runs 2 --ansatz "$W/an.json" -o "$W/an.json" > "$W/bad.txt" 2>&1
+check "[ $? -eq 2 ] && grep -q 'also an input' '$W/bad.txt' && cmp -s '$W/an.json' '$W/an.orig'" "-o = --ansatz: $(cat "$W/bad.txt")"
+"$SCM" crosscheck --K 2 --M 2 --runs 2 --method gd -q -o /dev/full > "$W/bad.txt" 2>&1
+check "[ $? -eq 4 ]" "crosscheck -o /dev/full: exit $?: $(tail -1 "$W/bad.txt")"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -15,8 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scm/flow.h"
 #include "scm/fptable.h"
+#include "scm/hessian.h"
+#include "scm/model.h"
 #include "scm/output.h"
+#include "scm/weights.h"
 #include "testutil.h"
 
 static scm_fp_table *run(const scm_fp_table_opts *o)
@@ -169,10 +173,12 @@ static void check_json(const scm_fp_table *t)
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(j, "status");
     int n = scm_fp_table_count(t);
     CHECK(cJSON_GetArraySize(arr) == n, "%d JSON points, %d rows", cJSON_GetArraySize(arr), n);
-    CHECK(cJSON_IsString(status) &&
-              strcmp(status->valuestring,
-                     scm_fp_table_residual_ok(t) ? "ok" : "residual_above_1e-12") == 0,
-          "status");
+    /* the work completed: "ok" also with points above the residual bound,
+     * which are counted and flagged in their entries */
+    CHECK(cJSON_IsString(status) && strcmp(status->valuestring, "ok") == 0, "status");
+    CHECK(cJSON_GetObjectItemCaseSensitive(j, "points_above_residual")->valueint ==
+              scm_fp_table_n_above(t),
+          "points_above_residual");
     int distinct = 0, merged = 0;
     const cJSON *x;
     cJSON_ArrayForEach(x, srch) distinct += cJSON_GetObjectItemCaseSensitive(x, "distinct")->valueint;
@@ -182,7 +188,18 @@ static void check_json(const scm_fp_table *t)
         const cJSON *p = cJSON_GetArrayItem(arr, i);
         const cJSON *an = cJSON_GetObjectItemCaseSensitive(p, "ansatz");
         CHECK(cJSON_IsString(an) && strcmp(an->valuestring, r.ansatz) == 0, "ansatz of %d", i);
-        CHECK(cJSON_GetObjectItemCaseSensitive(p, "k1")->valuedouble == r.k1, "k1 of %d", i);
+        const cJSON *k1 = cJSON_GetObjectItemCaseSensitive(p, "k1");
+        CHECK(r.k1 >= 0 ? cJSON_IsNumber(k1) && k1->valuedouble == r.k1 : cJSON_IsNull(k1),
+              "k1 of %d", i);
+        /* k1 is the family: the anti-aligned count of the structure */
+        CHECK(r.k1 < 0 || r.k1 == r.st.n_anti, "k1 %d of %d is not its anti count %g", r.k1, i,
+              r.st.n_anti);
+        CHECK(cJSON_GetObjectItemCaseSensitive(p, "instance")->valuedouble == r.instance,
+              "instance of %d", i);
+        CHECK(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(p, "residual_ok")) &&
+                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "residual_ok")) ==
+                      (r.residual < cJSON_GetObjectItemCaseSensitive(j, "max_residual")->valuedouble),
+              "residual_ok of %d", i);
         CHECK(cJSON_GetObjectItemCaseSensitive(p, "loss")->valuedouble == r.pt->eps, "loss %d", i);
         const cJSON *af = cJSON_GetObjectItemCaseSensitive(p, "also_found_in_other_ansatze");
         CHECK(af->valueint == r.also_found, "also_found of %d", i);
@@ -350,7 +367,7 @@ static void test_grow(void)
         const cJSON *p = cJSON_GetArrayItem(arr, i);
         bad += r.pt->Q != NULL || !(r.residual < 1e-10) ||
                cJSON_GetObjectItemCaseSensitive(p, "loss")->valuedouble != r.pt->eps ||
-               cJSON_GetObjectItemCaseSensitive(p, "k1")->valueint != r.k1;
+               cJSON_GetObjectItemCaseSensitive(p, "instance")->valueint != r.instance;
     }
     CHECK(bad == 0, "%d grow rows disagree", bad);
     CHECK(scm_fp_table_residual_ok(t), "grow residual_ok");
@@ -409,6 +426,243 @@ static void test_errors(void)
     CHECK(scm_fp_table_opts_check(&o, &e) == SCM_OK, "opts_check: %s", e.msg);
 }
 
+/* ---- issue 25: the families table, one meaning of k1, states ---- */
+
+/* The dense closed-form Hessian of the point (Q, R) realised at d = K + M
+ * (hessian.h): its negative count and smallest non-zero eigenvalue, the reference
+ * of the symmetric spectrum.  0 when it cannot be evaluated (parallel or
+ * dead ReLU neurons). */
+static int dense_hessian(int K, int M, const double *Q, const double *R, int *n_neg,
+                         double *hmin)
+{
+    scm_error e;
+    long d = K + M;
+    scm_model *m = scm_model_alloc(K, M, scm_activation_find("relu"), NULL, NULL, NULL, &e);
+    scm_flow *fl = m ? scm_flow_alloc(m) : NULL;
+    size_t n = (size_t)K * (size_t)d;
+    double *W = malloc(sizeof(double) * n), *Ws = malloc(sizeof(double) * (size_t)M * d);
+    double *H = malloc(sizeof(double) * n * n), *ev = malloc(sizeof(double) * n);
+    int ok = fl && W && Ws && H && ev && scm_weights_realise(m, Q, R, d, W, Ws, &e) == SCM_OK &&
+             scm_stab_hessian(fl, d, W, Ws, H, &e) == SCM_OK;
+    scm_stab_counts c;
+    if (ok && scm_stab_spectrum(H, (int)n, 1e-9, ev, &c) == SCM_OK) {
+        *n_neg = c.n_neg;
+        *hmin = NAN;
+        for (size_t i = 0; i < n && isnan(*hmin); i++)
+            if (fabs(ev[i]) > c.zero_tol)
+                *hmin = ev[i];
+    } else {
+        ok = 0;
+    }
+    free(W);
+    free(Ws);
+    free(H);
+    free(ev);
+    scm_flow_free(fl);
+    scm_model_free(m);
+    return ok;
+}
+
+/* Each classified row's class and smallest Hessian eigenvalue against the
+ * dense Hessian; each family's entry against the rows: the lowest-loss
+ * minimum among its specialised rows, the counts. */
+static void check_families(const scm_fp_table *t, int K, int M)
+{
+    int compared = 0;
+    for (int i = 0; i < scm_fp_table_count(t); i++) {
+        scm_fp_table_row r;
+        scm_fp_table_row_get(t, i, &r);
+        double hmin;
+        scm_fp_class c = scm_fp_table_row_class(t, i, &hmin);
+        int spec = r.k1 >= 0 && r.st.n_other == K - M;
+        CHECK(!spec || c != SCM_FP_CLASS_NONE, "row %d: specialised but not classified", i);
+        int nneg;
+        double dmin;
+        if (c == SCM_FP_CLASS_NONE || c == SCM_FP_CLASS_REFUSED || !r.pt->Q ||
+            !dense_hessian(K, M, r.pt->Q, r.pt->R, &nneg, &dmin))
+            continue;
+        compared++;
+        CHECK((c == SCM_FP_CLASS_MINIMUM) == (nneg == 0), "row %d: class %s, dense %d negative",
+              i, scm_fp_class_str(c), nneg);
+        CHECK(fabs(hmin - dmin) <= 1e-7 * fmax(1.0, fabs(dmin)), "row %d: hmin %.12g, dense %.12g",
+              i, hmin, dmin);
+    }
+    CHECK(compared >= 3, "only %d rows compared with the dense Hessian", compared);
+    int nf = scm_fp_table_family_count(t), listed = 0;
+    CHECK(nf > 0, "no family");
+    for (int f = 0; f < nf; f++) {
+        scm_fp_table_family F;
+        CHECK(scm_fp_table_family_get(t, f, &F) == SCM_OK, "family %d", f);
+        int nmin = 0, nsad = 0, npts = 0, best = -1;
+        for (int i = 0; i < scm_fp_table_count(t); i++) {
+            scm_fp_table_row r;
+            scm_fp_table_row_get(t, i, &r);
+            if (r.k1 != F.k1 || r.st.n_other != K - M || !(r.residual < 1e-12))
+                continue;
+            double h;
+            scm_fp_class c = scm_fp_table_row_class(t, i, &h);
+            npts++;
+            nmin += c == SCM_FP_CLASS_MINIMUM;
+            nsad += c == SCM_FP_CLASS_SADDLE;
+            if (c == SCM_FP_CLASS_MINIMUM && best < 0)
+                best = i;
+        }
+        if (K == M) /* one pattern per k1 */
+            CHECK(npts == F.n_points && nmin == F.n_minima && nsad == F.n_saddles &&
+                      best == F.best_row,
+                  "family k1 = %d: %d/%d points, %d/%d minima, %d/%d saddles, best %d/%d", F.k1,
+                  npts, F.n_points, nmin, F.n_minima, nsad, F.n_saddles, best, F.best_row);
+        listed += F.n_points;
+        if (F.best_row >= 0) {
+            scm_fp_table_row r;
+            scm_fp_table_row_get(t, F.best_row, &r);
+            CHECK(r.pt->eps == F.loss && r.k1 == F.k1, "family %d: its point", F.k1);
+        } else {
+            CHECK(F.n_minima == 0 && isnan(F.loss), "family %d without a minimum", F.k1);
+        }
+    }
+    CHECK(listed > 0, "families hold no point");
+}
+
+/* --k1 N lists family N: every row has N anti-aligned students, and every
+ * point of family N of the full enumeration is among them (by loss). */
+static void test_family_filter(void)
+{
+    scm_fp_table_opts o;
+    scm_fp_table_opts_default(&o);
+    o.K = 6;
+    o.M = 6;
+    o.threads = 2;
+    scm_fp_table *all = run(&o);
+    o.k1 = 1;
+    scm_fp_table *one = run(&o);
+    if (!all || !one) {
+        scm_fp_table_free(all);
+        scm_fp_table_free(one);
+        return;
+    }
+    int n1 = scm_fp_table_count(one), missing = 0, fam1 = 0;
+    CHECK(n1 > 0, "--k1 1: no point");
+    for (int i = 0; i < n1; i++) {
+        scm_fp_table_row r;
+        scm_fp_table_row_get(one, i, &r);
+        CHECK(r.k1 == 1 && r.st.n_anti == 1.0, "--k1 1: row %d has k1 %d, anti %g", i, r.k1,
+              r.st.n_anti);
+    }
+    for (int i = 0; i < scm_fp_table_count(all); i++) {
+        scm_fp_table_row r;
+        scm_fp_table_row_get(all, i, &r);
+        if (r.k1 != 1 || r.st.n_other != 0)
+            continue;
+        fam1++;
+        int found = 0;
+        for (int u = 0; u < n1 && !found; u++) {
+            scm_fp_table_row q;
+            scm_fp_table_row_get(one, u, &q);
+            found = fabs(q.pt->eps - r.pt->eps) <= 1e-9 * fmax(1e-3, r.pt->eps);
+        }
+        missing += !found;
+    }
+    CHECK(fam1 > 0 && missing == 0, "--k1 1 misses %d of the %d family-1 points", missing, fam1);
+    CHECK(scm_fp_table_family_count(one) == 1, "--k1 1: %d families",
+          scm_fp_table_family_count(one));
+    check_families(one, 6, 6);
+    scm_fp_table_free(all);
+    scm_fp_table_free(one);
+}
+
+static void count_progress(void *ctx, int done, int total)
+{
+    int *c = ctx;
+    c[0]++;
+    c[1] = done;
+    c[2] = total;
+}
+
+/* The families at K = M = 4 and K = 4, M = 3 against the dense Hessian; a
+ * point above the residual bound is out of the families; the loss is never
+ * negative; --states; the progress of --stability. */
+static void test_families(void)
+{
+    scm_fp_table_opts o;
+    scm_fp_table_opts_default(&o);
+    o.K = 4;
+    o.M = 4;
+    o.threads = 2;
+    int prog[3] = {0, -1, -1};
+    o.stability = 1;
+    o.progress = count_progress;
+    o.progress_ctx = prog;
+    scm_fp_table *t = run(&o);
+    if (!t)
+        return;
+    check_families(t, 4, 4);
+    CHECK(prog[0] == scm_fp_table_count(t) + 1 && prog[1] == prog[2] &&
+              prog[2] == scm_fp_table_count(t),
+          "progress: %d calls, last %d/%d, %d rows", prog[0], prog[1], prog[2],
+          scm_fp_table_count(t));
+    /* the global minimum k1 = 0 is the only minimum at K = M = 4 (relu),
+     * a family without a minimum is listed with loss NaN */
+    scm_fp_table_family F;
+    scm_fp_table_family_get(t, 0, &F);
+    CHECK(F.k1 == 0 && F.loss == 0.0 && F.n_minima == 1, "k1 = 0: loss %g, %d minima", F.loss,
+          F.n_minima);
+    scm_fp_table_family_get(t, 1, &F);
+    CHECK(F.k1 == 1 && F.n_minima == 0 && isnan(F.loss) && F.n_saddles > 0,
+          "k1 = 1 at K = M = 4 is not a family of saddles only");
+    for (int i = 0; i < scm_fp_table_count(t); i++) {
+        scm_fp_table_row r;
+        scm_fp_table_row_get(t, i, &r);
+        CHECK(r.pt->eps >= 0.0 && !(r.pt->eps_polish < 0.0), "row %d: loss %g", i, r.pt->eps);
+    }
+    /* --states minima: Q and R only of the minima, in the list and the
+     * family table; none: of no point */
+    for (int states = SCM_FP_STATES_NONE; states <= SCM_FP_STATES_MINIMA; states++) {
+        scm_fp_table_opts_default(&o);
+        o.K = 4;
+        o.M = 4;
+        o.threads = 2;
+        o.states = states;
+        scm_fp_table *u = run(&o);
+        cJSON *j = u ? scm_fp_table_json(u) : NULL;
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "fixed_points"), *p;
+        int with = 0, bad = 0;
+        cJSON_ArrayForEach(p, arr)
+        {
+            int has = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(p, "Q"));
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "class");
+            with += has;
+            bad += has != (states == SCM_FP_STATES_MINIMA && strcmp(c->valuestring, "minimum") == 0);
+        }
+        CHECK(u && bad == 0 && with == (states == SCM_FP_STATES_MINIMA ? 1 : 0),
+              "--states %d: %d with Q, %d wrong", states, with, bad);
+        cJSON_Delete(j);
+        scm_fp_table_free(u);
+    }
+    scm_fp_table_free(t);
+    /* every point above the bound: the run completes, no family */
+    scm_fp_table_opts_default(&o);
+    o.K = 4;
+    o.M = 3;
+    o.threads = 2;
+    o.max_residual = 1e-300;
+    scm_fp_table *a = run(&o);
+    if (a)
+        CHECK(scm_fp_table_family_count(a) == 0 && scm_fp_table_n_above(a) == scm_fp_table_count(a),
+              "points above the bound in the families: %d families",
+              scm_fp_table_family_count(a));
+    scm_fp_table_free(a);
+    o.max_residual = 1e-12;
+    a = run(&o);
+    if (a) {
+        check_families(a, 4, 3);
+        scm_fp_table_family F0;
+        scm_fp_table_family_get(a, 0, &F0);
+        CHECK(strcmp(F0.pattern, "1 aligned") == 0, "K = 4, M = 3: pattern '%s'", F0.pattern);
+    }
+    scm_fp_table_free(a);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -419,5 +673,7 @@ int main(void)
     test_compare_bytes();
     test_seeds();
     test_grow();
+    test_family_filter();
+    test_families();
     return TEST_SUMMARY();
 }

@@ -263,5 +263,137 @@ PY
 bad cmpreq "--M, --K and --runs are required" compare --K 2 --runs 3
 bad cmpfam "K = 5 is not in --K" compare --M 2 --K 2 --runs 3 --families 5=x.json
 
+# ---- issue 26: hostile inputs --------------------------------------------
+# item 2: a runs file or a families file without end is refused, not read whole
+# a 2 GB address-space limit (the code before read without one), unless the
+# binary cannot start under it (AddressSanitizer reserves terabytes)
+LIMV=2000000
+( ulimit -v $LIMV; exec "$SCM" --version ) > /dev/null 2>&1 || LIMV=unlimited
+badlim() { # bad under that limit
+    local name=$1 pat=$2
+    shift 2
+    ( ulimit -v $LIMV; exec "$SCM" "$@" ) > /dev/null 2> e
+    local rc=$?
+    check "[ $rc -eq 2 ] && grep -q -- \"$pat\" e" "$name: rc $rc, stderr: $(cat e)"
+}
+badlim devzero "NUL byte" merge /dev/zero -o z.json
+check "[ ! -e z.json ]" "merge /dev/zero wrote a summary"
+badlim devfull "not a regular file" sweep k3.json --runs 2 -o /dev/full --resume
+( ulimit -v $LIMV; "$SCM" sweep k3.json --runs 2 --families /dev/zero -o fz.jsonl > /dev/null 2> e )
+check "[ $? -eq 2 ] && grep -q 'NUL byte\|larger than' e && [ ! -e fz.jsonl ]" "families /dev/zero: $(cat e)"
+# item 3: shard [0, 0] (SIGFPE before), a header-only runs file
+head -1 a10.jsonl > hdr.jsonl
+"$SCM" merge hdr.jsonl -o hdr.json -q; check "[ $? -eq 0 ] && grep -q '\"count\":.10' hdr.json" "header-only runs file"
+sed '1s/"shard":\[0,1\]/"shard":[0,0]/' a10.jsonl > sh00.jsonl
+bad shard00 "out of range" merge sh00.jsonl -o x.json
+sed '1s/"shard":\[0,1\]/"shard":[0,-1]/' a10.jsonl > sh0m.jsonl
+bad shard0m "out of range" merge sh0m.jsonl -o x.json
+sed '1s/"runs":10/"runs":-5/' a10.jsonl > runsm5.jsonl
+bad runsm5 "out of range" merge runsm5.jsonl -o x.json
+check "[ ! -e x.json ]" "a refused merge wrote its output"
+# item 4: a runs file locked by another process (here python's fcntl lock)
+cp a6.jsonl lk.jsonl
+python3 -c '
+import fcntl, sys, time
+f = open("lk.jsonl", "r+"); fcntl.lockf(f, fcntl.LOCK_EX); open("lk.ready", "w").close(); time.sleep(20)' &
+lkpid=$!
+for _ in $(seq 100); do [ -e lk.ready ] && break; sleep 0.1; done
+bad locked "locked by another process" sweep k3.json --runs 10 -o lk.jsonl --resume
+kill $lkpid 2>/dev/null; wait $lkpid 2>/dev/null
+check "cmp -s lk.jsonl a6.jsonl" "a locked runs file was changed"
+# two scm sweep --resume at once: one of them refused, the file the uninterrupted one
+"$SCM" sweep k3.json --runs 40 -o two.jsonl -q --threads 1 & p1=$!
+for _ in $(seq 100); do [ -s two.jsonl ] && break; sleep 0.05; done
+"$SCM" sweep k3.json --runs 40 -o two.jsonl --resume -q 2> e2; r2=$?
+wait $p1; r1=$?
+"$SCM" sweep k3.json --runs 40 -o two40.jsonl -q
+check "[ $r1 -eq 0 ] && { [ $r2 -eq 0 ] || grep -q 'locked' e2; } && cmp -s two.jsonl two40.jsonl" "two concurrent sweeps: rc $r1 $r2 $(cat e2)"
+# item 5: --resume onto a file that is not a runs file leaves it as it was
+printf 'precious data, no newline' > notruns.txt; cp notruns.txt notruns.orig
+bad notruns "not a runs file" sweep k3.json --runs 2 -o notruns.txt --resume
+check "cmp -s notruns.txt notruns.orig" "--resume destroyed a file that is not a runs file"
+printf 'line one\nline two\n' > notruns2.txt; cp notruns2.txt notruns2.orig
+bad notruns2 "not a runs file" sweep k3.json --runs 2 -o notruns2.txt --resume
+check "cmp -s notruns2.txt notruns2.orig" "--resume changed a text file"
+head -c 40 a6.jsonl > cuthdr.jsonl
+"$SCM" sweep k3.json --runs 6 -o cuthdr.jsonl --resume -q; check "[ $? -eq 0 ] && cmp -s cuthdr.jsonl a6.jsonl" "a cut header is rewritten"
+# item 6: an output that is also an input
+cp a10.jsonl in1.jsonl; cp in1.jsonl in1.orig
+bad mergeself "also an input" merge in1.jsonl sh0.jsonl -o in1.jsonl
+check "cmp -s in1.jsonl in1.orig" "merge overwrote its input"
+bad sumout "also an input" sweep k3.json --runs 2 -o so.jsonl --summary so.jsonl
+check "[ ! -e so.jsonl ]" "--summary = -o wrote something"
+cp k3.json k3c.json
+bad cfgout "also an input" sweep k3c.json --runs 2 -o k3c.json
+check "cmp -s k3c.json k3.json" "-o = config changed the config"
+# item 7: every option that changes a record is in the header and checked
+for opt in "--dead-q 0.01" "--match-rtol 1e-6" "--loose-grad-stop 1e-6"; do
+    cp a6.jsonl o7.jsonl
+    bad "resume $opt" "different sweep" sweep k3.json --runs 6 -o o7.jsonl --resume $opt
+    "$SCM" sweep k3.json --runs 10 --shard 1/2 -o o7s.jsonl -q $opt
+    bad "merge $opt" "different sweep" merge sh0.jsonl o7s.jsonl -o x.json
+    rm -f o7s.jsonl
+done
+python3 -c '
+import json; h = json.loads(open("a6.jsonl").readline())
+assert h["classify"] == {"match_rtol": 1e-8, "match_atol": 1e-10, "dead_q": 1e-3, "loose_grad_stop": 0}, h' && ok || ko "classify in the header"
+# item 15: --certify needs --families, and excludes --certify-global
+bad certnofam "needs --families" sweep k3.json --runs 2 -o x.jsonl --certify
+bad certboth "exclude each other" sweep k3.json --runs 2 -o x.jsonl --certify --certify-global --families fp.json
+# item 19: messages
+mkdir -p adir
+bad mergedir "is a directory" merge adir -o x.json
+sed 's/$/\r/' a6.jsonl > crlf.jsonl
+bad crlf "CRLF" sweep k3.json --runs 6 -o crlf.jsonl --resume
+{ cat a6.jsonl; sed -n 8p a10.jsonl; } > extra.jsonl
+bad extra "beyond the last run of this shard" sweep k3.json --runs 6 -o extra.jsonl --resume
+# item 20: an output that cannot be written: exit 4, documented
+mkdir -p ro && chmod 555 ro
+if [ "$(id -u)" != 0 ]; then
+    "$SCM" merge a10.jsonl -o ro/m.json -q 2> e; check "[ $? -eq 4 ]" "unwritable merge output: exit 4"
+fi
+"$SCM" merge a10.jsonl -o /dev/full -q 2> e; check "[ $? -eq 4 ] && grep -q 'No space' e" "merge onto /dev/full: exit $? $(cat e)"
+"$SCM" sweep k3.json --runs 2 -o full.jsonl --summary /dev/full -q 2> e; r=$?
+check "[ $r -eq 4 ] && [ \$(wc -l < full.jsonl) -eq 3 ]" "summary onto /dev/full: exit $r $(cat e)"
+
+# item 14: families of another (K, M) refused, naming both shapes
+bad famshape "K = 9, M = 9, but the model has K = 3, M = 3" sweep k3.json --runs 2 -o x.jsonl --families c9.K9.families.json
+check "[ ! -e x.jsonl ]" "a refused sweep wrote its runs file"
+# compare: refused before the first write (items 9, 14, 15)
+mkdir -p cref && cd cref
+bad cmpKbig "no ansatz applies" compare --M 2 --K 100000 --runs 2 -o r1 --no-plots
+bad cmpnull "/dev/null: invalid JSON" compare --M 2 --K 2 --runs 2 --families 2=/dev/null -o r2 --no-plots
+bad cmpeps "eps_stop = 1 is not far below" compare --M 2 --K 2 --runs 2 --set integrator.eps_stop=1 -o r3 --no-plots
+bad cmpshape "K = 9, M = 9, but the model has K = 2, M = 2" compare --M 2 --K 2 --runs 2 --families 2=../c9.K9.families.json -o r4 --no-plots
+bad cmpKempty "--K must be a list" compare --M 2 --K 2,,3 --runs 2 -o r5 --no-plots
+bad cmpKdup "lists K = 2 twice" compare --M 2 --K 2,2 --runs 2 -o r6 --no-plots
+bad cmpcert "exclude each other" compare --M 2 --K 2 --runs 2 --certify --certify-global -o r7 --no-plots
+check "[ -z \"\$(ls | grep -v '^e$')\" ]" "refused compares left files: $(ls | tr '\n' ' ')"
+"$SCM" compare --M 2 --K 2 --runs 2 -o ok --no-plots -q; check "[ $? -eq 0 ]" "small compare"
+cp ok.K2.config.json ok.cfg.orig
+bad cmprerun "exists with another configuration" compare --M 2 --K 2 --runs 2 -o ok --no-plots --set integrator.rtol=1e-9
+check "cmp -s ok.K2.config.json ok.cfg.orig" "a refused rerun changed PREFIX.K2.config.json"
+bad cmpself "also an input" compare ok.K2.config.json --M 2 --K 2 --runs 2 -o ok --no-plots
+# item 18: the .md is written atomically, not through a fixed PREFIX.md.tmp
+mkdir ok.md.tmp
+"$SCM" compare --M 2 --K 2 --runs 2 -o ok --no-plots -q; check "[ $? -eq 0 ] && [ -s ok.md ]" "compare .md beside a directory PREFIX.md.tmp"
+# item 20: an unwritable .md: exit 4, and no .json without its .md
+rm -f ok.json ok.md; mkdir ok.md
+"$SCM" compare --M 2 --K 2 --runs 2 -o ok --no-plots -q 2> e; r=$?
+check "[ $r -eq 2 -o $r -eq 4 ] && [ ! -e ok.json ]" "compare with .md unwritable: rc $r, ok.json $(ls ok.json 2>&1)"
+cd ..
+
+# issue 26 item 8: runs that cannot start (students too small for the loose
+# stage at init.scale 1.2e-5) are failed records naming the reason; the sweep goes on
+cat > dead.json <<'JSON'
+{"model": {"K": 4, "M": 4, "activation": "relu"},
+ "init": {"type": "random", "d": 1000, "sigma": 1, "seed": 1, "scale": 1.2e-5},
+ "integrator": {"linear_solver": "gmres", "loose_until": 1e-6, "loose_rtol": 1e-4,
+                "loose_atol": 1e-6, "jtimes": "lagged", "eps_stop": 1e-10, "max_steps": 100000}}
+JSON
+"$SCM" sweep dead.json --runs 12 -o dead.jsonl --threads 2 -q 2> e; r=$?
+check "[ $r -eq 0 ] && [ \$(wc -l < dead.jsonl) -eq 13 ] && [ \$(grep -c '\"stop\":\"failed\",\"converged\":false,\"why\":\"the run cannot go on: integrator.loose_atol' dead.jsonl) -eq 12 ]" "dead starts: rc $r $(cat e) $(sed -n 2p dead.jsonl)"
+"$SCM" merge dead.jsonl -o dead.sum.json -q; check "[ $? -eq 0 ]" "merge of failed records"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -205,7 +205,7 @@ void scm_xc_groups_free(scm_xc_groups *g);
 typedef struct {
     int K, M;                   /* students, teachers (no default: -1) */
     const scm_activation *act;  /* NULL: relu */
-    long runs;                  /* runs per method (200) */
+    long runs;                  /* runs per method (>= 1; 200) */
     long seed;                  /* base seed: run i uses scm_sweep_seed(seed, i) (1) */
     long first;                 /* first run index (0) */
     int ode, gd;                /* which methods run, ODE first (both 1) */

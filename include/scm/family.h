@@ -116,8 +116,10 @@ typedef struct {
 
 /* Enumerate the family o describes (scm_family_find with o->starts random
  * starts) and choose its point: o->index, else o->loss, else the default
- * (scm_family_default); the chosen point is checked in the full space
- * (scm_family_check_full).  On SCM_OK p->fam.pt[p->index] is the point.
+ * (the lowest-loss minimum candidate); the chosen point is checked in the
+ * full space.  The full-space checks use the symmetric spectrum of the
+ * point's ansatz instance (scm_stab_symmetric_jacobian, symstab.h: cost
+ * independent of K), scm_family_check_full where that is refused.  On SCM_OK p->fam.pt[p->index] is the point.
  * Errors (err says which, in the words of `scm stability`): SCM_EINVAL or
  * SCM_EIO for bad input (an ansatz file that cannot be read, a family out
  * of range or no ansatz applying, an index or loss that selects no

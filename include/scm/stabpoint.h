@@ -12,6 +12,32 @@
 
 #include "scm/family.h"
 #include "scm/stability.h"
+#include "scm/symstab.h"
+
+/* The symmetric spectra of a point (symstab.h) and how its perturbation
+ * test ran: filled by scm_stabpoint_analyse. */
+typedef struct {
+    int done;               /* 1: the Hessian's and the Jacobian's spectra are symmetric */
+    scm_symstab_result hess, jac;
+    long predicted_zeros;   /* rotations outside the teacher span + ReLU homogeneity */
+    int perturb;            /* the perturbation test that ran (SCM_STABPOINT_PERTURB_*) */
+    char why_dense[256];    /* when not done: why the dense path ran ("" if asked) */
+} scm_stabpoint_sym;
+
+/* The perturbation test: AUTO is WEIGHTS (GD steps in weight space, then
+ * the flow; scm_stab_analyse) for K d <= SCM_STABPOINT_WEIGHTS_MAX, else
+ * QR (the perturbation drawn in weight space, mapped to (Q, R), then only
+ * the CVODE flow: scm_stab_perturb_qr) for K <= SCM_STABPOINT_QR_AUTO_MAX_K,
+ * else NONE (a run costs about 1 s of CPU at K = 100: the symmetric
+ * spectrum decides alone, QR on request); NONE skips it. */
+enum {
+    SCM_STABPOINT_PERTURB_AUTO = 0,
+    SCM_STABPOINT_PERTURB_WEIGHTS,
+    SCM_STABPOINT_PERTURB_QR,
+    SCM_STABPOINT_PERTURB_NONE
+};
+#define SCM_STABPOINT_WEIGHTS_MAX 800
+#define SCM_STABPOINT_QR_AUTO_MAX_K 30
 
 typedef struct {
     long K, M;
@@ -21,6 +47,9 @@ typedef struct {
     char desc[1200];       /* one line: where it comes from, its ansatz and loss */
     int from_family;       /* 1: pick holds the family and the choice */
     scm_family_pick pick;
+    char ansatz[64];       /* the ansatz the point belongs to ("": unknown) */
+    int ansatz_k1;         /* its instance's k1 */
+    scm_stabpoint_sym sym; /* the symmetric analysis (scm_stabpoint_analyse) */
 } scm_stabpoint;
 
 /* Fixed point index of the `scm fixed-points` result file at path.
@@ -43,6 +72,36 @@ scm_status scm_stabpoint_family(const scm_family_pick_opts *o, scm_stabpoint *sp
  * activation act.  The caller frees it; NULL on no memory. */
 cJSON *scm_stabpoint_json(const scm_stabpoint *sp, const scm_activation *act,
                           const scm_stab_opts *o, const scm_stab_result *r);
+
+/* The analysis of sp for activation act: with dense = 0 and a point whose
+ * ansatz is known (sp->ansatz, looked up in ansatz_file or else the
+ * built-in ansätze, instantiated at (K, M, sp->ansatz_k1), the point
+ * projected onto it), the spectra are the symmetric ones
+ * (scm_stab_symmetric_full, scm_stab_symmetric_jacobian; sp->sym.done =
+ * 1): r's Hessian fields hold their counts (n = K d), smallest and
+ * largest eigenvalues, and the verdict: a saddle with a negative
+ * eigenvalue, else a minimum when the zeros are exactly the predicted
+ * ones (sp->sym.predicted_zeros), degenerate with more, inconsistent with
+ * fewer; r's Jacobian fields the largest and smallest real parts.  The
+ * perturbation test is o's, run as perturb says (SCM_STABPOINT_PERTURB_*).
+ * With dense = 1, or no ansatz, or a point the symmetric path refuses
+ * (sp->sym.why_dense says why), scm_stab_analyse does everything.  Errors
+ * those of scm_stab_analyse, and SCM_EINVAL for an ansatz that cannot be
+ * found or instantiated (naming it). */
+scm_status scm_stabpoint_analyse(scm_stabpoint *sp, const scm_activation *act,
+                                 const scm_stab_opts *o, int dense, int perturb,
+                                 const char *ansatz_file, scm_stab_result *r, scm_error *err);
+
+/* The perturbation test in (Q, R), for large K: for each sigma of o,
+ * o->n_trials perturbations xi ~ N(0, sigma^2) of the realisation W (d =
+ * o->d or K + M) mapped to (Q, R) by scm_weights_overlaps, then the CVODE
+ * flow of (Q, R) to o->t_max (no GD steps: dist and deps are those of the
+ * perturbed start; the cost of a run does not depend on d).  Fills
+ * r->rows, r->n_rows and r->verdict (and r->agree against r->hverdict);
+ * needs r->eps, the point's loss.  Errors: bad options, a point that
+ * cannot be realised, no memory. */
+scm_status scm_stab_perturb_qr(const scm_model *m, const double *Q, const double *R,
+                               const scm_stab_opts *o, scm_stab_result *r, scm_error *err);
 
 void scm_stabpoint_free(scm_stabpoint *sp);
 

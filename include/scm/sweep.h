@@ -185,8 +185,9 @@ scm_status scm_sweep_record_parse(const char *line, scm_sweep_record *r, scm_err
  * "seed", "runs", "shard": [i, n], "families": [...]} (caller frees). */
 char *scm_sweep_header_json(const scm_config *c, uint64_t base, long runs, int shard_i,
                             int shard_n, const scm_sweep_families *fams);
-/* The same with the sweep options that change what a run records: with
- * o->certify, "certify": {"grad": certify_grad, "global": certify_global,
+/* The same with the sweep options that change what a run records:
+ * "classify": {"match_rtol", "match_atol", "dead_q", "loose_grad_stop"}
+ * and, with o->certify, "certify": {"grad": certify_grad, "global": certify_global,
  * "rmax": certify_rmax}
  * (so that a resume or a merge cannot mix early-stopped runs with others). */
 char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, int shard_i,

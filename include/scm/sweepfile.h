@@ -60,10 +60,15 @@ void scm_sweep_file_opts_default(scm_sweep_file_opts *o);
  * c, fams and o are borrowed and must outlive the handle.  Without
  * o->resume an existing file is SCM_EINVAL; with it, the file must hold
  * this sweep's header and the first records of this shard with their seeds
- * (else SCM_EINVAL, the message naming the line), its records are counted
- * into the summary and a last line without newline is dropped; an
- * unreadable file is SCM_EINVAL too.  A file whose header itself was cut
- * is rewritten.  SCM_EIO when the file cannot be truncated, opened or its
+ * (else SCM_EINVAL, the message naming the line, and the file is left as
+ * it was), its records are counted into the summary and a last line
+ * without newline is dropped; an unreadable file, a directory or a device
+ * is SCM_EINVAL too.  A file whose only line is a cut prefix of the header
+ * is rewritten.  The file is read line by line (at most 16 MB a line).  The
+ * open file holds an advisory write lock (fcntl) until it is closed: a
+ * second process opening the same file gets SCM_EINVAL ("locked by another
+ * process").  Families whose points have another shape than c's model are
+ * SCM_EINVAL (scm_sweep_families_check_shape).  SCM_EIO when the file cannot be truncated, opened or its
  * header written; SCM_ENOMEM.  On success *out is the handle (free with
  * scm_sweep_file_free), else *out is NULL. */
 scm_status scm_sweep_file_open(const char *path, const scm_config *c,
@@ -87,9 +92,17 @@ const scm_sweep_summary *scm_sweep_file_summary(const scm_sweep_file *f);
 void scm_sweep_file_free(scm_sweep_file *f);
 
 /* The families file at path (a fixed-points result, or any list
- * scm_sweep_families_parse reads) into fams.  SCM_EIO "cannot read families
- * file '<path>': <reason>", or the parse's error. */
+ * scm_sweep_families_parse reads; at most 256 MB) into fams.  SCM_EIO
+ * "families file: cannot read '<path>': <reason>", SCM_EINVAL for a
+ * directory, a larger file or one holding a NUL byte, or the parse's
+ * error. */
 scm_status scm_sweep_families_load(const char *path, scm_sweep_families *fams, scm_error *err);
+
+/* SCM_OK when every family that gives a point has shape (K, M), else
+ * SCM_EINVAL naming source, the family and both shapes.  scm_sweep_file_open
+ * checks it against its config's model. */
+scm_status scm_sweep_families_check_shape(const scm_sweep_families *fams, int K, int M,
+                                          const char *source, scm_error *err);
 
 /* ---- merge -------------------------------------------------------------- */
 

@@ -12,13 +12,16 @@ library's message.  See docs/python.md.
 """
 import ctypes
 import ctypes.util
+import glob
 import json
 import os
 
 import numpy as np
 
 __all__ = ["ScmError", "load_library", "pair_kernel", "Model", "run", "Trajectory",
-           "fixed_points", "stability", "sweep"]
+           "fixed_points", "grow_from", "FixedPoints", "stability", "stability_of",
+           "symmetric_spectrum", "crosscheck", "sweep", "merge", "simulate", "Simulation",
+           "compare", "lintarget", "staircase"]
 
 class ScmError(Exception):
     """A libscm failure: .status is the library's status name, the message its reason."""
@@ -97,6 +100,11 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     for build in ("build", "build-release"):
         yield os.path.join(here, "..", "..", build, "libscm.so")
+    # pip install . (meson-python): beside the package, or in its libs folder.
+    site = os.path.dirname(here)
+    for sub in (here, os.path.join(site, ".scmode.mesonpy.libs")):
+        for name in sorted(glob.glob(os.path.join(glob.escape(sub), "libscm.so*"))):
+            yield name
     # Installed: the package sits in PREFIX/lib/python3/dist-packages or similar.
     for up in (3, 4):
         prefix = os.path.join(here, *([".."] * up))
@@ -148,6 +156,9 @@ def _declare(lib):
                                  ctypes.POINTER(_TrajResult), E]),
         "scm_traj_result_free": (None, [ctypes.POINTER(_TrajResult)]),
         "scm_stop_reason_str": (c_char_p, [c_int]),
+        "scm_abi_call": (c_int, [c_char_p, c_char_p, ctypes.POINTER(c_void_p), E]),
+        "scm_abi_free": (None, [c_void_p]),
+        "gsl_set_error_handler_off": (c_void_p, []),
     }
     from . import _more
     sigs.update(_more.signatures(E, _Config))
@@ -155,6 +166,9 @@ def _declare(lib):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
     _check_layouts(lib, _more)
+    # GSL's default error handler aborts the process; every libscm call
+    # reports its failures as a status instead (as the CLI sets it up).
+    lib.gsl_set_error_handler_off()
 
 
 def _check_layouts(lib, more):
@@ -237,8 +251,11 @@ def pair_kernel(activation, a, b, c):
 class Model:
     """A teacher-student pair (scm_model) with its flow (scm_flow).
 
-    T: M x M teacher overlap (None: identity); v, v_star: second-layer weights
-    (None: ones)."""
+    K students, M teachers; activation "relu", "erf" (erf(x/sqrt 2)) or
+    "linear".  T: M x M teacher overlap T = W* W*^T / d (None: identity); v,
+    v_star: second-layer weights (None: ones).  States: Q = W W^T / d (K x K),
+    R = W W*^T / d (K x M).  The loss is eps = 1/2 E[(phi - phi*)^2] (with the
+    1/2); the flow is in time tau = eta t / d (t SGD steps)."""
 
     def __init__(self, K, M, activation="relu", T=None, v=None, v_star=None):
         self._m = self._fl = None
@@ -323,6 +340,9 @@ def _parse_config(config, sets):
 def run(config, sets=()):
     """Integrate the flow of a configuration, exactly as `scm run` does.
 
+    Times tr.t are tau = eta t / d (nn2pp's alpha = tau / lr); tr.eps is the
+    loss eps = 1/2 E[(phi - phi*)^2]; tr.Q (n, K, K), tr.R (n, K, M), tr.v (n, K).
+
     config: a dict (or JSON text) in the format of the README's config table;
     sets: "key.path=value" overrides.  Returns a Trajectory.  Bad input raises
     ScmError with the library's message; a numerical failure of the run is
@@ -366,4 +386,26 @@ def run(config, sets=()):
         _lib.scm_config_free(cfg)
 
 
-from ._more import fixed_points, stability, sweep  # noqa: E402  (needs _lib above)
+from ._more import stability as _stability_at  # noqa: E402  (needs _lib above)
+from ._commands import (FixedPoints, Simulation, compare, crosscheck, fixed_points,  # noqa: E402
+                        grow_from, lintarget, merge, simulate, stability_of, staircase,
+                        sweep, symmetric_spectrum)
+
+
+def stability(model=None, Q=None, R=None, **kw):
+    """Stability of a fixed point.
+
+    stability(model, Q, R, trials=3, sigmas=(1e-4, 1e-3, 1e-2), seed=1): the
+    point (Q, R) of a scmode.Model, with the three-sigma protocol of
+    `scm fixed-points --stability` (scm_stab_analyse): a dict with the Hessian's
+    verdict ("min", "saddle", ...), its smallest eigenvalues, the Jacobian's
+    largest real part and the perturbation test's verdict.
+
+    stability(K=, M=, k1=, ...) or stability(point=FILE, index=I, ...): exactly
+    `scm stability` (stability_of): the result file's dict."""
+    if isinstance(model, Model):
+        return _stability_at(model, Q, R, **kw)
+    if model is not None:
+        raise TypeError("stability: the first argument is a scmode.Model; use K=, M=, k1= "
+                        "or point=, index= for `scm stability`")
+    return stability_of(**kw)

@@ -170,22 +170,22 @@ def test_trajectory_vs_cli(tmp):
 
 
 def test_fixed_points_vs_cli(tmp):
-    # fixed_points runs each (ansatz, k1) on its own starts, with deflate
-    # rounds of deflated Newton (default 0): the CLI with --sweep-passes 0
-    # and the same --deflate
+    # fixed_points is `scm fixed-points` (test_parity.py compares the whole
+    # result); here each (ansatz, k1) on its own starts (--sweep-passes 0)
+    # with and without deflated Newton
     for deflate in (0, 2):
         r = run_cli(["fixed-points", "--K", "3", "--M", "3", "--sweep-passes", "0", "--deflate",
                      str(deflate), "-o", "fp.json"], tmp)
         check(r.returncode == 0, "scm fixed-points: %s" % r.stderr)
         ref = json.load(open(os.path.join(tmp, "fp.json")))["fixed_points"]
-        pts2 = scmode.fixed_points(3, 3, deflate=deflate)
+        pts2 = scmode.fixed_points(3, 3, deflate=deflate, sweep_passes=0)
         # The CLI merges a point found in several ansätze: compare the loss sets.
         mine = sorted(set(round(p["eps"], 9) + 0.0 for p in pts2))
         theirs = sorted(set(round(p["loss"], 9) + 0.0 for p in ref))
         check(mine == theirs, "deflate %d: fixed-point losses %s vs CLI %s"
               % (deflate, mine, theirs))
         # threads: the same points, bit for bit
-        pts3 = scmode.fixed_points(3, 3, deflate=deflate, threads=3)
+        pts3 = scmode.fixed_points(3, 3, deflate=deflate, sweep_passes=0, threads=3)
         check(len(pts3) == len(pts2) and
               all(p["eps"] == q["eps"] and np.array_equal(p["Q"], q["Q"]) and
                   np.array_equal(p["R"], q["R"]) for p, q in zip(pts2, pts3)),

@@ -1,6 +1,7 @@
 /* cli_util.c (CLI): shared helpers of the subcommands (cli_util.h). */
 #include "cli_util.h"
 
+#include "scm/output.h"
 #include "scm/sweepfile.h"
 
 #include <errno.h>
@@ -16,6 +17,24 @@ int cli_cpu_count(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+}
+
+int cli_check_output(const char *me, const char *out, const char *const *in, int n)
+{
+    if (!out)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (in[i] && scm_output_same_file(out, in[i])) {
+            fprintf(stderr, "%s: the output '%s' is also an input or output ('%s'); refused\n",
+                    me, out, in[i]);
+            return -1;
+        }
+    scm_error err;
+    if (scm_output_check_path(out, &err)) {
+        fprintf(stderr, "%s: %s\n", me, err.msg);
+        return -1;
+    }
+    return 0;
 }
 
 double cli_now(void)

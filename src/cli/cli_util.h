@@ -11,6 +11,17 @@
 #include "scm/sweep.h"
 #include "scm/sweepfile.h"
 
+/* Exit statuses of every command: 0 done, 1 a numerical failure (the
+ * result says why), 2 bad input or usage (nothing written), 4 an output
+ * could not be written (disk full, permissions; nothing half-made is left,
+ * but a sweep's runs file keeps the records written, for --resume). */
+#define CLI_EXIT_IO 4
+
+/* 0 when out may be written: not one of the n inputs in[] (NULL entries
+ * skipped), and scm_output_check_path accepts it; else -1 after printing
+ * "<me>: ..." naming out (and the input). */
+int cli_check_output(const char *me, const char *out, const char *const *in, int n);
+
 /* Seconds on a monotonic clock. */
 double cli_now(void);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_plot.h"
@@ -65,8 +66,9 @@ static void compare_usage(FILE *f)
             "(eps below eps_stop) and not converged, with Wilson intervals.\n"
             "\n"
             "exit status: 0 done (also when matplotlib is missing: no figures, and how\n"
-            "to get them), 1 a failure while running or writing (a plotting failure\n"
-            "keeps the JSON and Markdown report), 2 bad input.\n");
+            "to get them), 1 a failure while running (a plotting failure keeps the\n"
+            "JSON and Markdown report), 2 bad input (refused before any file is\n"
+            "written), 4 a file could not be written.\n");
 }
 
 /* What the command line asks for besides the comparison's options. */
@@ -91,10 +93,13 @@ static int compare_parse(int argc, char **argv, scm_compare_opts *o, compare_cli
             o->no_stability = 1;
         } else if (strcmp(a, "--no-plots") == 0) {
             c->no_plots = 1;
-        } else if (strcmp(a, "--certify") == 0) {
-            o->certify = 1; /* the sweeps' early stop (docs/sweeps.md) */
-        } else if (strcmp(a, "--certify-global") == 0) {
-            o->certify = 2; /* its loss rule only */
+        } else if (strcmp(a, "--certify") == 0 || strcmp(a, "--certify-global") == 0) {
+            int want = strcmp(a, "--certify") == 0 ? 1 : 2; /* early stop; its loss rule only */
+            if (o->certify && o->certify != want) {
+                fprintf(stderr, "scm compare: --certify and --certify-global exclude each other\n");
+                return 2;
+            }
+            o->certify = want;
         } else if (a[0] == '-' && a[1] != '\0') {
             if (i + 1 >= argc) {
                 fprintf(stderr, "scm compare: option %s needs an argument\n", a);
@@ -109,7 +114,17 @@ static int compare_parse(int argc, char **argv, scm_compare_opts *o, compare_cli
             } else if (strcmp(a, "--K") == 0) {
                 char buf[512];
                 snprintf(buf, sizeof buf, "%s", v);
-                for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                for (char *tok = buf, *next; tok; tok = next) {
+                    next = strchr(tok, ',');
+                    if (next)
+                        *next++ = '\0';
+                    int dup = 0;
+                    for (int q = 0; q < o->nK && o->nK < 64; q++)
+                        dup |= cli_parse_long(tok, 1, 100000, &o->K[o->nK]) && o->K[q] == o->K[o->nK];
+                    if (dup) {
+                        fprintf(stderr, "scm compare: --K lists K = %s twice ('%s')\n", tok, v);
+                        return 2;
+                    }
                     if (o->nK >= 64 || !cli_parse_long(tok, 1, 100000, &o->K[o->nK])) {
                         fprintf(stderr, "scm compare: --K must be a list of up to 64 integers "
                                         ">= 1, got '%s'\n", v);
@@ -219,30 +234,57 @@ static void on_event(const scm_compare_event *e, void *user)
     }
 }
 
-/* PREFIX.md through a temporary file renamed over it: 0 or 1. */
+/* PREFIX.md, written atomically: 0, or the exit status. */
 static int write_markdown(const scm_compare_result *res, const char *prefix)
 {
-    char path[4096], tmp[4200];
+    char path[4096];
     snprintf(path, sizeof path, "%s.md", prefix);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     char *text = scm_compare_markdown(res, prefix);
     if (!text) {
         fprintf(stderr, "scm compare: out of memory\n");
         return 1;
     }
-    FILE *md = fopen(tmp, "w");
-    if (!md) {
-        fprintf(stderr, "scm compare: cannot write '%s': %s\n", tmp, strerror(errno));
-        free(text);
-        return 1;
-    }
-    int ok = fputs(text, md) >= 0;
+    scm_error err;
+    scm_status st = scm_output_write_atomic(path, text, strlen(text), &err);
     free(text);
-    if ((fclose(md) != 0) | !ok || rename(tmp, path) != 0) {
-        fprintf(stderr, "scm compare: cannot write '%s': %s\n", path, strerror(errno));
-        remove(tmp);
-        return 1;
+    if (st) {
+        fprintf(stderr, "scm compare: %s\n", err.msg);
+        return st == SCM_EIO ? CLI_EXIT_IO : 2;
     }
+    return 0;
+}
+
+/* No output of the comparison may be one of its inputs (the config, a
+ * families file) or a path scm_output_check_path refuses: 0, or 2. */
+static int compare_check_outputs(const scm_compare_opts *o, const char *config)
+{
+    static const char *const sfx[] = {".config.json", ".runs.jsonl", ".summary.json",
+                                      ".families.json"};
+    const char *ins[SCM_COMPARE_MAX_K + 1];
+    int nin = 0;
+    ins[nin++] = config;
+    for (int j = 0; j < o->nK; j++)
+        ins[nin++] = o->families[j];
+    char path[4200];
+    snprintf(path, sizeof path, "%s.json", o->prefix);
+    if (cli_check_output("scm compare", path, ins, nin))
+        return 2;
+    snprintf(path, sizeof path, "%s.md", o->prefix);
+    if (cli_check_output("scm compare", path, ins, nin))
+        return 2;
+    for (int j = 0; j < o->nK; j++)
+        for (int q = 0; q < 4; q++) {
+            snprintf(path, sizeof path, "%s.K%ld%s", o->prefix, o->K[j], sfx[q]);
+            if (q == 3 && o->families[j] && strcmp(path, o->families[j]) == 0)
+                continue; /* the families given are read, this name is not written */
+            for (int i = 0; i < nin; i++)
+                if (ins[i] && scm_output_same_file(path, ins[i]) &&
+                    !(q == 3 && i == j + 1)) {
+                    fprintf(stderr, "scm compare: the output '%s' is also an input ('%s'); "
+                                    "refused\n", path, ins[i]);
+                    return 2;
+                }
+        }
     return 0;
 }
 
@@ -255,7 +297,7 @@ static int compare_failed(const scm_compare_result *res, const scm_error *err)
     } else if (res->failed_part != SCM_COMPARE_PART_SWEEP) {
         fprintf(stderr, "scm compare: %s\n", err->msg); /* a sweep's: printed at its end */
     }
-    return res->failed_input ? 2 : 1;
+    return res->failed_input ? 2 : err->code == SCM_EIO ? CLI_EXIT_IO : 1;
 }
 
 int scm_cmd_compare(int argc, char **argv, const cli_executor *ex)
@@ -297,6 +339,10 @@ int scm_cmd_compare(int argc, char **argv, const cli_executor *ex)
             return 2;
         }
     }
+    if ((rc = compare_check_outputs(&o, c.config))) {
+        free(text);
+        return rc;
+    }
     o.config_text = text;
     o.config_name = c.config;
     o.sets = c.sets;
@@ -316,8 +362,12 @@ int scm_cmd_compare(int argc, char **argv, const cli_executor *ex)
         snprintf(path, sizeof path, "%s.json", o.prefix);
         if (scm_output_write_json(path, res.report, 0, &err)) {
             fprintf(stderr, "scm compare: %s\n", err.msg);
-            rc = 1;
-        } else if (!(rc = write_markdown(&res, o.prefix))) {
+            rc = CLI_EXIT_IO;
+        } else if ((rc = write_markdown(&res, o.prefix))) {
+            struct stat sb; /* the report is its .json and .md: both or neither */
+            if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+                remove(path);
+        } else {
             if (!c.quiet)
                 fprintf(stderr, "scm compare: wrote %s.json and %s.md\n", o.prefix, o.prefix);
             rc = c.no_plots ? 0 : cli_plot("scm compare", "plot_compare.py", path, c.quiet);

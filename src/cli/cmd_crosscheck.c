@@ -52,7 +52,8 @@ static void xc_usage(FILE *f)
             "  -q, --quiet        no per-point listing (the counts only)\n"
             "\n"
             "exit status: 0 every converged end point matched, 3 some did not (the\n"
-            "result is complete either way), 1 a computation failed, 2 bad input.\n");
+            "result is complete either way), 1 a computation failed, 2 bad input,\n"
+            "4 the result file could not be written.\n");
 }
 
 /* The command line. */
@@ -73,7 +74,7 @@ static int parse_value(const char *a, const char *v, xc_args *g)
     else if (strcmp(a, "--M") == 0)
         bad = cli_opt_long(XC_ME, a, v, 1, 1000, &g->M);
     else if (strcmp(a, "--runs") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 0, 100000000L, &o->runs);
+        bad = cli_opt_long(XC_ME, a, v, 1, 100000000L, &o->runs);
     else if (strcmp(a, "--seed") == 0)
         bad = cli_opt_long(XC_ME, a, v, 0, 2147483647L, &o->seed);
     else if (strcmp(a, "--first") == 0)
@@ -196,6 +197,8 @@ int scm_cmd_crosscheck(int argc, char **argv)
     if (rc >= 0)
         return rc;
     gsl_set_error_handler_off();
+    if (cli_check_output(XC_ME, g.out, g.files, g.o.n_ansatz))
+        return 2;
 
     scm_error err;
     scm_xc_check *c = NULL;
@@ -214,9 +217,12 @@ int scm_cmd_crosscheck(int argc, char **argv)
     free(text);
     if (!rc && g.out) {
         cJSON *root = scm_xc_check_json(c);
-        if (scm_output_write_json(g.out, root, 0, &err)) {
-            fprintf(stderr, XC_ME ": %s\n", err.msg);
+        if (!root) {
+            fprintf(stderr, XC_ME ": out of memory\n");
             rc = 1;
+        } else if (scm_output_write_json(g.out, root, 0, &err)) {
+            fprintf(stderr, XC_ME ": %s\n", err.msg);
+            rc = CLI_EXIT_IO;
         }
         cJSON_Delete(root);
     }

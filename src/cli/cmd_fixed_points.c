@@ -6,6 +6,8 @@
  * status. */
 #include <gsl/gsl_errno.h>
 #include <stdio.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,16 +23,22 @@
 static void fp_usage(FILE *f)
 {
     fprintf(f,
-            "usage: scm fixed-points --K K --M M [--k1 N] [--ansatz FILE]... [-o OUT.json]\n"
+            "usage: scm fixed-points --K K --M M [--k1 N] [--ansatz FILE]... [--all]\n"
+            "                        [--states none|minima|all] [-o OUT.json]\n"
             "\n"
             "Enumerate the fixed points of the population gradient flow (T = I,\n"
             "v = v* = 1) inside block-symmetric ansätze: Newton's method on the\n"
             "block-level residual from many starts, deduplicated, non-PSD solutions\n"
             "rejected, each checked (and, for small K, polished) in the full (Q, R)\n"
             "space.  Without --ansatz the built-in ansätze (ansatz/*.json) are used.\n"
+            "It prints the families table first: per family k1 (the number of\n"
+            "anti-aligned students; with K > M also the pattern of the extra\n"
+            "students) the lowest-loss strict minimum, its loss and smallest\n"
+            "Hessian eigenvalue (exact symmetric spectrum), the numbers of minima\n"
+            "and saddles.\n"
             "\n"
             "  --K K, --M M       numbers of students and teachers\n"
-            "  --k1 N             only this k1\n"
+            "  --k1 N             only family N: the points with N anti-aligned students\n"
             "  --ansatz FILE      an ansatz file (repeatable)\n"
             "  --activation NAME  relu (default), erf or linear\n"
             "  --starts N         random Newton starts per (ansatz, k1) (default 200)\n"
@@ -62,16 +70,20 @@ static void fp_usage(FILE *f)
             "                     (default M / 100 + 1)\n"
             "  --fixed-k1 N       with --grow-from: also the paths with k1 fixed for\n"
             "                     k1 <= N (default 1: only the proportional paths)\n"
-            "  --all              list every solution of every ansatz (no merging)\n"
-            "  --max-residual R   exit 1 when a listed point's residual is not below R\n"
-            "                     (default 1e-12)\n"
-            "  --stability        also the stability verdict of each point (K <= 20):\n"
-            "                     scm_stab_analyse with 3 trials, sigma 1e-4,1e-3,1e-2,\n"
-            "                     otherwise the defaults of `scm stability`\n"
+            "  --all              also print every distinct point after the families\n"
+            "  --unmerged         list every solution of every ansatz (no merging)\n"
+            "  --max-residual R   a point whose residual is not below R is flagged,\n"
+            "                     counted and kept out of the families (default 1e-12)\n"
+            "  --stability        the symmetric Hessian and Jacobian spectra of every\n"
+            "                     distinct point (not only the specialised ones) in\n"
+            "                     its JSON entry, with progress on stderr\n"
+            "  --states S         Q and R in the JSON for: none, minima (the strict\n"
+            "                     minima) or all (default: all for K <= " STR(SCM_FP_STATES_ALL_MAX_K) ", else minima)\n"
             "  -o FILE            JSON result file\n"
             "  -q, --quiet        no table\n"
             "\n"
-            "exit status: 0 done, 1 a computation failed, 2 bad input.\n");
+            "exit status: 0 done (also with points above the residual bound, or a\n"
+            "family without a minimum), 1 a computation failed, 2 bad input.\n");
 }
 
 /* The exit status of a failed library call: 2 for bad input. */
@@ -83,7 +95,8 @@ static int fp_exit_status(scm_status st)
 /* What the command line asks for besides the table's options. */
 typedef struct {
     const char *files[SCM_FP_TABLE_MAX_FILES], *out, *actname;
-    int quiet;
+    int quiet, all;
+    time_t t0, last; /* progress: start, last line */
 } fp_cli;
 
 /* One option that takes a value (a at argv[i], v its value): 0, or the
@@ -129,6 +142,15 @@ static int fp_option(const char *a, const char *v, scm_fp_table_opts *o, fp_cli 
             fprintf(stderr, ME ": --max-residual needs a number in (0, 1), got '%s'\n", v);
             bad = -1;
         }
+    } else if (strcmp(a, "--states") == 0) {
+        o->states = strcmp(v, "none") == 0     ? SCM_FP_STATES_NONE
+                    : strcmp(v, "minima") == 0 ? SCM_FP_STATES_MINIMA
+                    : strcmp(v, "all") == 0    ? SCM_FP_STATES_ALL
+                                               : -1;
+        if (o->states < 0) {
+            fprintf(stderr, ME ": --states needs none, minima or all, got '%s'\n", v);
+            bad = -1;
+        }
     } else if (strcmp(a, "--activation") == 0)
         c->actname = v;
     else if (strcmp(a, "-o") == 0)
@@ -165,8 +187,11 @@ static int fp_parse(int argc, char **argv, scm_fp_table_opts *o, fp_cli *c,
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fp_usage(stdout);
             return 0;
-        } else if (strcmp(a, "--all") == 0) {
+        } else if (strcmp(a, "--unmerged") == 0) {
             o->all = 1;
+            takes = 0;
+        } else if (strcmp(a, "--all") == 0) {
+            c->all = 1;
             takes = 0;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             c->quiet = 1;
@@ -202,6 +227,27 @@ static int fp_parse(int argc, char **argv, scm_fp_table_opts *o, fp_cli *c,
     return -1;
 }
 
+/* Progress of the stability classification on stderr: a line every few
+ * seconds (each point on a terminal), and the last one. */
+static void fp_progress(void *ctx, int done, int total)
+{
+    fp_cli *c = ctx;
+    time_t now = time(NULL);
+    int tty = isatty(STDERR_FILENO);
+    if (done == 0) {
+        c->t0 = c->last = now;
+        return;
+    }
+    if (done < total && now - c->last < (tty ? 0 : 5))
+        return;
+    c->last = now;
+    double el = difftime(now, c->t0);
+    double left = done > 0 ? el * (total - done) / done : 0.0;
+    fprintf(stderr, "%sstability %d/%d points, %.0f s, about %.0f s left%s", tty ? "\r" : "",
+            done, total, el, left, tty && done < total ? "" : "\n");
+    fflush(stderr);
+}
+
 /* The table printed (unless quiet) and written to c->out: the exit status. */
 static int fp_report(const scm_fp_table *t, const fp_cli *c, double max_residual)
 {
@@ -212,7 +258,7 @@ static int fp_report(const scm_fp_table *t, const fp_cli *c, double max_residual
         rc = 1;
     }
     if (!c->quiet) {
-        char *text = scm_fp_table_text(t);
+        char *text = c->all ? scm_fp_table_text_all(t) : scm_fp_table_text(t);
         if (text)
             fputs(text, stdout);
         free(text);
@@ -228,11 +274,10 @@ static int fp_report(const scm_fp_table *t, const fp_cli *c, double max_residual
         }
         cJSON_Delete(root);
     }
-    if (!scm_fp_table_residual_ok(t) && !rc) {
-        fprintf(stderr, ME ": %d fixed point(s) with a residual above %g\n",
+    if (!scm_fp_table_residual_ok(t))
+        fprintf(stderr, ME ": note: %d fixed point(s) with a residual above %g, flagged in "
+                        "the list and kept out of the families table\n",
                 scm_fp_table_n_above(t), max_residual);
-        rc = 1;
-    }
     return rc;
 }
 
@@ -257,6 +302,10 @@ int scm_cmd_fixed_points(int argc, char **argv)
         return rc;
     }
     gsl_set_error_handler_off();
+    if (o.stability) {
+        o.progress = fp_progress;
+        o.progress_ctx = &c;
+    }
     scm_fp_table *t = NULL;
     scm_status st = scm_fp_table_run(&o, &t, &err);
     if (st) {

@@ -50,7 +50,13 @@ static void st_usage(FILE *f)
             "  --t-max T            CVODE run length (default 1e5)\n"
             "  --verdict-sigma-max S  larger sigmas do not enter the verdict (default 1e-2)\n"
             "  --no-flow            GD only (no CVODE runs)\n"
-            "  --no-hessian         skip the Hessian (large K d)\n"
+            "  --no-hessian         skip the Hessian (large K d; --dense only)\n"
+            "  --dense              dense spectra in weight space (default: the symmetric\n"
+            "                       spectrum of the point's ansatz, any K; docs/stability.md)\n"
+            "  --perturb MODE       auto (default), weights, qr or none: the perturbation\n"
+            "                       test with GD steps in weight space, or the flow in\n"
+            "                       (Q, R) from the mapped perturbation (auto: weights\n"
+            "                       for K d <= 800, else qr for K <= 30, else none)\n"
             "  -o FILE              JSON result file\n"
             "  -q, --quiet          no table\n"
             "\n"
@@ -61,7 +67,7 @@ static void st_usage(FILE *f)
 /* The command line. */
 typedef struct {
     long K, M, k1, index, starts, d, steps, trials, seed;
-    int quiet, flow, hess;
+    int quiet, flow, hess, dense, perturb;
     double loss;
     const char *point, *ansatz, *out, *actname;
     scm_stab_opts o;
@@ -122,7 +128,16 @@ static int parse_value(const char *a, const char *v, st_args *g)
         bad = cli_opt_positive(ME, a, v, &g->o.verdict_sigma_max);
     else if (!strcmp(a, "--sigma"))
         return parse_sigma(a, v, &g->o);
-    else if (!strcmp(a, "--point"))
+    else if (!strcmp(a, "--perturb")) {
+        static const char *const modes[] = {"auto", "weights", "qr", "none"};
+        g->perturb = -1;
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(v, modes[i]))
+                g->perturb = i;
+        bad = g->perturb < 0;
+        if (bad)
+            fprintf(stderr, ME ": --perturb must be auto, weights, qr or none, got '%s'\n", v);
+    } else if (!strcmp(a, "--point"))
         g->point = v;
     else if (!strcmp(a, "--ansatz"))
         g->ansatz = v;
@@ -166,6 +181,10 @@ static int parse_args(int argc, char **argv, st_args *g)
         }
         if (!strcmp(a, "--no-hessian")) {
             g->hess = 0;
+            continue;
+        }
+        if (!strcmp(a, "--dense")) {
+            g->dense = 1;
             continue;
         }
         if (!v) {
@@ -267,10 +286,70 @@ static void print_hessian(const scm_stab_result *r)
     printf("\n");
 }
 
-static void print_rows(const scm_stab_result *r, const scm_stab_opts *o)
+static const char *irrep_str(int i)
 {
-    printf("perturbation: %d GD steps of eta = %g (tau = %g), then CVODE to t = %g%s\n",
-           o->n_steps, o->eta, o->n_steps * o->eta, o->t_max, o->run_flow ? "" : " (off)");
+    static const char *const s[] = {"[n]", "[n-1,1]", "[n-2,2]", "[n-2,1,1]", "[n-1,1]x[n'-1,1]"};
+    return i >= 0 && i < 5 ? s[i] : "?";
+}
+
+/* One distinct eigenvalue of a symmetric spectrum. */
+static void print_eig(const scm_symstab_result *h, const scm_symstab_eig *e)
+{
+    char unit[160] = "";
+    if (e->unit >= 0 && e->unit < h->n_units)
+        snprintf(unit, sizeof unit, "%s", h->unit_name[e->unit]);
+    if (e->unit2 >= 0 && e->unit2 < h->n_units)
+        snprintf(unit + strlen(unit), sizeof unit - strlen(unit), " x %s",
+                 h->unit_name[e->unit2]);
+    if (e->part == SCM_SYMSTAB_FLOW && e->imag != 0.0)
+        printf("    %+.10e %+.4ei x %-8ld", e->value, e->imag, e->mult);
+    else
+        printf("    %+.10e x %-8ld", e->value, e->mult);
+    printf(" %-4s %-16s %s%s%s\n",
+           e->part == SCM_SYMSTAB_SPAN ? "span" : e->part == SCM_SYMSTAB_PERP ? "perp" : "flow",
+           irrep_str(e->irrep), unit, e->zero ? "  zero: " : "", e->zero ? e->cause : "");
+}
+
+/* The symmetric spectra (sp->sym.done). */
+static void print_sym(const scm_stabpoint_sym *s, const scm_stab_result *r)
+{
+    const scm_symstab_result *h = &s->hess;
+    printf("Hessian    symmetric spectrum (%d isotypic blocks, largest %d), n = K d = %ld: "
+           "%ld negative, %ld zero (|l| <= %.2e), %ld positive; max %.4g\n",
+           h->n_blocks, h->max_block, h->total, h->n_neg, h->n_zero, h->zero_tol, h->n_pos,
+           r->eval_max);
+    printf("           zeros predicted %ld (rotations %ld, ReLU homogeneity %ld, linear %ld); "
+           "%d distinct eigenvalues:\n",
+           s->predicted_zeros, r->zm.rotation, r->zm.homogeneity, r->zm.linear, h->n);
+    for (int i = 0; i < h->n; i++)
+        print_eig(h, &h->eig[i]);
+    if (!r->jacobian_done) {
+        printf("Jacobian   (F_Q, F_R): not computed (%s)\n",
+               scm_symstab_refusal_str(s->jac.refusal));
+        return;
+    }
+    const scm_symstab_result *j = &s->jac;
+    printf("Jacobian   (F_Q, F_R) symmetric spectrum, n = %ld: largest real part %.4g, smallest "
+           "%.4g; %ld unstable, %ld zero; %d distinct eigenvalues:\n",
+           j->total, r->jac_re_max, r->jac_re_min, j->n_pos, j->n_zero, j->n);
+    for (int i = 0; i < j->n; i++)
+        print_eig(j, &j->eig[i]);
+}
+
+static void print_rows(const scm_stab_result *r, const scm_stab_opts *o, int perturb)
+{
+    if (perturb == SCM_STABPOINT_PERTURB_NONE) {
+        printf("perturbation: not run (--perturb none, or auto at K > %d: --perturb qr runs "
+               "it)\n", SCM_STABPOINT_QR_AUTO_MAX_K);
+        return;
+    }
+    if (perturb == SCM_STABPOINT_PERTURB_QR)
+        printf("perturbation: in (Q, R): weight-space noise mapped to the overlaps, then CVODE "
+               "to t = %g%s\n",
+               o->t_max, o->run_flow ? "" : " (off)");
+    else
+        printf("perturbation: %d GD steps of eta = %g (tau = %g), then CVODE to t = %g%s\n",
+               o->n_steps, o->eta, o->n_steps * o->eta, o->t_max, o->run_flow ? "" : " (off)");
     printf("%-8s %6s %-10s %-10s %-10s %-10s %-10s  %-28s %s\n", "sigma", "trials",
            "dist0_med", "dist_med", "dist_max", "deps_med", "deps_max", "destination",
            "verdict");
@@ -310,12 +389,18 @@ static void print_result(const scm_stabpoint *sp, const scm_activation *act,
         printf("smoothness kernel-singular (Hessian exists, C^2): %s; finite-difference "
                "Hessian\n",
                r->smooth.what);
-    if (r->hessian_done)
-        print_hessian(r);
-    if (r->jacobian_done)
-        printf("Jacobian   (F_Q, F_R): largest real part %.4g, smallest %.4g\n", r->jac_re_max,
-               r->jac_re_min);
-    print_rows(r, o);
+    if (sp->sym.done) {
+        print_sym(&sp->sym, r);
+    } else {
+        if (sp->sym.why_dense[0])
+            printf("spectra    dense (%s)\n", sp->sym.why_dense);
+        if (r->hessian_done)
+            print_hessian(r);
+        if (r->jacobian_done)
+            printf("Jacobian   (F_Q, F_R): largest real part %.4g, smallest %.4g\n",
+                   r->jac_re_max, r->jac_re_min);
+    }
+    print_rows(r, o, sp->sym.perturb);
     printf("verdict    %s (perturbation test); Hessian: %s; %s\n", scm_verdict_str(r->verdict),
            scm_hverdict_str(r->hverdict),
            r->agree == 1   ? "the two tests agree"
@@ -372,19 +457,12 @@ int scm_cmd_stability(int argc, char **argv)
 
     scm_stabpoint sp;
     const scm_activation *act = NULL;
-    scm_model *m = NULL;
     scm_stab_result r;
     scm_error err;
     rc = get_point(&g, &sp, &act);
     if (!rc) {
-        m = scm_model_alloc((int)sp.K, (int)sp.M, act, NULL, NULL, NULL, &err);
-        if (!m) {
-            fprintf(stderr, ME ": %s\n", err.msg);
-            rc = 2;
-        }
-    }
-    if (!rc) {
-        scm_status st = scm_stab_analyse(m, sp.Q, sp.R, &g.o, &r, &err);
+        scm_status st = scm_stabpoint_analyse(&sp, act, &g.o, g.dense, g.perturb, g.ansatz, &r,
+                                              &err);
         if (st) {
             fprintf(stderr, ME ": %s\n", err.msg);
             rc = st == SCM_ENOMEM ? 1 : 2;
@@ -401,6 +479,5 @@ int scm_cmd_stability(int argc, char **argv)
         cJSON_Delete(root);
     }
     scm_stabpoint_free(&sp);
-    scm_model_free(m);
     return rc;
 }

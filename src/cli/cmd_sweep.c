@@ -64,14 +64,16 @@ static void sweep_usage(FILE *f)
             "                     are small and their certificates cost time)\n"
             "  -q, --quiet        no progress line and no final summary on stderr\n"
             "\n"
-            "exit status: 0 done, 1 an I/O failure during the sweep, 2 bad input.\n");
+            "exit status: 0 done, 2 bad input (also a runs file locked by another\n"
+            "process), 4 a file could not be written (the records written stay, for\n"
+            "--resume).\n");
 }
 
 /* The options of one `scm sweep`. */
 typedef struct {
     const char *config, *out, *fam_path, *sum_path;
     const char *sets[MAX_SETS];
-    int nsets, quiet, have_seed;
+    int nsets, quiet, have_seed, certify_flags;
     long runs, threads, shard_i, shard_n;
     double seedd;
     scm_sweep_file_opts fo;
@@ -96,8 +98,10 @@ static int sweep_parse(int argc, char **argv, sweep_args *a)
             a->fo.resume = 1;
         } else if (strcmp(o, "--certify") == 0) {
             a->fo.sweep.certify = 1;
+            a->certify_flags |= 1;
         } else if (strcmp(o, "--certify-global") == 0) {
             a->fo.sweep.certify = 2;
+            a->certify_flags |= 2;
         } else if (strcmp(o, "-o") == 0 || strcmp(o, "--runs") == 0 || strcmp(o, "--seed") == 0 ||
                    strcmp(o, "--threads") == 0 || strcmp(o, "--shard") == 0 ||
                    strcmp(o, "--families") == 0 || strcmp(o, "--summary") == 0 ||
@@ -183,6 +187,15 @@ static int sweep_parse(int argc, char **argv, sweep_args *a)
         fprintf(stderr, "scm sweep: --runs N is required\n");
         return 2;
     }
+    if (a->certify_flags == 3) {
+        fprintf(stderr, "scm sweep: --certify and --certify-global exclude each other\n");
+        return 2;
+    }
+    if (a->certify_flags && !a->fam_path) {
+        fprintf(stderr, "scm sweep: --certify%s needs --families (the points it certifies "
+                        "against)\n", a->certify_flags == 2 ? "-global" : "");
+        return 2;
+    }
     return 0;
 }
 
@@ -201,7 +214,7 @@ static int sweep_file(const sweep_args *a, scm_sweep_file_opts *fo, const scm_co
     scm_status st = scm_sweep_file_open(a->out, c, fams, fo, &f, &err);
     if (st) {
         fprintf(stderr, "scm sweep: %s\n", err.msg);
-        return st == SCM_EIO ? 1 : 2;
+        return st == SCM_EIO ? CLI_EXIT_IO : 2;
     }
     long ndone = scm_sweep_file_resumed(f), nidx = scm_sweep_file_total(f);
     pc.done0 = ndone;
@@ -215,12 +228,13 @@ static int sweep_file(const sweep_args *a, scm_sweep_file_opts *fo, const scm_co
     int rc = 0;
     if (st) {
         fprintf(stderr, "scm sweep: %s\n", err.msg);
-        rc = st == SCM_EIO || st == SCM_ENOMEM ? 1 : 2;
+        rc = st == SCM_EIO ? CLI_EXIT_IO : st == SCM_ENOMEM ? 1 : 2;
     } else if (a->sum_path) {
         cJSON *js = scm_sweep_summary_json(scm_sweep_file_summary(f));
         if (!js || scm_output_write_json(a->sum_path, js, 0, &err)) {
-            fprintf(stderr, "scm sweep: %s\n", js ? err.msg : "out of memory");
-            rc = 1;
+            fprintf(stderr, "scm sweep: %s (the runs file '%s' is complete: scm merge makes the "
+                            "summary)\n", js ? err.msg : "out of memory", a->out);
+            rc = js ? CLI_EXIT_IO : 1;
         }
         cJSON_Delete(js);
     }
@@ -276,6 +290,10 @@ int scm_cmd_sweep(int argc, char **argv, const cli_executor *ex)
         fprintf(stderr, "scm sweep: out of memory\n");
         goto done;
     }
+    const char *ins[] = {a.config, a.fam_path, a.out};
+    if (cli_check_output("scm sweep", a.out, ins, 2) ||
+        cli_check_output("scm sweep", a.sum_path, ins, 3))
+        goto done;
     a.fo.runs = a.runs;
     a.fo.seed = a.have_seed ? (uint64_t)a.seedd : (uint64_t)c->seed;
     a.fo.shard_i = (int)a.shard_i;
@@ -303,7 +321,7 @@ static void merge_usage(FILE *f)
             "work.  The files must come from the same sweep (config, seed, runs and\n"
             "families); a run present twice is an error; missing runs are reported.\n"
             "\n"
-            "exit status: 0 merged, 1 the summary could not be written, 2 bad input.\n");
+            "exit status: 0 merged, 2 bad input, 4 the summary could not be written.\n");
 }
 
 int scm_cmd_merge(int argc, char **argv)
@@ -343,15 +361,20 @@ int scm_cmd_merge(int argc, char **argv)
         free(files);
         return 2;
     }
+    if (cli_check_output("scm merge", out, files, nfiles)) {
+        free(files);
+        return 2;
+    }
     scm_sweep_merge_result res;
     scm_error err;
     int rc = 0;
-    if (scm_sweep_merge(files, nfiles, &res, &err)) {
+    scm_status st = scm_sweep_merge(files, nfiles, &res, &err);
+    if (st) {
         fprintf(stderr, "scm merge: %s\n", err.msg);
-        rc = 2;
+        rc = st == SCM_ENOMEM ? 1 : 2;
     } else if (scm_output_write_json(out, res.json, 0, &err)) {
         fprintf(stderr, "scm merge: %s\n", err.msg);
-        rc = 1;
+        rc = CLI_EXIT_IO;
     } else {
         if (res.missing > 0)
             fprintf(stderr, "scm merge: %ld of %ld runs missing (first: run %ld)\n", res.missing,

@@ -26,5 +26,7 @@ int scm_cmd_split(int argc, char **argv);
 int scm_cmd_staircase(int argc, char **argv);
 /* scm crosscheck: exit 3 when an end point is unmatched */
 int scm_cmd_crosscheck(int argc, char **argv);
+/* scm certify: existence proofs in ball arithmetic (docs/certify.md) */
+int scm_cmd_certify(int argc, char **argv);
 
 #endif

@@ -74,6 +74,8 @@ int scm_main(int argc, char **argv, const cli_executor *ex)
         return scm_cmd_staircase(argc - 1, argv + 1);
     if (strcmp(cmd, "split") == 0)
         return scm_cmd_split(argc - 1, argv + 1);
+    if (strcmp(cmd, "certify") == 0)
+        return scm_cmd_certify(argc - 1, argv + 1);
     if (strcmp(cmd, "crosscheck") == 0)
         return scm_cmd_crosscheck(argc - 1, argv + 1);
     if (strcmp(cmd, "fixed-points") == 0)

@@ -274,6 +274,34 @@ static void fill_from_traj(scm_sweep_record *rec, const scm_traj_result *tr)
     rec->max_F = tr->max_F;
 }
 
+/* A run whose trajectory cannot start or go on (a student too small for
+ * the loose stage, a refused state: scm_traj_run's error e) becomes a
+ * failed record naming the reason, classified at its start (Q, R), so that
+ * the sweep goes on; SCM_ENOMEM stays an error of the sweep. */
+static scm_status run_refused(const scm_model *m, const double *Q, const double *R,
+                              const scm_sweep_families *fams, const scm_sweep_opts *o,
+                              scm_sweep_record *rec, scm_status st, const scm_error *e,
+                              scm_error *err)
+{
+    if (st == SCM_ENOMEM) {
+        if (err)
+            *err = *e;
+        return st;
+    }
+    rec->stop = SCM_STOP_FAILED;
+    rec->converged = 0;
+    snprintf(rec->why, sizeof rec->why, "the run cannot go on: %.480s", e->msg);
+    rec->eps = rec->max_F = NAN;
+    scm_sweep_classify(m, Q, R, NAN, fams, o, rec);
+    rec->converged = 0;
+    rec->cert_point = -1;
+    rec->cert_dist = rec->cert_radius = rec->cert_loss = NAN;
+    rec->near = -1;
+    rec->near_dist = rec->near_loss = NAN;
+    rec->near_k1 = -1;
+    return SCM_OK;
+}
+
 scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t base,
                              long index, const scm_sweep_families *fams,
                              const scm_sweep_opts *o, scm_sweep_record *rec, scm_error *err)
@@ -340,8 +368,11 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
     scm_traj_opts t1 = to;
     if (two_stage)
         t1.grad_stop = o->loose_grad_stop;
-    if ((st = scm_traj_run(m, c->rule, Q0, R0, &t1, &tr, err)))
+    scm_error e;
+    if ((st = scm_traj_run(m, c->rule, Q0, R0, &t1, &tr, &e))) {
+        st = run_refused(m, Q0, R0, fams, o, rec, st, &e, err);
         goto out;
+    }
     long spent_steps = 0, spent_rhs = 0;
     scm_traj_opts def;
     scm_traj_opts_default(&def);
@@ -358,8 +389,12 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
         to.loose_rtol = t1.loose_rtol;
         to.loose_atol = t1.loose_atol;
         rec->loose_retries = 1;
-        if ((st = scm_traj_run(m, c->rule, Q0, R0, &t1, &tr, err)))
+        if ((st = scm_traj_run(m, c->rule, Q0, R0, &t1, &tr, &e))) {
+            st = run_refused(m, Q0, R0, fams, o, rec, st, &e, err);
+            rec->steps = spent_steps;
+            rec->rhs = spent_rhs;
             goto out;
+        }
     }
     fill_from_traj(rec, &tr);
     rec->t = tr.t;

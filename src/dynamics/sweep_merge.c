@@ -6,11 +6,13 @@
 #include "scm/sweepfile.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "scm/output.h"
+#include "sweep_io.h"
 
 typedef struct {
     scm_sweep_record *r;
@@ -35,37 +37,11 @@ static int merge_cmp(const void *a, const void *b)
     return (x->r->index > y->r->index) - (x->r->index < y->r->index);
 }
 
-static char *read_all(const char *path, size_t *len)
+/* 1 when x is a JSON integer in [lo, hi]. */
+static int is_int_in(const cJSON *x, double lo, double hi)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n + 1 < cap)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        errno = bad ? EIO : ENOMEM;
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    return cJSON_IsNumber(x) && x->valuedouble == floor(x->valuedouble) &&
+           x->valuedouble >= lo && x->valuedouble <= hi;
 }
 
 /* Line 1 of file fi: a sweep header, the same as the first file's but for
@@ -82,7 +58,23 @@ static scm_status merge_header(merge_state *m, int fi, const char *p, scm_error 
         !cJSON_IsArray(sh) || cJSON_GetArraySize(sh) != 2 || !cJSON_IsNumber(rn) ||
         !cJSON_IsNumber(sd)) {
         cJSON_Delete(h);
+        if (p[0] != '\0' && p[strlen(p) - 1] == '\r')
+            return scm_error_set(err, SCM_EINVAL,
+                                 "'%s' has CRLF line ends (\\r\\n; converted by an editor or "
+                                 "a transfer?); scm sweep writes \\n only",
+                                 path);
         return scm_error_set(err, SCM_EINVAL, "'%s' line 1: not a scm sweep header", path);
+    }
+    /* the ranges scm sweep writes: runs in [1, 1e9], shard 0 <= i < n <= 1e6, seed in [0, 2^53) */
+    const cJSON *s0 = cJSON_GetArrayItem(sh, 0), *s1 = cJSON_GetArrayItem(sh, 1);
+    if (!is_int_in(rn, 1, 1e9) || !is_int_in(sd, 0, 9007199254740991.0) ||
+        !is_int_in(s1, 1, 1e6) || !is_int_in(s0, 0, 1e6) || s0->valuedouble >= s1->valuedouble) {
+        cJSON_Delete(h);
+        return scm_error_set(err, SCM_EINVAL,
+                             "'%s' line 1: a sweep header with runs, seed or shard out of "
+                             "range (runs in [1, 1e9], seed in [0, 2^53), shard i/n with "
+                             "0 <= i < n <= 1e6)",
+                             path);
     }
     m->shard_i[fi] = (int)cJSON_GetArrayItem(sh, 0)->valuedouble;
     m->shard_n[fi] = (int)cJSON_GetArrayItem(sh, 1)->valuedouble;
@@ -151,19 +143,19 @@ static scm_status merge_record(merge_state *m, int fi, const char *p, long linen
     return SCM_OK;
 }
 
-/* Read file fi: its header, then its records. */
+/* Read file fi: its header, then its records, line by line. */
 static scm_status merge_file(merge_state *m, int fi, scm_error *err)
 {
     const char *path = m->paths[fi];
-    size_t len;
-    char *text = read_all(path, &len);
-    if (!text)
-        return scm_error_set(err, SCM_EINVAL, "cannot read '%s': %s", path, strerror(errno));
-    char *p = text, *end = text + len;
+    FILE *f = scm_sweep_io_open(path, err);
+    if (!f)
+        return err ? err->code : SCM_EINVAL;
+    char *buf = NULL;
+    size_t cap = 0, n;
+    int nl, rc;
     long lineno = 0;
     scm_status st = SCM_OK;
-    while (p < end && !st) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
+    while (!st && (rc = scm_sweep_io_line(f, &buf, &cap, &n, &nl)) > 0) {
         lineno++;
         if (!nl) {
             st = scm_error_set(err, SCM_EINVAL,
@@ -172,16 +164,17 @@ static scm_status merge_file(merge_state *m, int fi, scm_error *err)
                                path, lineno);
             break;
         }
-        *nl = '\0';
         if (lineno == 1)
-            st = merge_header(m, fi, p, err);
+            st = merge_header(m, fi, buf, err);
         else
-            st = merge_record(m, fi, p, lineno, err);
-        p = nl + 1;
+            st = merge_record(m, fi, buf, lineno, err);
     }
+    if (!st && rc < 0)
+        st = scm_sweep_io_error(rc, path, lineno + 1, err);
     if (!st && lineno == 0)
         st = scm_error_set(err, SCM_EINVAL, "'%s' is empty", path);
-    free(text);
+    free(buf);
+    fclose(f);
     return st;
 }
 
@@ -243,7 +236,8 @@ scm_status scm_sweep_merge(const char *const *paths, int n, scm_sweep_merge_resu
     for (int fi = 0; fi < n && !st; fi++)
         st = merge_file(&m, fi, err);
     if (!st) {
-        qsort(m.recs, (size_t)m.nrec, sizeof *m.recs, merge_cmp);
+        if (m.nrec > 1) /* a header-only file has no records (m.recs NULL) */
+            qsort(m.recs, (size_t)m.nrec, sizeof *m.recs, merge_cmp);
         for (long j = 1; j < m.nrec && !st; j++)
             if (m.recs[j].r->index == m.recs[j - 1].r->index)
                 st = scm_error_set(err, SCM_EINVAL, "run %ld appears twice ('%s' and '%s')",

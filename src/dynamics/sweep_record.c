@@ -275,6 +275,13 @@ char *scm_sweep_header_json_opts(const scm_config *c, uint64_t base, long runs, 
         cJSON_AddNumberToObject(f, "loss", fams->f[i].eps);
         cJSON_AddItemToArray(fa, f);
     }
+    if (so) { /* every option that changes a record */
+        cJSON *cl = cJSON_AddObjectToObject(o, "classify");
+        cJSON_AddNumberToObject(cl, "match_rtol", so->match_rtol);
+        cJSON_AddNumberToObject(cl, "match_atol", so->match_atol);
+        cJSON_AddNumberToObject(cl, "dead_q", so->dead_q);
+        cJSON_AddNumberToObject(cl, "loose_grad_stop", so->loose_grad_stop);
+    }
     if (so && so->certify) {
         cJSON *ce = cJSON_AddObjectToObject(o, "certify");
         cJSON_AddNumberToObject(ce, "grad", so->certify_grad);

@@ -78,7 +78,7 @@ static scm_status load_ansatze(scm_xc_check *c, const scm_xc_check_opts *o, scm_
 scm_status scm_xc_check_new(const scm_xc_check_opts *o, scm_xc_check **out, scm_error *err)
 {
     *out = NULL;
-    if (o->K < 1 || o->M < 1 || o->runs < 0 || o->seed < 0 || o->first < 0 || o->starts < 0 ||
+    if (o->K < 1 || o->M < 1 || o->runs < 1 || o->seed < 0 || o->first < 0 || o->starts < 0 ||
         o->fp_seed < 0 || o->deflate < 0 || o->sweep_passes < 0 || (!o->ode && !o->gd) ||
         o->threads < 0 || o->threads > 64 || o->n_ansatz < 0 ||
         o->n_ansatz > SCM_XC_MAX_ANSATZ || (o->n_ansatz > 0 && !o->ansatz_files))

@@ -10,7 +10,57 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "scm/symstab.h"
+
 #define PICK_MAX_ANSATZ 16
+
+/* The full-Jacobian check of point i (family.h's classes) from the
+ * symmetric spectrum of its ansatz instance (scm_stab_symmetric_jacobian,
+ * cost independent of K); where that is refused (parallel ReLU neurons) or
+ * the ansatz is not among ans, the dense scm_family_check_full. */
+static scm_status check_point(scm_family *fam, int i, const scm_activation *act,
+                              scm_ansatz *const *ans, int nans, scm_error *err)
+{
+    scm_fam_point *p = &fam->pt[i];
+    if (p->cls != SCM_FAM_BLOCK_STABLE)
+        return SCM_OK;
+    const scm_ansatz *a = NULL;
+    for (int j = 0; j < nans && !a; j++)
+        if (!strcmp(scm_ansatz_name(ans[j]), p->ansatz))
+            a = ans[j];
+    scm_error e;
+    scm_ansatz_inst *in =
+        a ? scm_ansatz_instantiate(a, fam->K, fam->M, p->ansatz_k1, &e) : NULL;
+    scm_symstab_result r;
+    memset(&r, 0, sizeof r);
+    scm_status st = in && scm_ansatz_inst_nscalars(in) == p->nsc
+                        ? scm_stab_symmetric_jacobian(in, act, p->x, NULL, &r, &e)
+                        : SCM_EINVAL;
+    if (st == SCM_OK && r.n > 0) {
+        p->full_re_max = r.eig[r.n - 1].value;
+        p->cls = p->full_re_max > SCM_FAM_EIG_TOL ? SCM_FAM_SADDLE : SCM_FAM_MIN_CANDIDATE;
+    }
+    scm_symstab_result_free(&r);
+    scm_ansatz_inst_free(in);
+    return p->cls == SCM_FAM_BLOCK_STABLE ? scm_family_check_full(fam, i, act, err) : SCM_OK;
+}
+
+/* scm_family_default with check_point. */
+static scm_status family_default(scm_family *fam, const scm_activation *act,
+                                 scm_ansatz *const *ans, int nans, int *index, scm_error *err)
+{
+    *index = -1;
+    for (int i = 0; i < fam->n; i++) {
+        scm_status st = check_point(fam, i, act, ans, nans, err);
+        if (st)
+            return st;
+        if (fam->pt[i].cls == SCM_FAM_MIN_CANDIDATE) {
+            *index = i;
+            return SCM_OK;
+        }
+    }
+    return SCM_OK;
+}
 
 void scm_family_pick_opts_default(scm_family_pick_opts *o)
 {
@@ -84,10 +134,11 @@ static scm_status pick_by_loss(const scm_family_pick_opts *o, scm_family_pick *p
 
 /* The lowest-loss minimum candidate, or the message listing the points. */
 static scm_status pick_default(const scm_family_pick_opts *o, scm_family_pick *p,
-                               const scm_activation *act, scm_error *err)
+                               const scm_activation *act, scm_ansatz *const *ans, int nans,
+                               scm_error *err)
 {
     p->how = "lowest-loss minimum candidate";
-    scm_status st = scm_family_default(&p->fam, act, &p->index, err);
+    scm_status st = family_default(&p->fam, act, ans, nans, &p->index, err);
     if (st || p->index >= 0)
         return st;
     char head[320];
@@ -165,9 +216,9 @@ scm_status scm_family_pick_run(const scm_family_pick_opts *o, scm_family_pick *p
     } else if (!st && isfinite(o->loss))
         st = pick_by_loss(o, p, err);
     else if (!st)
-        st = pick_default(o, p, act, err);
+        st = pick_default(o, p, act, ans, nans, err);
     if (!st)
-        st = scm_family_check_full(&p->fam, p->index, act, err);
+        st = check_point(&p->fam, p->index, act, ans, nans, err);
     for (int i = 0; i < nans; i++)
         scm_ansatz_free(ans[i]);
     return st;

@@ -1,9 +1,11 @@
 /* fptable.c: scm_fp_table_run, the families table of `scm fixed-points`
  * (fptable.h): the options, the ansätze, and what follows the enumeration
- * of fptable_enum.c: the classification, the merging of a solution found
- * in several ansätze into its description with the fewest scalars, the
- * full-space polish of one representative per family, the continuation in
- * M and the stability of each listed point; and the table's accessors. */
+ * of fptable_enum.c: the classification (and with --k1 N the choice of the
+ * points of family N), the merging of a solution found in several ansätze
+ * into its description with the fewest scalars (and of copies equal to
+ * round-off), the full-space polish of one representative per family, the
+ * continuation in M; then fptable_fam.c's stability and families table;
+ * and the table's accessors. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@ void scm_fp_table_opts_default(scm_fp_table_opts *o)
     o->fixed_k1 = 1;
     o->max_residual = 1e-12;
     o->threads = 0;
+    o->states = SCM_FP_STATES_AUTO;
 }
 
 scm_status scm_fp_table_opts_check(const scm_fp_table_opts *o, scm_error *err)
@@ -43,7 +46,8 @@ scm_status scm_fp_table_opts_check(const scm_fp_table_opts *o, scm_error *err)
         o->polish_max_K < 0 || o->threads < 0 || o->k1 < -1 || o->chain_from < 0 ||
         o->grow_from < 0 || o->probes < -1 || o->fixed_k1 < 1 ||
         o->n_ansatz < 0 || o->n_ansatz > SCM_FP_TABLE_MAX_FILES ||
-        (o->n_ansatz > 0 && !o->ansatz_files) || !(o->max_residual > 0.0))
+        (o->n_ansatz > 0 && !o->ansatz_files) || !(o->max_residual > 0.0) ||
+        o->states < SCM_FP_STATES_AUTO || o->states > SCM_FP_STATES_ALL)
         return scm_error_set(err, SCM_EINVAL, "an option is out of its range");
     if (o->chain_from > 0 && o->chain_from >= M)
         return scm_error_set(err, SCM_EINVAL, "--chain-from must be below M = %ld, got %ld", M,
@@ -56,7 +60,7 @@ scm_status scm_fp_table_opts_check(const scm_fp_table_opts *o, scm_error *err)
          o->stability || scm_fp_table_seeds_count(o->seeds) > 0))
         return scm_error_set(err, SCM_EINVAL,
                              "--grow-from M0 needs M0 <= M = %ld and goes without --k1, "
-                             "--chain-from, --continue-to, --all, --stability, --seed-from", M);
+                             "--chain-from, --continue-to, --unmerged, --stability, --seed-from", M);
     if (o->grow_from == 0 && (o->probes >= 0 || o->fixed_k1 != 1))
         return scm_error_set(err, SCM_EINVAL, "--probes and --fixed-k1 go with --grow-from");
     if (o->continue_to >= 0 && o->continue_to <= M)
@@ -99,10 +103,17 @@ static int cmp_sol(const void *pa, const void *pb)
     return 0;
 }
 
-static int same_orbit(const fpt_solution *a, const fpt_solution *b)
+/* The same point up to round-off: the loss to 1e-9 relative (above 1e-3)
+ * plus the round-off of a loss summed over (K + M)^2 kernel terms,
+ * 1e-16 (K + M)^2 absolute (1.6e-11 at K = M = 200, where the global
+ * minimum came out at -9.09e-13 and +9.09e-13 and the k1 = 1 plateau at
+ * 0.00141606259876 and 0.00141606260149), and the invariants tr Q and
+ * ||R||_F^2 to 1e-9 relative. */
+static int same_orbit(const fpt_solution *a, const fpt_solution *b, double KM)
 {
     double tol = 1e-9;
-    return fabs(a->pt->eps - b->pt->eps) <= tol * fmax(1e-3, fabs(a->pt->eps)) &&
+    return fabs(a->pt->eps - b->pt->eps) <=
+               tol * fmax(1e-3, fabs(a->pt->eps)) + 1e-16 * KM * KM &&
            fabs(a->st.trQ - b->st.trQ) <= tol * fmax(1.0, fabs(a->st.trQ)) &&
            fabs(a->st.normR2 - b->st.normR2) <= tol * fmax(1.0, fabs(a->st.normR2));
 }
@@ -114,22 +125,49 @@ static void defer(scm_fp_table *t, const char *msg)
     t->deferred = SCM_ENOMEM;
 }
 
+/* The loss of a PSD state is >= 0; a negative value is round-off (the
+ * listed points passed the PSD check of fixedpoint.h): reported as 0. */
+static double clamp0(double eps)
+{
+    return eps < 0.0 ? 0.0 : eps;
+}
+
+/* Classify each solution (its family: the anti-aligned count), keep with
+ * --k1 N only family N, clamp the losses at 0. */
+static void classify_all(scm_fp_table *t)
+{
+    int keep = 0;
+    for (int s = 0; s < t->nsol; s++) {
+        fpt_solution so = t->sol[s];
+        so.pt = &t->set.pt[s];
+        scm_fp_classify(so.in, so.pt->x, &so.st);
+        double a = so.st.n_anti;
+        so.family = isfinite(a) && a == floor(a) ? (int)a : -1;
+        so.specialised = so.st.n_other == (double)(t->K - t->M) && so.family >= 0;
+        so.hmin = NAN;
+        so.j_re_max = NAN;
+        so.pt->eps = clamp0(so.pt->eps);
+        if (t->k1 >= 0 && so.family != t->k1)
+            continue;
+        t->sol[keep++] = so;
+    }
+    t->nsol = keep;
+}
+
 /* Classify, merge the copies of a point found in several ansätze, polish
  * one representative per family, and order by loss. */
 static void merge_and_polish(scm_fp_table *t, const scm_fp_opts *o)
 {
+    classify_all(t);
     int nsol = t->nsol;
     fpt_solution *sol = t->sol;
-    for (int s = 0; s < nsol; s++) {
-        sol[s].pt = &t->set.pt[s];
-        scm_fp_classify(sol[s].in, sol[s].pt->x, &sol[s].st);
-    }
     if (nsol > 0)
         qsort(sol, (size_t)nsol, sizeof *sol, cmp_sol);
-    if (!t->all)
+    double KM = (double)(t->K + t->M);
+    if (!t->unmerged)
         for (int s = 0; s < nsol; s++)
             for (int u = 0; u < s && sol[s].merged_into < 0; u++)
-                if (sol[u].merged_into < 0 && same_orbit(&sol[s], &sol[u]))
+                if (sol[u].merged_into < 0 && same_orbit(&sol[s], &sol[u], KM))
                     sol[s].merged_into = u;
     /* the polish: one representative per family, in parallel */
     scm_fp_point **reps = malloc(sizeof *reps * ((size_t)nsol + 1));
@@ -141,6 +179,10 @@ static void merge_and_polish(scm_fp_table *t, const scm_fp_opts *o)
     if (!reps || scm_fp_points_polish(reps, nreps, t->act, o, &e) == SCM_ENOMEM)
         defer(t, reps ? e.msg : "out of memory");
     free(reps);
+    for (int s = 0; s < nsol; s++) {
+        sol[s].pt->eps_full = clamp0(sol[s].pt->eps_full);
+        sol[s].pt->eps_polish = clamp0(sol[s].pt->eps_polish);
+    }
     /* display order: by loss (insertion sort; the lists are short) */
     t->order = malloc(sizeof *t->order * ((size_t)nsol + 1));
     if (!t->order) {
@@ -173,30 +215,6 @@ static void continue_all(scm_fp_table *t, const scm_fp_opts *o)
     }
 }
 
-/* The stability of each listed point with a full state (K <= 20). */
-static void stability_all(scm_fp_table *t)
-{
-    scm_error e;
-    scm_model *sm = scm_model_alloc((int)t->K, (int)t->M, t->act, NULL, NULL, NULL, &e);
-    if (!sm) {
-        defer(t, e.msg);
-        return;
-    }
-    for (int s = 0; s < t->nview; s++) {
-        fpt_solution *so = &t->sol[s];
-        if (so->merged_into >= 0 || !so->pt->Q)
-            continue;
-        scm_error se;
-        if (scm_stab_analyse(sm, so->pt->Q, so->pt->R, &t->so, &so->stab, &se)) {
-            so->stab_done = -1;
-            snprintf(so->stab_err, sizeof so->stab_err, "%s", se.msg);
-        } else {
-            so->stab_done = 1;
-        }
-    }
-    scm_model_free(sm);
-}
-
 /* The listed points in the order of the table, and how many of them have
  * a residual not below max_residual. */
 static scm_status rows_fill(scm_fp_table *t)
@@ -206,18 +224,20 @@ static scm_status rows_fill(scm_fp_table *t)
         return SCM_ENOMEM;
     for (int si = 0; si < t->nview; si++) {
         int s = t->order[si];
-        const fpt_solution *so = &t->sol[s];
+        fpt_solution *so = &t->sol[s];
         if (so->merged_into >= 0)
             continue;
         const scm_fp_point *p = so->pt;
         double r = p->polished ? p->res_polish : p->full ? p->res_full : p->res_block;
-        if (!(r < t->max_residual))
+        so->res_ok = r < t->max_residual;
+        if (!so->res_ok)
             t->n_above++;
         int dups = 0;
         for (int u = 0; u < t->nsol; u++)
             dups += t->sol[u].merged_into == s;
         t->rows[t->nrows++] = (scm_fp_table_row){scm_ansatz_name(t->ans[so->ansatz]),
-                                                 (int)p->k1, p, so->in, so->st, r, dups};
+                                                 so->family, (int)p->k1, p, so->in, so->st, r,
+                                                 dups};
     }
     return SCM_OK;
 }
@@ -238,7 +258,7 @@ static scm_status rows_fill_grow(scm_fp_table *t)
                 const scm_fp_point *pt = &sw->set[i].pt[p];
                 scm_fp_structure st = {NAN, NAN, NAN, NAN, NAN};
                 t->rows[t->nrows++] = (scm_fp_table_row){
-                    scm_ansatz_name(t->ans[t->grow[g].ansatz]), sw->k1_min + i, pt,
+                    scm_ansatz_name(t->ans[t->grow[g].ansatz]), -1, sw->k1_min + i, pt,
                     sw->inst[i], st, pt->res_block, 0};
             }
     }
@@ -265,13 +285,15 @@ static scm_status table_new(const scm_fp_table_opts *o, scm_fp_table **out, scm_
     t->probes = o->probes;
     t->fixed_k1 = o->fixed_k1;
     t->act = o->act ? o->act : scm_activation_find("relu");
-    t->all = o->all;
+    t->unmerged = o->all;
     t->stability = o->stability;
+    t->states = o->states != SCM_FP_STATES_AUTO  ? o->states
+                : o->K <= SCM_FP_STATES_ALL_MAX_K ? SCM_FP_STATES_ALL
+                                                  : SCM_FP_STATES_MINIMA;
+    t->progress = o->progress;
+    t->progress_ctx = o->progress_ctx;
     t->max_residual = o->max_residual;
     scm_fp_set_init(&t->set);
-    /* the same as `scm stability --trials 3 --sigma 1e-4,1e-3,1e-2`, so that
-     * a verdict can be reproduced with `scm stability --point` */
-    scm_stab_opts_three_sigma(&t->so);
     *out = t;
     return SCM_OK;
 }
@@ -316,11 +338,13 @@ scm_status scm_fp_table_run(const scm_fp_table_opts *o, scm_fp_table **out, scm_
     merge_and_polish(t, &fo);
     if (t->continue_to > 0)
         continue_all(t, &fo);
-    if (t->stability && t->K <= FPT_STAB_MAX_K)
-        stability_all(t);
     if (rows_fill(t)) {
         scm_fp_table_free(t);
         return scm_error_set(err, SCM_ENOMEM, "out of memory");
+    }
+    if ((st = fpt_families_build(t, err))) {
+        scm_fp_table_free(t);
+        return st;
     }
     *out = t;
     return SCM_OK;
@@ -378,6 +402,7 @@ void scm_fp_table_free(scm_fp_table *t)
         scm_fp_sweep_free(&t->grow[g].sw);
     free(t->grow);
     free(t->rows);
+    free(t->fam);
     for (int i = 0; i < t->nans; i++)
         scm_ansatz_free(t->ans[i]);
     free(t);

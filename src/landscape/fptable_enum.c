@@ -50,7 +50,7 @@ static void sweeps_run(const scm_fp_table *t, long sweep_passes, const scm_fp_ta
     pthread_t task_th[SCM_FP_TABLE_MAX_FILES];
     for (int a = 0; a < t->nans; a++) {
         int lo, hi;
-        if (t->k1 >= 0 || sweep_passes < 2 ||
+        if (fpt_instances_restricted(t) || sweep_passes < 2 ||
             scm_ansatz_applies(t->ans[a], (int)t->K, (int)t->M, &lo, &hi) != 1 || hi <= lo)
             continue;
         task[a].a = t->ans[a];
@@ -198,7 +198,11 @@ static scm_status ansatz_collect(scm_fp_table *t, int a, int lo, int hi, scm_fp_
                                  int nmine, const scm_fp_opts *o, int *applied, scm_error *err)
 {
     for (int kk = lo; kk <= hi; kk++) {
-        if (t->k1 >= 0 && kk != t->k1)
+        /* --k1 N above SCM_FP_TABLE_K1_ALL_MAX_K: the instances N and its
+         * mirrors K - N, M - N (those of `scm stability --k1`); fptable.c
+         * keeps the points of family N */
+        if (fpt_instances_restricted(t) && kk != t->k1 && kk != t->K - t->k1 &&
+            kk != t->M - t->k1)
             continue;
         instance_run r = {0};
         if (sw) {
@@ -247,7 +251,7 @@ static scm_status ansatz_take(scm_fp_table *t, int a, int named, const scm_fp_ta
     }
     /* every k1: the k1 sweep, each instance seeded with its neighbours'
      * solutions (fpsweep.h) */
-    int use_sweep = t->k1 < 0 && sweep_passes >= 2 && hi > lo;
+    int use_sweep = !fpt_instances_restricted(t) && sweep_passes >= 2 && hi > lo;
     int nmine = 0;
     scm_fp_seed *mine = fpt_seeds_of(seeds, name, &nmine);
     if (!mine)

@@ -9,7 +9,7 @@
 #include "scm/fptable.h"
 #include "scm/stability.h"
 
-#define FPT_STAB_MAX_K 20 /* stability: the analysis runs for K <= this */
+#define FPT_PATTERN_LEN 64
 
 /* One solution of one instance, before and after the merging. */
 typedef struct {
@@ -20,10 +20,27 @@ typedef struct {
     int merged_into;     /* -1 or the solution this one duplicates */
     scm_fp_branch br;
     int has_branch;
-    int stab_done;       /* 1: stab holds the analysis; -1: it failed (stab_err) */
-    scm_stab_result stab;
-    char stab_err[520];
+    int family;          /* anti-aligned students (-1: not a whole number) */
+    int specialised;     /* 1: n_other == K - M (a member of a family) */
+    int res_ok;          /* residual below max_residual */
+    char pattern[FPT_PATTERN_LEN]; /* the extra students (fptable_fam.c) */
+    int cls;             /* scm_fp_class */
+    double hmin;         /* smallest Hessian eigenvalue (NaN) */
+    long h_neg, h_zero, h_pos, h_total; /* with multiplicity */
+    int jac_done;        /* --stability: 1 the Jacobian's spectrum is known */
+    long j_pos;          /* its unstable directions (real part > tol) */
+    double j_re_max;
+    char stab_err[300];  /* why the class is SCM_FP_CLASS_REFUSED */
 } fpt_solution;
+
+/* One family of the families table (fptable_fam.c). */
+typedef struct {
+    int k1;
+    char pattern[FPT_PATTERN_LEN];
+    int n_points, n_minima, n_saddles, n_refused;
+    int best;            /* solution index of the lowest-loss minimum, or -1 */
+    int best_row;
+} fpt_family;
 
 /* What the starts of one (ansatz, k1) did: one entry of "searches". */
 typedef struct {
@@ -43,7 +60,9 @@ typedef struct {
 struct scm_fp_table {
     long K, M, k1, chain_from, continue_to, grow_from, probes, fixed_k1;
     const scm_activation *act;
-    int all, stability;
+    int unmerged, stability, states;
+    void (*progress)(void *ctx, int done, int total);
+    void *progress_ctx;
     double max_residual;
     int nans;
     scm_ansatz *ans[SCM_FP_TABLE_MAX_FILES];
@@ -57,7 +76,8 @@ struct scm_fp_table {
     int nview;                 /* nsol, or 0 when order could not be allocated */
     fpt_search *search;        /* [nsearch] */
     int nsearch, search_cap;
-    scm_stab_opts so;
+    fpt_family *fam;           /* [nfam]: the families table */
+    int nfam;
     int n_above;               /* listed points with a residual not below max_residual */
     /* the block-level continuation */
     fpt_grow *grow;            /* [ngrow] */
@@ -68,6 +88,14 @@ struct scm_fp_table {
     scm_status deferred;       /* a failure that left the table complete */
     scm_error deferred_err;
 };
+
+/* 1 when --k1 N enumerates only the instances N, K - N and M - N (K above
+ * SCM_FP_TABLE_K1_ALL_MAX_K); below, every instance with the k1 sweep, and
+ * the points of family N are kept. */
+static inline int fpt_instances_restricted(const scm_fp_table *t)
+{
+    return t->k1 >= 0 && t->K > SCM_FP_TABLE_K1_ALL_MAX_K;
+}
 
 /* The seeds of the ansatz called name (an array the caller frees; NULL
  * only for no memory), in fptable_seeds.c. */
@@ -85,6 +113,13 @@ static inline scm_status fpt_failed(scm_status st)
  * t->sol, t->insts, t->search); SCM_OK or the failure (err). */
 scm_status fpt_enumerate(scm_fp_table *t, int named, long sweep_passes,
                          const scm_fp_table_seeds *seeds, const scm_fp_opts *o, scm_error *err);
+
+/* The structure, pattern and symmetric stability of the distinct points,
+ * and the families table (fptable_fam.c); after rows_fill. */
+scm_status fpt_families_build(scm_fp_table *t, scm_error *err);
+
+/* 1 when the JSON carries Q and R of solution s (t->states). */
+int fpt_state_shown(const scm_fp_table *t, int s);
 
 /* The run of fptable_grow.c: fills t->grow; SCM_OK or the failure (err). */
 scm_status fpt_grow_run(scm_fp_table *t, int named, const scm_fp_opts *o, scm_error *err);

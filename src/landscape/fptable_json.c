@@ -11,51 +11,27 @@
 
 static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
-static cJSON *stab_json(const fpt_solution *s, long K, const scm_stab_opts *o)
+/* The "stability" object of --stability: the symmetric spectra of the
+ * Hessian (symstab.h, d = K + M) and of the flow's Jacobian. */
+static cJSON *stab_json(const fpt_solution *s)
 {
     cJSON *j = cJSON_CreateObject();
-    if (s->stab_done == 0) {
-        cJSON_AddStringToObject(j, "verdict", "not_run");
-        cJSON_AddStringToObject(j, "why", K > FPT_STAB_MAX_K ? "K > 20" : "no full state");
-        return j;
-    }
-    if (s->stab_done < 0) {
-        cJSON_AddStringToObject(j, "verdict", "error");
+    cJSON_AddStringToObject(j, "method", "symmetric_spectrum");
+    cJSON_AddStringToObject(j, "class", scm_fp_class_str((scm_fp_class)s->cls));
+    if (s->cls == SCM_FP_CLASS_REFUSED) {
         cJSON_AddStringToObject(j, "why", s->stab_err);
         return j;
     }
-    const scm_stab_result *r = &s->stab;
-    cJSON_AddStringToObject(j, "verdict", scm_verdict_str(r->verdict));
-    cJSON_AddStringToObject(j, "hessian_verdict", scm_hverdict_str(r->hverdict));
-    cJSON_AddStringToObject(j, "tests_agree",
-                            r->agree == 1 ? "yes" : r->agree == 0 ? "no" : "not_comparable");
-    cJSON_AddStringToObject(j, "hessian", !r->hessian_done ? "none"
-                                          : r->hessian_closed ? "closed_form"
-                                                              : "central_differences");
-    if (r->hessian_done) {
-        cJSON_AddNumberToObject(j, "hessian_negative", r->counts.n_neg);
-        cJSON_AddNumberToObject(j, "hessian_zero", r->counts.n_zero);
-        cJSON_AddNumberToObject(j, "hessian_positive", r->counts.n_pos);
-        cJSON_AddItemToObject(j, "hessian_smallest", num_or_null(r->n_small ? r->eval_small[0] : NAN));
-    }
-    cJSON_AddNumberToObject(j, "zero_modes_predicted", (double)r->zm.total);
-    cJSON_AddItemToObject(j, "jacobian_re_max", r->jacobian_done ? num_or_null(r->jac_re_max)
-                                                                 : cJSON_CreateNull());
-    cJSON_AddNumberToObject(j, "trials", o->n_trials);
-    cJSON_AddNumberToObject(j, "d", (double)r->d);
-    cJSON *rows = cJSON_AddArrayToObject(j, "rows");
-    for (int i = 0; i < r->n_rows; i++) {
-        const scm_stab_row *w = &r->rows[i];
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddNumberToObject(x, "sigma", w->sigma);
-        cJSON_AddStringToObject(x, "verdict", scm_verdict_str(w->verdict));
-        cJSON_AddNumberToObject(x, "dest_same", w->n_same);
-        cJSON_AddNumberToObject(x, "dest_global_min", w->n_global);
-        cJSON_AddNumberToObject(x, "dest_other", w->n_other);
-        cJSON_AddNumberToObject(x, "dest_failed", w->n_failed);
-        cJSON_AddItemToObject(x, "other_loss_min", num_or_null(w->other_eps_min));
-        cJSON_AddItemToObject(x, "other_loss_max", num_or_null(w->other_eps_max));
-        cJSON_AddItemToArray(rows, x);
+    cJSON_AddNumberToObject(j, "hessian_negative", (double)s->h_neg);
+    cJSON_AddNumberToObject(j, "hessian_zero", (double)s->h_zero);
+    cJSON_AddNumberToObject(j, "hessian_positive", (double)s->h_pos);
+    cJSON_AddItemToObject(j, "hessian_smallest", num_or_null(s->hmin));
+    if (s->jac_done) {
+        cJSON_AddNumberToObject(j, "jacobian_unstable", (double)s->j_pos);
+        cJSON_AddItemToObject(j, "jacobian_re_max", num_or_null(s->j_re_max));
+    } else {
+        cJSON_AddNullToObject(j, "jacobian_unstable");
+        cJSON_AddNullToObject(j, "jacobian_re_max");
     }
     return j;
 }
@@ -68,7 +44,7 @@ static cJSON *searches_json(const scm_fp_table *t)
         const fpt_search *s = &t->search[i];
         cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "ansatz", scm_ansatz_name(t->ans[s->ansatz]));
-        cJSON_AddNumberToObject(r, "k1", s->k1);
+        cJSON_AddNumberToObject(r, "instance", s->k1);
         cJSON_AddNumberToObject(r, "starts", s->starts);
         cJSON_AddNumberToObject(r, "converged", s->converged);
         cJSON_AddNumberToObject(r, "no_progress_singular", s->noprog);
@@ -88,15 +64,69 @@ static cJSON *searches_json(const scm_fp_table *t)
     return runs;
 }
 
+/* Q and R of solution s into j, or null (block level, or --states). */
+static void add_state(cJSON *j, const scm_fp_table *t, int s)
+{
+    const scm_fp_point *p = t->sol[s].pt;
+    if (p->Q && fpt_state_shown(t, s)) {
+        cJSON_AddItemToObject(j, "Q", scm_output_matrix(p->Q, (int)t->K, (int)t->K));
+        cJSON_AddItemToObject(j, "R", scm_output_matrix(p->R, (int)t->K, (int)t->M));
+    } else {
+        cJSON_AddNullToObject(j, "Q");
+        cJSON_AddNullToObject(j, "R");
+    }
+}
+
+/* The "family_table" array: per family its lowest-loss minimum (loss null
+ * when it has none) and the counts; "index" is the entry of
+ * "fixed_points". */
+static cJSON *families_json(const scm_fp_table *t)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int f = 0; arr && f < t->nfam; f++) {
+        const fpt_family *F = &t->fam[f];
+        const fpt_solution *b = F->best >= 0 ? &t->sol[F->best] : NULL;
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "k1", F->k1);
+        if (t->K > t->M)
+            cJSON_AddStringToObject(j, "extra", F->pattern);
+        cJSON_AddNumberToObject(j, "points", F->n_points);
+        cJSON_AddNumberToObject(j, "minima", F->n_minima);
+        cJSON_AddNumberToObject(j, "saddles", F->n_saddles);
+        cJSON_AddNumberToObject(j, "refused", F->n_refused);
+        cJSON_AddItemToObject(j, "loss", b ? num_or_null(b->pt->eps) : cJSON_CreateNull());
+        cJSON_AddItemToObject(j, "hessian_min", b ? num_or_null(b->hmin) : cJSON_CreateNull());
+        if (b) {
+            cJSON_AddNumberToObject(j, "index", F->best_row);
+            cJSON_AddStringToObject(j, "ansatz", scm_ansatz_name(t->ans[b->ansatz]));
+            cJSON_AddNumberToObject(j, "instance", b->pt->k1);
+            add_state(j, t, F->best);
+        } else {
+            cJSON_AddNullToObject(j, "index");
+        }
+        cJSON_AddItemToArray(arr, j);
+    }
+    return arr;
+}
+
 /* The entry of listed solution s. */
 static cJSON *point_json(const scm_fp_table *t, int s)
 {
     const fpt_solution *so = &t->sol[s];
     const scm_fp_point *p = so->pt;
-    long K = t->K, M = t->M;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "ansatz", scm_ansatz_name(t->ans[so->ansatz]));
-    cJSON_AddNumberToObject(j, "k1", p->k1);
+    if (so->family >= 0)
+        cJSON_AddNumberToObject(j, "k1", so->family);
+    else
+        cJSON_AddNullToObject(j, "k1");
+    cJSON_AddNumberToObject(j, "instance", p->k1);
+    cJSON_AddBoolToObject(j, "specialised", so->specialised);
+    if (so->specialised && t->K > t->M)
+        cJSON_AddStringToObject(j, "extra", so->pattern);
+    cJSON_AddStringToObject(j, "class", scm_fp_class_str((scm_fp_class)so->cls));
+    cJSON_AddItemToObject(j, "hessian_min", num_or_null(so->hmin));
+    cJSON_AddBoolToObject(j, "residual_ok", so->res_ok);
     cJSON *st = cJSON_AddObjectToObject(j, "structure");
     cJSON_AddNumberToObject(st, "anti", so->st.n_anti);
     cJSON_AddNumberToObject(st, "aligned", so->st.n_aligned);
@@ -121,15 +151,9 @@ static cJSON *point_json(const scm_fp_table *t, int s)
     cJSON *sc = cJSON_AddObjectToObject(j, "scalars");
     for (int c = 0; c < p->nsc; c++)
         cJSON_AddNumberToObject(sc, scm_ansatz_inst_scalar_name(so->in, c), p->x[c]);
-    if (p->Q) {
-        cJSON_AddItemToObject(j, "Q", scm_output_matrix(p->Q, (int)K, (int)K));
-        cJSON_AddItemToObject(j, "R", scm_output_matrix(p->R, (int)K, (int)M));
-    } else {
-        cJSON_AddNullToObject(j, "Q");
-        cJSON_AddNullToObject(j, "R");
-    }
+    add_state(j, t, s);
     if (t->stability)
-        cJSON_AddItemToObject(j, "stability", stab_json(so, K, &t->so));
+        cJSON_AddItemToObject(j, "stability", stab_json(so));
     if (so->has_branch) {
         const scm_fp_branch *b = &so->br;
         cJSON *c = cJSON_AddObjectToObject(j, "continuation");
@@ -173,7 +197,7 @@ static cJSON *grow_json(const scm_fp_table *t)
                 const scm_fp_point *pt = &sw->set[i].pt[p];
                 cJSON *j = cJSON_CreateObject();
                 cJSON_AddStringToObject(j, "ansatz", name);
-                cJSON_AddNumberToObject(j, "k1", sw->k1_min + i);
+                cJSON_AddNumberToObject(j, "instance", sw->k1_min + i);
                 cJSON_AddItemToObject(j, "loss", num_or_null(pt->eps));
                 cJSON_AddItemToObject(j, "residual_block", num_or_null(pt->res_block));
                 cJSON_AddItemToObject(j, "gram_min_eigenvalue", num_or_null(pt->gram_min));
@@ -185,8 +209,8 @@ static cJSON *grow_json(const scm_fp_table *t)
             }
         cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "ansatz", name);
-        cJSON_AddNumberToObject(r, "k1_min", sw->k1_min);
-        cJSON_AddNumberToObject(r, "k1_max", sw->k1_max);
+        cJSON_AddNumberToObject(r, "instance_min", sw->k1_min);
+        cJSON_AddNumberToObject(r, "instance_max", sw->k1_max);
         cJSON_AddNumberToObject(r, "points", gr->points);
         cJSON_AddNumberToObject(r, "base_solutions", gr->gs.base);
         cJSON_AddNumberToObject(r, "paths_reached", gr->gs.reached);
@@ -207,13 +231,24 @@ cJSON *scm_fp_table_json(const scm_fp_table *t)
         return NULL;
     cJSON_AddStringToObject(root, "scmode_version", SCM_VERSION);
     cJSON_AddStringToObject(root, "command", "fixed-points");
-    cJSON_AddStringToObject(root, "status", t->n_above ? "residual_above_1e-12" : "ok");
+    cJSON_AddStringToObject(root, "status", "ok");
     cJSON_AddNumberToObject(root, "K", (double)t->K);
     cJSON_AddNumberToObject(root, "M", (double)t->M);
     cJSON_AddStringToObject(root, "activation", t->act->name);
     cJSON_AddStringToObject(root, "teacher", "T = I, v = v* = 1");
     if (t->chain_from > 0)
         cJSON_AddNumberToObject(root, "chain_from", (double)t->chain_from);
+    cJSON_AddStringToObject(root, "states", t->states == SCM_FP_STATES_ALL      ? "all"
+                                            : t->states == SCM_FP_STATES_MINIMA ? "minima"
+                                                                                : "none");
+    cJSON_AddNumberToObject(root, "max_residual", t->max_residual);
+    cJSON_AddNumberToObject(root, "points_above_residual", t->n_above);
+    if (t->k1 >= 0)
+        cJSON_AddNumberToObject(root, "k1", (double)t->k1);
+    /* not "families": scm_sweep_families_parse (sweep.c) reads an array
+     * "families" before "fixed_points", and would then classify runs against
+     * the minima alone */
+    cJSON_AddItemToObject(root, "family_table", families_json(t));
     cJSON_AddItemToObject(root, "searches", searches_json(t));
     cJSON *arr = cJSON_AddArrayToObject(root, "fixed_points");
     for (int si = 0; si < t->nview; si++) {
@@ -231,7 +266,7 @@ scm_status scm_fp_table_json_fits(const scm_fp_table *t, const char *path, scm_e
     double numbers = 0.0;
     int n_full = 0;
     for (int s = 0; s < t->nview; s++)
-        if (t->sol[s].merged_into < 0 && t->sol[s].pt->Q) {
+        if (t->sol[s].merged_into < 0 && t->sol[s].pt->Q && fpt_state_shown(t, s)) {
             numbers += (double)t->K * (double)t->K + (double)t->K * (double)t->M;
             n_full++;
         }
@@ -243,8 +278,8 @@ scm_status scm_fp_table_json_fits(const scm_fp_table *t, const char *path, scm_e
         return scm_error_set(err, SCM_ENOMEM,
                              "%s not written: it would hold Q and R of %d points at K = %ld, "
                              "M = %ld (%.3g numbers, about %.1f GB in memory while it is "
-                             "written), more than the %.1f GB free here; use --k1 N for one "
-                             "k1, or the block-level continuation in M (scm_fp_sweep_grow, "
+                             "written), more than the %.1f GB free here; use --states "
+                             "minima or none, --k1 N for one family, or the block-level continuation in M (scm_fp_sweep_grow, "
                              "docs/fixed-points.md)",
                              path, n_full, t->K, t->M, numbers, need / 1e9, have / 1e9);
     return SCM_OK;

@@ -1,8 +1,9 @@
 /* fptable_seeds.c: the seeds of scm_fp_table_run from earlier results
  * (`scm fixed-points --seed-from FILE`): the listed points of other
  * fixed-points result files, typically at M - 1 (continuation in M), each
- * with its ansatz name, k1 and scalars by name.  The scalar names point
- * into the parsed documents, which the list keeps. */
+ * with its ansatz name, instance and scalars by name (a point's instance
+ * is "instance"; files written before issue 25 have it under "k1").  The
+ * scalar names point into the parsed documents, which the list keeps. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,15 +44,24 @@ int scm_fp_table_seeds_count(const scm_fp_table_seeds *s)
     return s ? s->n : 0;
 }
 
+/* The instance of point p: "instance", or in older files "k1"; *key its name. */
+static const cJSON *seed_instance(const cJSON *p, const char **key)
+{
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(p, "instance");
+    *key = in ? "instance" : "k1";
+    return in ? in : cJSON_GetObjectItemCaseSensitive(p, "k1");
+}
+
 /* The name of the first field of point p that is missing or bad, or NULL. */
 static const char *seed_bad_field(const cJSON *p)
 {
+    const char *key;
     const cJSON *an = cJSON_GetObjectItemCaseSensitive(p, "ansatz");
-    const cJSON *k1 = cJSON_GetObjectItemCaseSensitive(p, "k1");
+    const cJSON *k1 = seed_instance(p, &key);
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(p, "scalars");
     const char *bad = !cJSON_IsString(an) ? "ansatz"
                       : !cJSON_IsNumber(k1) || k1->valuedouble != (double)(int)k1->valuedouble
-                          ? "k1"
+                          ? key
                       : !cJSON_IsObject(sc) ? "scalars" : NULL;
     const cJSON *v;
     if (!bad)
@@ -62,8 +72,9 @@ static const char *seed_bad_field(const cJSON *p)
 /* Append point p (checked by seed_bad_field): 0, or -1 for no memory. */
 static int seed_append(scm_fp_table_seeds *L, const cJSON *p)
 {
+    const char *key;
     const cJSON *an = cJSON_GetObjectItemCaseSensitive(p, "ansatz");
-    const cJSON *k1 = cJSON_GetObjectItemCaseSensitive(p, "k1");
+    const cJSON *k1 = seed_instance(p, &key);
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(p, "scalars");
     int n = cJSON_GetArraySize(sc);
     if (L->n == L->cap) {

@@ -18,6 +18,8 @@ void scm_stabpoint_free(scm_stabpoint *sp)
     free(sp->R);
     sp->Q = sp->R = NULL;
     scm_family_pick_free(&sp->pick);
+    scm_symstab_result_free(&sp->sym.hess);
+    scm_symstab_result_free(&sp->sym.jac);
 }
 
 /* K, M and the activation of a fixed-points result, and its point list. */
@@ -55,7 +57,13 @@ static scm_status read_point(const cJSON *fps, const char *path, long index, scm
     const cJSON *jQ = cJSON_GetObjectItemCaseSensitive(p, "Q"),
                 *jR = cJSON_GetObjectItemCaseSensitive(p, "R"),
                 *jl = cJSON_GetObjectItemCaseSensitive(p, "loss"),
-                *jn = cJSON_GetObjectItemCaseSensitive(p, "ansatz");
+                *jn = cJSON_GetObjectItemCaseSensitive(p, "ansatz"),
+                *jk = cJSON_GetObjectItemCaseSensitive(p, "k1");
+    if (cJSON_IsString(jn) && cJSON_IsNumber(jk) && jk->valuedouble == floor(jk->valuedouble) &&
+        jk->valuedouble >= 0 && jk->valuedouble <= (double)sp->K) {
+        snprintf(sp->ansatz, sizeof sp->ansatz, "%s", jn->valuestring);
+        sp->ansatz_k1 = (int)jk->valuedouble;
+    }
     sp->Q = calloc((size_t)(sp->K * sp->K), sizeof *sp->Q);
     sp->R = calloc((size_t)(sp->K * sp->M), sizeof *sp->R);
     if (!sp->Q || !sp->R)
@@ -111,6 +119,8 @@ scm_status scm_stabpoint_family(const scm_family_pick_opts *o, scm_stabpoint *sp
     memcpy(sp->Q, p->Q, sizeof *sp->Q * (size_t)(sp->K * sp->K));
     memcpy(sp->R, p->R, sizeof *sp->R * (size_t)(sp->K * sp->M));
     scm_family_pick_describe(&sp->pick, sp->desc, sizeof sp->desc);
+    snprintf(sp->ansatz, sizeof sp->ansatz, "%s", p->ansatz);
+    sp->ansatz_k1 = p->ansatz_k1;
     return SCM_OK;
 }
 
@@ -118,7 +128,7 @@ static cJSON *num(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON
 
 /* The "smoothness", "hessian", "zero_modes_predicted" and "jacobian"
  * objects. */
-static void add_spectra(cJSON *root, const scm_stab_result *r)
+static void add_spectra(cJSON *root, const scm_stab_result *r, int sym)
 {
     cJSON *sm = cJSON_AddObjectToObject(root, "smoothness");
     cJSON_AddBoolToObject(sm, "hessian_exists", r->smooth.smooth);
@@ -130,8 +140,9 @@ static void add_spectra(cJSON *root, const scm_stab_result *r)
     cJSON *h = cJSON_AddObjectToObject(root, "hessian");
     cJSON_AddBoolToObject(h, "computed", r->hessian_done);
     if (r->hessian_done) {
-        cJSON_AddStringToObject(h, "method",
-                                r->hessian_closed ? "closed_form" : "central_differences");
+        cJSON_AddStringToObject(h, "method", sym                 ? "symmetric"
+                                             : r->hessian_closed ? "closed_form"
+                                                                 : "central_differences");
         cJSON_AddItemToObject(h, "closed_vs_fd", num(r->hessian_fd_diff));
         cJSON_AddNumberToObject(h, "n", r->counts.n);
         cJSON_AddNumberToObject(h, "negative", r->counts.n_neg);
@@ -155,6 +166,61 @@ static void add_spectra(cJSON *root, const scm_stab_result *r)
                           r->jacobian_done ? num(r->jac_re_max) : cJSON_CreateNull());
     cJSON_AddItemToObject(jj, "re_min",
                           r->jacobian_done ? num(r->jac_re_min) : cJSON_CreateNull());
+}
+
+/* One symmetric spectrum: its counts and every distinct eigenvalue. */
+static cJSON *sym_json(const scm_symstab_result *h)
+{
+    static const char *const irrep[] = {"[n]", "[n-1,1]", "[n-2,2]", "[n-2,1,1]",
+                                        "[n-1,1]x[n'-1,1]"};
+    static const char *const part[] = {"span", "perp", "flow"};
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "n", (double)h->total);
+    cJSON_AddNumberToObject(o, "negative", (double)h->n_neg);
+    cJSON_AddNumberToObject(o, "zero", (double)h->n_zero);
+    cJSON_AddNumberToObject(o, "positive", (double)h->n_pos);
+    cJSON_AddItemToObject(o, "zero_threshold", num(h->zero_tol));
+    cJSON_AddNumberToObject(o, "blocks", h->n_blocks);
+    cJSON_AddNumberToObject(o, "largest_block", h->max_block);
+    cJSON *a = cJSON_AddArrayToObject(o, "eigenvalues");
+    for (int i = 0; i < h->n; i++) {
+        const scm_symstab_eig *e = &h->eig[i];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddItemToObject(j, "value", num(e->value));
+        if (e->part == SCM_SYMSTAB_FLOW)
+            cJSON_AddItemToObject(j, "imag", num(e->imag));
+        cJSON_AddNumberToObject(j, "multiplicity", (double)e->mult);
+        cJSON_AddStringToObject(j, "part", e->part >= 0 && e->part < 3 ? part[e->part] : "?");
+        cJSON_AddStringToObject(j, "irrep",
+                                e->irrep >= 0 && e->irrep < 5 ? irrep[e->irrep] : "?");
+        cJSON_AddStringToObject(j, "unit", e->unit >= 0 && e->unit < h->n_units
+                                               ? h->unit_name[e->unit] : "");
+        if (e->unit2 >= 0 && e->unit2 < h->n_units)
+            cJSON_AddStringToObject(j, "unit2", h->unit_name[e->unit2]);
+        cJSON_AddBoolToObject(j, "zero", e->zero);
+        if (e->zero)
+            cJSON_AddStringToObject(j, "cause", e->cause);
+        cJSON_AddItemToArray(a, j);
+    }
+    return o;
+}
+
+/* The "spectrum_method" and "symmetric_spectrum" entries. */
+static void add_sym(cJSON *root, const scm_stabpoint *sp, const scm_stab_result *r)
+{
+    const scm_stabpoint_sym *s = &sp->sym;
+    cJSON_AddStringToObject(root, "spectrum_method", s->done ? "symmetric" : "dense");
+    if (!s->done) {
+        cJSON_AddStringToObject(root, "dense_because", s->why_dense);
+        return;
+    }
+    cJSON *o = cJSON_AddObjectToObject(root, "symmetric_spectrum");
+    cJSON_AddStringToObject(o, "ansatz", sp->ansatz);
+    cJSON_AddNumberToObject(o, "ansatz_k1", sp->ansatz_k1);
+    cJSON_AddNumberToObject(o, "predicted_zeros", (double)s->predicted_zeros);
+    cJSON_AddItemToObject(o, "hessian", sym_json(&s->hess));
+    cJSON_AddItemToObject(o, "jacobian", r->jacobian_done ? sym_json(&s->jac)
+                                                          : cJSON_CreateNull());
 }
 
 static cJSON *row_json(const scm_stab_row *w)
@@ -198,8 +264,11 @@ cJSON *scm_stabpoint_json(const scm_stabpoint *sp, const scm_activation *act,
     cJSON_AddNumberToObject(root, "d", (double)r->d);
     cJSON_AddItemToObject(root, "Q", scm_output_matrix(sp->Q, (int)sp->K, (int)sp->K));
     cJSON_AddItemToObject(root, "R", scm_output_matrix(sp->R, (int)sp->K, (int)sp->M));
-    add_spectra(root, r);
+    add_spectra(root, r, sp->sym.done);
+    add_sym(root, sp, r);
     cJSON *pt = cJSON_AddObjectToObject(root, "perturbation");
+    static const char *const space[] = {"weights", "weights", "qr", "none"};
+    cJSON_AddStringToObject(pt, "space", space[sp->sym.perturb & 3]);
     cJSON_AddNumberToObject(pt, "steps", o->n_steps);
     cJSON_AddNumberToObject(pt, "eta", o->eta);
     cJSON_AddNumberToObject(pt, "seed", (double)o->seed);

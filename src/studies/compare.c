@@ -76,6 +76,63 @@ static int enumerable(const scm_config *c)
     return 1;
 }
 
+/* A run stopped below eps_stop is called a global minimum: that is sound
+ * only far below the lowest positive family loss (the loss decreases along
+ * the flow, so such a run can end at no family above it). */
+static scm_status check_eps_fams(compare_state *s, const scm_sweep_families *fams,
+                                 const char *fam_path, const scm_config *c, long K,
+                                 scm_error *err)
+{
+    scm_sweep_opts so;
+    scm_sweep_opts_default(&so);
+    double low = INFINITY;
+    for (int i = 0; i < fams->n; i++)
+        if (fams->f[i].eps > so.match_atol)
+            low = fmin(low, fams->f[i].eps);
+    if (isfinite(low) && c->traj.eps_stop > 1e-3 * low)
+        return fail(s, SCM_COMPARE_PART_COMPARE, 1, K,
+                    scm_error_set(err, SCM_EINVAL,
+                                  "K = %ld: integrator.eps_stop = %g is not far below the lowest "
+                                  "positive family loss %.6g in '%s' (a run stopped there might "
+                                  "be on that plateau); use at most %.3g",
+                                  K, c->traj.eps_stop, low, fam_path, 1e-3 * low));
+    return SCM_OK;
+}
+
+/* check_eps_fams of the families file fam_path, which must be readable and
+ * of the model's shape. */
+static scm_status check_eps_stop(compare_state *s, const char *fam_path, const scm_config *c,
+                                 long K, scm_error *err)
+{
+    scm_sweep_families fams;
+    scm_status st = scm_sweep_families_load(fam_path, &fams, err);
+    if (!st && (st = scm_sweep_families_check_shape(&fams, c->K, c->M, fam_path, err)))
+        scm_sweep_families_free(&fams);
+    if (st)
+        return fail(s, SCM_COMPARE_PART_COMPARE, 1, K, st);
+    st = check_eps_fams(s, &fams, fam_path, c, K, err);
+    scm_sweep_families_free(&fams);
+    return st;
+}
+
+/* The families of the enumeration's result root checked as
+ * check_eps_stop does, before they are written. */
+static scm_status check_eps_root(compare_state *s, const cJSON *root, const scm_config *c,
+                                 long K, scm_error *err)
+{
+    char *text = scm_output_print(root, 1);
+    if (!text)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory");
+    scm_sweep_families fams;
+    scm_status st = scm_sweep_families_parse(text, s->fam_made, &fams, err);
+    free(text);
+    if (st)
+        return st;
+    st = check_eps_fams(s, &fams, s->fam_made, c, K, err);
+    scm_sweep_families_free(&fams);
+    return st;
+}
+
 /* The families of K into s->fam_made, as `scm fixed-points --K K --M M
  * --activation NAME --polish-max-K 0 --max-residual 1e-9 -q -o FILE`. */
 static scm_status enumerate(compare_state *s, const scm_config *c, long K, scm_error *err)
@@ -102,7 +159,14 @@ static scm_status enumerate(compare_state *s, const scm_config *c, long K, scm_e
     if (!st) {
         cJSON *root = scm_fp_table_json(t);
         st = !root ? scm_error_set(err, SCM_ENOMEM, "out of memory")
-                   : scm_output_write_json(s->fam_made, root, 0, err);
+                   : check_eps_root(s, root, c, K, err);
+        if (st == SCM_EINVAL) { /* eps_stop refused: bad input, nothing written */
+            cJSON_Delete(root);
+            scm_fp_table_free(t);
+            return st;
+        }
+        if (!st)
+            st = scm_output_write_json(s->fam_made, root, 0, err);
         cJSON_Delete(root);
     }
     if (!st && !scm_fp_table_residual_ok(t))
@@ -110,33 +174,6 @@ static scm_status enumerate(compare_state *s, const scm_config *c, long K, scm_e
                            scm_fp_table_n_above(t), fo.max_residual);
     scm_fp_table_free(t);
     return st ? fail(s, SCM_COMPARE_PART_ENUMERATION, 0, K, st) : SCM_OK;
-}
-
-/* A run stopped below eps_stop is called a global minimum: that is sound
- * only far below the lowest positive family loss (the loss decreases along
- * the flow, so such a run can end at no family above it). */
-static scm_status check_eps_stop(compare_state *s, const char *fam_path, const scm_config *c,
-                                 long K, scm_error *err)
-{
-    scm_sweep_families fams;
-    scm_status st = scm_sweep_families_load(fam_path, &fams, err);
-    if (st)
-        return fail(s, SCM_COMPARE_PART_COMPARE, 1, K, st);
-    scm_sweep_opts so;
-    scm_sweep_opts_default(&so);
-    double low = INFINITY;
-    for (int i = 0; i < fams.n; i++)
-        if (fams.f[i].eps > so.match_atol)
-            low = fmin(low, fams.f[i].eps);
-    scm_sweep_families_free(&fams);
-    if (isfinite(low) && c->traj.eps_stop > 1e-3 * low)
-        return fail(s, SCM_COMPARE_PART_COMPARE, 1, K,
-                    scm_error_set(err, SCM_EINVAL,
-                                  "K = %ld: integrator.eps_stop = %g is not far below the lowest "
-                                  "positive family loss %.6g in '%s' (a run stopped there might "
-                                  "be on that plateau); use at most %.3g",
-                                  K, c->traj.eps_stop, low, fam_path, 1e-3 * low));
-    return SCM_OK;
 }
 
 /* What a sweep event carries. */
@@ -327,8 +364,9 @@ static scm_status add_k(compare_state *s, int j, const scm_config *c, const char
     return SCM_OK;
 }
 
-/* Everything of K j: config, families, sweep, report entries. */
-static scm_status do_k(compare_state *s, int j, scm_error *err)
+/* The configuration of K j (the base or given config, the --set
+ * overrides, model.K and model.M) into *c, and the file names of K j. */
+static scm_status load_k(compare_state *s, int j, scm_config **c, scm_error *err)
 {
     const scm_compare_opts *o = s->o;
     const long K = o->K[j];
@@ -341,21 +379,83 @@ static scm_status do_k(compare_state *s, int j, scm_error *err)
         all[na++] = o->sets[q];
     all[na++] = kset;
     all[na++] = mset;
-    scm_config *c = NULL;
     scm_error e;
+    *c = NULL;
     if (scm_config_parse(o->config_text ? o->config_text : base_text,
-                         o->config_name ? o->config_name : "(default config)", all, na, &c, &e))
+                         o->config_name ? o->config_name : "(default config)", all, na, c, &e))
         return fail(s, SCM_COMPARE_PART_COMPARE, 1, K,
                     scm_error_set(err, e.code, "K = %ld: %s", K, e.msg));
     snprintf(s->cfg, sizeof s->cfg, "%s.K%ld.config.json", o->prefix, K);
     snprintf(s->runsf, sizeof s->runsf, "%s.K%ld.runs.jsonl", o->prefix, K);
     snprintf(s->sumf, sizeof s->sumf, "%s.K%ld.summary.json", o->prefix, K);
-    const char *fam_path = o->families[j];
-    scm_status st = scm_output_write_json(s->cfg, c->used, 0, err);
-    if (st) {
-        fail(s, SCM_COMPARE_PART_COMPARE, 0, K, st);
-        goto out;
+    return SCM_OK;
+}
+
+/* A PREFIX.K.config.json left by an earlier comparison must be this one's:
+ * a rerun with other settings would mix records (and overwrite it). */
+static scm_status check_old_config(compare_state *s, const scm_config *c, long K,
+                                   scm_error *err)
+{
+    size_t len;
+    char *old = scm_output_read_file(s->cfg, (size_t)16 << 20, &len, NULL);
+    if (!old)
+        return SCM_OK; /* none (or unreadable: the write will say) */
+    char *now = scm_output_print(c->used, 0);
+    int same = now && strlen(now) + 1 == len && memcmp(now, old, len - 1) == 0;
+    free(old);
+    free(now);
+    if (same)
+        return SCM_OK;
+    return fail(s, SCM_COMPARE_PART_COMPARE, 1, K,
+                scm_error_set(err, SCM_EINVAL,
+                              "K = %ld: '%s' exists with another configuration (an earlier "
+                              "comparison with other settings); use another -o PREFIX or "
+                              "remove its files",
+                              K, s->cfg));
+}
+
+/* Everything that can be refused, for every K, before the first file is
+ * written: the configurations, the given families (readable, of the
+ * model's shape, eps_stop far below their losses), the enumeration's
+ * options, and the files of an earlier comparison under PREFIX. */
+static scm_status precheck(compare_state *s, scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    scm_status st = SCM_OK;
+    for (int j = 0; j < o->nK && !st; j++) {
+        scm_config *c = NULL;
+        if ((st = load_k(s, j, &c, err)))
+            break;
+        if (o->families[j]) {
+            st = check_eps_stop(s, o->families[j], c, o->K[j], err);
+        } else if (enumerable(c)) {
+            scm_fp_table_opts fo;
+            scm_fp_table_opts_default(&fo);
+            fo.K = o->K[j];
+            fo.M = o->M;
+            fo.act = c->act;
+            fo.polish_max_K = 0;
+            fo.max_residual = 1e-9;
+            if ((st = scm_fp_table_opts_check(&fo, err)))
+                fail(s, SCM_COMPARE_PART_COMPARE, 1, o->K[j], st);
+        }
+        if (!st)
+            st = check_old_config(s, c, o->K[j], err);
+        scm_config_free(c);
     }
+    return st;
+}
+
+/* Everything of K j: config, families, sweep, report entries. */
+static scm_status do_k(compare_state *s, int j, scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    const long K = o->K[j];
+    scm_config *c = NULL;
+    scm_status st = load_k(s, j, &c, err);
+    if (st)
+        return st;
+    const char *fam_path = o->families[j];
     if (!fam_path && enumerable(c)) {
         snprintf(s->fam_made, sizeof s->fam_made, "%s.K%ld.families.json", o->prefix, K);
         scm_compare_note(o, K, "K = %ld, M = %ld: enumerating the families into %s", K, o->M,
@@ -366,6 +466,10 @@ static scm_status do_k(compare_state *s, int j, scm_error *err)
     }
     if (fam_path && (st = check_eps_stop(s, fam_path, c, K, err)))
         goto out;
+    if ((st = scm_output_write_json(s->cfg, c->used, 0, err))) {
+        fail(s, SCM_COMPARE_PART_COMPARE, 0, K, st);
+        goto out;
+    }
     scm_compare_note(o, K, "K = %ld, M = %ld: %s", K, o->M, s->runsf);
     if ((st = sweep(s, K, fam_path, err)))
         goto out;
@@ -476,6 +580,7 @@ scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, s
     s.hist_arr = cJSON_CreateArray();
     s.trace_arr = cJSON_CreateArray();
     s.files_arr = cJSON_CreateArray();
+    st = precheck(&s, err);
     for (int j = 0; j < o->nK && !st; j++)
         st = do_k(&s, j, err);
     if (!st) {

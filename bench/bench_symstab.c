@@ -1,0 +1,445 @@
+/* bench_symstab.c: the symmetric spectra of symstab.h at large width, as
+ * a benchmark and as the generator of data/symmetric_stability/.
+ *
+ *   bench_symstab [--M 1000] [--threads 2]
+ *       every family of `scm fixed-points --K M --M M --grow-from 8` (the
+ *       library's scm_fp_sweep_grow, the CLI's defaults: 200 starts, M/100 + 1
+ *       probes, fixed k1 = 1): the time of all eigenvalues (Hessian and
+ *       Jacobian) of the k1 = 1 point, of classifying every specialised
+ *       point on the given threads, and at K = M = 20, 30 the ratio of the
+ *       dense Hessian's time (scm_stab_hessian + scm_stab_spectrum) to the
+ *       symmetric one's.
+ *   bench_symstab --classify OUT.csv --Ms 10,20,... [--threads 2]
+ *       every specialised point at K = M, M + 1, M + 2 for each M: M, K - M,
+ *       ansatz, k1 (anti-aligned students), loss, d times the smallest
+ *       nonzero Hessian eigenvalue (d = K + M), counts, the Jacobian's
+ *       largest real part and the verdict: saddle (a negative eigenvalue),
+ *       strict_min (none zero), min_mod_rotations (the zeros are exactly
+ *       the rotations outside the teacher span), degenerate (other zeros).
+ */
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "scm/fpsweep.h"
+#include "scm/hessian.h"
+#include "scm/symstab.h"
+#include "scm/weights.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+typedef struct {
+    const scm_ansatz_inst *in;
+    const double *x;
+    char ansatz[64];
+    int k1;          /* anti-aligned students */
+    double eps;
+    /* results */
+    scm_status st;
+    double lmin_d;   /* d times the smallest nonzero Hessian eigenvalue */
+    long n_neg, n_zero, rot;
+    double jac_max;
+    const char *verdict;
+} pt;
+
+typedef struct {
+    int n_ans;
+    scm_ansatz *ans[16];
+    scm_fp_sweep sw[16];
+    int nsw;
+    pt *p;
+    int np;
+} fams;
+
+static void classify(pt *q)
+{
+    scm_symstab_result h, j;
+    memset(&h, 0, sizeof h);
+    memset(&j, 0, sizeof j);
+    scm_error e;
+    q->st = scm_stab_symmetric(q->in, &scm_act_relu, q->x, NULL, &h, &e);
+    if (!q->st) {
+        q->n_neg = h.n_neg;
+        q->n_zero = h.n_zero;
+        q->rot = h.zero_rotations;
+        q->lmin_d = NAN;
+        for (int i = 0; i < h.n; i++)
+            if (!h.eig[i].zero && h.eig[i].value > 0.0) {
+                q->lmin_d = h.eig[i].value * (double)h.d;
+                break;
+            }
+        q->verdict = h.n_neg > 0                  ? "saddle"
+                     : h.n_zero == 0              ? "strict_min"
+                     : h.n_zero == h.zero_rotations ? "min_mod_rotations"
+                                                  : "degenerate";
+    } else {
+        q->verdict = "refused";
+    }
+    q->jac_max = NAN;
+    if (scm_stab_symmetric_jacobian(q->in, &scm_act_relu, q->x, NULL, &j, &e) == SCM_OK && j.n)
+        q->jac_max = j.eig[j.n - 1].value;
+    scm_symstab_result_free(&h);
+    scm_symstab_result_free(&j);
+}
+
+typedef struct {
+    pt *p;
+    int np, t, nt;
+} job;
+
+static void *worker(void *arg)
+{
+    job *jb = arg;
+    for (int i = jb->t; i < jb->np; i += jb->nt)
+        classify(&jb->p[i]);
+    return NULL;
+}
+
+static void classify_all(pt *p, int np, int nt)
+{
+    pthread_t th[16];
+    job jb[16];
+    for (int t = 0; t < nt; t++) {
+        jb[t] = (job){p, np, t, nt};
+        pthread_create(&th[t], NULL, worker, &jb[t]);
+    }
+    for (int t = 0; t < nt; t++)
+        pthread_join(th[t], NULL);
+}
+
+static void fams_free(fams *f)
+{
+    for (int i = 0; i < f->nsw; i++)
+        scm_fp_sweep_free(&f->sw[i]);
+    for (int i = 0; i < f->n_ans; i++)
+        scm_ansatz_free(f->ans[i]);
+    free(f->p);
+}
+
+/* Duplicates (the same point in several ansätze or instances): keep the
+ * first of each (k1, loss to 1e-9). */
+static int is_dup(const pt *p, int n, const pt *q)
+{
+    for (int j = 0; j < n; j++)
+        if (p[j].k1 == q->k1 && fabs(p[j].eps - q->eps) <= 1e-9 * fabs(q->eps) + 1e-12)
+            return 1;
+    return 0;
+}
+
+/* Every distinct specialised point at (M + dK, M), grown from M0. */
+static int grow(int M, int dK, int M0, int threads, fams *f)
+{
+    memset(f, 0, sizeof *f);
+    for (int i = 0; i < scm_ansatz_builtin_count() && f->n_ans < 16; i++) {
+        const char *name, *text = scm_ansatz_builtin_text(i, &name);
+        scm_error e;
+        f->ans[f->n_ans] = scm_ansatz_parse(text, strlen(text), name, &e);
+        if (f->ans[f->n_ans])
+            f->n_ans++;
+    }
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.threads = threads;
+    int cap = 0;
+    for (int a = 0; a < f->n_ans; a++) {
+        int lo, hi;
+        if (scm_ansatz_applies(f->ans[a], M0 + dK, M0, &lo, &hi) != 1 ||
+            scm_ansatz_applies(f->ans[a], M + dK, M, &lo, &hi) != 1)
+            continue;
+        int np = M / 100 + 1;
+        if (np > hi - lo + 1)
+            np = hi - lo + 1;
+        scm_error e;
+        scm_fp_sweep *sw = &f->sw[f->nsw];
+        if (scm_fp_sweep_grow(f->ans[a], dK, M0 < M ? M0 : M, M, np, 1, &scm_act_relu, &o, sw,
+                              NULL, &e)) {
+            fprintf(stderr, "grow %s at M = %d, dK = %d: %s\n", scm_ansatz_name(f->ans[a]), M,
+                    dK, e.msg);
+            continue;
+        }
+        f->nsw++;
+        for (int i = 0; i < sw->n; i++)
+            for (int j = 0; j < sw->set[i].n; j++) {
+                const scm_fp_point *q = &sw->set[i].pt[j];
+                scm_fp_structure s;
+                if (scm_fp_classify(sw->inst[i], q->x, &s) || s.n_other != dK)
+                    continue;
+                if (f->np == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    f->p = realloc(f->p, sizeof *f->p * (size_t)cap);
+                }
+                pt *r = &f->p[f->np];
+                memset(r, 0, sizeof *r);
+                r->in = sw->inst[i];
+                r->x = q->x;
+                snprintf(r->ansatz, sizeof r->ansatz, "%s", scm_ansatz_name(f->ans[a]));
+                r->k1 = (int)lround(s.n_anti);
+                r->eps = q->eps;
+                if (!is_dup(f->p, f->np, r))
+                    f->np++;
+            }
+    }
+    return f->np;
+}
+
+
+static int classify_csv(const char *path, const char *Ms, int threads)
+{
+    FILE *out = fopen(path, "w");
+    if (!out) {
+        fprintf(stderr, "cannot write %s\n", path);
+        return 2;
+    }
+    fprintf(out, "M,K_minus_M,ansatz,k1,loss,lambda_min_nonzero_times_d,negative,zero,"
+                 "rotation_zeros,jacobian_re_max,verdict\n");
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", Ms);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int M = atoi(tok);
+        for (int dK = 0; dK <= 2; dK++) {
+            fams f;
+            double t0 = now();
+            grow(M, dK, 8, threads, &f);
+            double t1 = now();
+            classify_all(f.p, f.np, threads);
+            double t2 = now();
+            for (int i = 0; i < f.np; i++) {
+                const pt *q = &f.p[i];
+                fprintf(out, "%d,%d,%s,%d,%.12g,%.10g,%ld,%ld,%ld,%.6g,%s\n", M, dK, q->ansatz,
+                        q->k1, q->eps, q->lmin_d, q->n_neg, q->n_zero, q->rot, q->jac_max,
+                        q->verdict);
+            }
+            fprintf(stderr, "M = %d, K - M = %d: %d distinct points, grow %.2f s, "
+                            "classify %.3f s\n",
+                    M, dK, f.np, t1 - t0, t2 - t1);
+            fams_free(&f);
+        }
+        fflush(out);
+    }
+    fclose(out);
+    return 0;
+}
+
+/* Seconds of the dense Hessian and its spectrum at point q of K = M. */
+static double dense_time(const pt *q, int K)
+{
+    int M = K;
+    long d = 2 * K;
+    double *Q = malloc(sizeof *Q * (size_t)(K * K)), *R = malloc(sizeof *R * (size_t)(K * M));
+    double *W = malloc(sizeof *W * (size_t)(K * d)), *Ws = malloc(sizeof *Ws * (size_t)(M * d));
+    long n = K * d;
+    double *H = malloc(sizeof *H * (size_t)(n * n)), *ev = malloc(sizeof *ev * (size_t)n);
+    scm_model *m = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, NULL);
+    scm_flow *fl = scm_flow_alloc(m);
+    scm_error e;
+    scm_stab_counts c;
+    scm_ansatz_to_full(q->in, q->x, Q, R);
+    double t0 = now();
+    scm_status st = scm_weights_realise(m, Q, R, d, W, Ws, &e);
+    if (!st)
+        st = scm_stab_hessian(fl, d, W, Ws, H, &e);
+    if (!st)
+        st = scm_stab_spectrum(H, (int)n, 1e-9, ev, &c);
+    double t = now() - t0;
+    if (st)
+        fprintf(stderr, "dense at K = %d: %s\n", K, scm_status_str(st));
+    scm_flow_free(fl);
+    scm_model_free(m);
+    free(Q);
+    free(R);
+    free(W);
+    free(Ws);
+    free(H);
+    free(ev);
+    return t;
+}
+
+/* The lowest-loss k1 = 1 point (-1 if none). */
+static int k1_point(const fams *f, int k1)
+{
+    int best = -1;
+    for (int i = 0; i < f->np; i++)
+        if (f->p[i].k1 == k1 && (best < 0 || f->p[i].eps < f->p[best].eps))
+            best = i;
+    return best;
+}
+
+static double sym_time(const pt *q, int reps)
+{
+    double best = INFINITY;
+    for (int r = 0; r < reps; r++) {
+        pt c = *q;
+        double t0 = now();
+        classify(&c);
+        best = fmin(best, now() - t0);
+    }
+    return best;
+}
+
+static int bench(int M, int threads)
+{
+    fams f;
+    double t0 = now();
+    grow(M, 0, 8, threads, &f);
+    double t1 = now();
+    printf("K = M = %d: %d distinct specialised points grown from M0 = 8 in %.2f s (not timed "
+           "below)\n",
+           M, f.np, t1 - t0);
+    int i1 = k1_point(&f, 1);
+    if (i1 >= 0)
+        printf("one point (k1 = 1, loss %.10g): all eigenvalues, Hessian and Jacobian: "
+               "%.3f ms (best of 20)\n",
+               f.p[i1].eps, 1e3 * sym_time(&f.p[i1], 20));
+    t0 = now();
+    classify_all(f.p, f.np, threads);
+    t1 = now();
+    int nmin = 0;
+    for (int i = 0; i < f.np; i++)
+        nmin += strcmp(f.p[i].verdict, "saddle") != 0;
+    printf("all %d points classified on %d threads: %.3f s (%d not saddles)\n", f.np, threads,
+           t1 - t0, nmin);
+    fams_free(&f);
+    for (int K = 20; K <= 30; K += 10) {
+        grow(K, 0, 8, threads, &f);
+        int i = k1_point(&f, 1);
+        if (i >= 0) {
+            double ts = sym_time(&f.p[i], 20), td = dense_time(&f.p[i], K);
+            printf("K = M = %d, k1 = 1: symmetric (Hessian + Jacobian) %.3f ms, dense Hessian "
+                   "%.3f s: ratio %.0f\n",
+                   K, 1e3 * ts, td, td / ts);
+        }
+        fams_free(&f);
+    }
+    return 0;
+}
+
+/* --plateau IN OUT: the rows of a plateau table (bench/gen_plateau_table)
+ * classified min_candidate_block_only get the full Jacobian's largest real
+ * part from the symmetric spectrum and the class min_candidate or saddle
+ * (tolerance 1e-6, the table's); every other byte is kept. */
+static int reclassify(const char *in_path, const char *out_path)
+{
+    FILE *in = fopen(in_path, "r"), *out = fopen(out_path, "w");
+    if (!in || !out) {
+        fprintf(stderr, "cannot open %s or %s\n", in_path, out_path);
+        return 2;
+    }
+    scm_ansatz *ans[16];
+    int nans = 0;
+    for (int i = 0; i < scm_ansatz_builtin_count() && nans < 16; i++) {
+        const char *name, *text = scm_ansatz_builtin_text(i, &name);
+        scm_error e;
+        if ((ans[nans] = scm_ansatz_parse(text, strlen(text), name, &e)))
+            nans++;
+    }
+    static char line[65536];
+    long n = 0, nmin = 0, nsad = 0, nfail = 0;
+    while (fgets(line, sizeof line, in)) {
+        char *f[16];
+        int nf = 0;
+        char copy[65536];
+        snprintf(copy, sizeof copy, "%s", line);
+        f[nf++] = copy;
+        for (char *c = copy; *c && nf < 16; c++)
+            if (*c == ',') {
+                *c = '\0';
+                f[nf++] = c + 1;
+            }
+        if (nf < 16 || strcmp(f[11], "min_candidate_block_only")) {
+            fputs(line, out);
+            continue;
+        }
+        n++;
+        int K = atoi(f[0]), M = atoi(f[1]), ak1 = atoi(f[13]);
+        const scm_ansatz *a = NULL;
+        for (int i = 0; i < nans && !a; i++)
+            if (!strcmp(scm_ansatz_name(ans[i]), f[12]))
+                a = ans[i];
+        scm_error e;
+        scm_ansatz_inst *inst = a ? scm_ansatz_instantiate(a, K, M, ak1, &e) : NULL;
+        double fmax = NAN;
+        if (inst) {
+            int nsc = scm_ansatz_inst_nscalars(inst), got = 0;
+            double x[256];
+            char *sc = f[15];
+            sc[strcspn(sc, "\n")] = '\0';
+            if (*sc == '"')
+                sc++;
+            sc[strcspn(sc, "\"")] = '\0';
+            for (char *tok = strtok(sc, ";"); tok; tok = strtok(NULL, ";")) {
+                char *eq = strchr(tok, '=');
+                if (!eq)
+                    continue;
+                *eq = '\0';
+                int c = scm_ansatz_inst_find(inst, tok);
+                if (c >= 0 && c < 256) {
+                    x[c] = strtod(eq + 1, NULL);
+                    got++;
+                }
+            }
+            scm_symstab_result r;
+            memset(&r, 0, sizeof r);
+            if (got == nsc && scm_stab_symmetric_jacobian(inst, &scm_act_relu, x, NULL, &r, &e) ==
+                                  SCM_OK && r.n)
+                fmax = r.eig[r.n - 1].value;
+            scm_symstab_result_free(&r);
+            scm_ansatz_inst_free(inst);
+        }
+        if (!isfinite(fmax)) {
+            nfail++;
+            fputs(line, out);
+            continue;
+        }
+        const char *cls = fmax <= 1e-6 ? "min_candidate" : "saddle";
+        nmin += fmax <= 1e-6;
+        nsad += fmax > 1e-6;
+        /* fields 0..9 as they were, then the new 10 and 11, then the rest */
+        char *p10 = line;
+        for (int k = 0; k < 10; k++)
+            p10 = strchr(p10, ',') + 1;
+        char *p12 = strchr(strchr(p10, ',') + 1, ',') + 1;
+        fprintf(out, "%.*s%.6e,%s,%s", (int)(p10 - line), line, fmax, cls, p12);
+    }
+    fclose(in);
+    fclose(out);
+    for (int i = 0; i < nans; i++)
+        scm_ansatz_free(ans[i]);
+    fprintf(stderr, "%s: %ld block_only rows: %ld min_candidate, %ld saddle, %ld not done\n",
+            in_path, n, nmin, nsad, nfail);
+    return nfail ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    gsl_set_error_handler_off();
+    int M = 1000, threads = 2;
+    const char *csv = NULL, *Ms = "10,20,50,100,200,500,1000";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--M"))
+            M = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--classify"))
+            csv = argv[i + 1];
+        else if (!strcmp(argv[i], "--Ms"))
+            Ms = argv[i + 1];
+        else if (!strcmp(argv[i], "--plateau") && i + 2 < argc)
+            return reclassify(argv[i + 1], argv[i + 2]);
+        else {
+            fprintf(stderr, "unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (threads < 1 || threads > 16 || M < 8)
+        return 2;
+    return csv ? classify_csv(csv, Ms, threads) : bench(M, threads);
+}

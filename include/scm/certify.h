@@ -1,0 +1,114 @@
+/* certify.h: computer-assisted proofs that a fixed point of a
+ * block-symmetric ansatz exists (docs/certify.md, issue 27).
+ *
+ * In ball arithmetic (Arb), with every rounding error accounted for:
+ *  - existence: the Krawczyk operator of the block-level residual of
+ *    blockflow.h over a box X = x +- r around the given scalars x,
+ *      K(X) = x - Y F(x) + (I - Y J(X)) (X - x),
+ *    Y a floating-point inverse of J(x), J(X) an enclosure of the
+ *    Jacobian over X (forward-mode derivatives in balls); K(X) inside the
+ *    interior of X proves a unique zero of the block residual in X.  By
+ *    symmetric criticality (docs/certify.md) it is a zero of the full flow;
+ *  - smoothness: every pair kernel the residual uses (student-student,
+ *    student-teacher) has ab - c^2 > 0 over the whole box, i.e. no two
+ *    vectors are parallel or anti-parallel, and every ReLU student norm is
+ *    positive, so the closed forms and their derivatives hold;
+ *  - realisability: the zero is a state of weights.  Either the Gram
+ *    matrix [[T, R^T], [R, Q]] is positive definite over the box (a ball
+ *    Cholesky of its block reduction), or S = A + A^T is definite over the
+ *    box, so that S X + X S = 0 forces X = Q - R R^T = 0 at the zero
+ *    (from F_R = 0 and F_Q = 0 with T = I) and the Gram matrix is
+ *    [I; R][I, R^T], PSD: the students lie in the teacher span.
+ * The loss is enclosed over the box.  Strictness (the Hessian) is not
+ * proved here: a certified point's verdict is "certified critical point,
+ * strictness unproved".  Setting: T = I, v = v* = 1 as blockflow.h;
+ * activations relu, erf, linear. */
+#ifndef SCM_CERTIFY_H
+#define SCM_CERTIFY_H
+
+#include <cjson/cJSON.h>
+
+#include "scm/ansatz.h"
+#include "scm/kernel.h"
+
+typedef struct {
+    long prec;          /* bits of the balls (128) */
+    double max_radius;  /* the largest box radius tried, max norm (1e-8): the
+                           certificate states a true zero within this of x */
+    double mutate_dc;   /* TEST ONLY (0): multiply the ReLU kernel's df/dc by
+                           1 + mutate_dc in the ball residual */
+} scm_certify_opts;
+
+void scm_certify_opts_default(scm_certify_opts *o);
+
+typedef struct {
+    int certified;       /* 1: a unique zero in the box, smooth, realisable */
+    char verdict[64];    /* "certified critical point, strictness unproved" or
+                            "not certified" */
+    char reason[240];    /* why not (empty when certified) */
+    char realisable[80]; /* how realisability was proved */
+    double radius;       /* the box radius r (max norm) */
+    double newton_step;  /* max |Y F(x)| (floating point) */
+    double contraction;  /* max_i |K(X)_i - x_i| / r (< 1 when proved) */
+    double loss_lo, loss_hi;  /* the loss over the box */
+    double res_hi;       /* an upper bound of max |F(x)| at x itself */
+    double sin2_min;     /* a lower bound of sin^2 of every angle over the box */
+} scm_certify_result;
+
+/* Certify the scalars x of instance in (activation act).  Fills *res with
+ * the verdict; returns SCM_OK whether or not the point is certified, an
+ * error only for bad options (SCM_EINVAL), an unsupported activation or
+ * no memory, with err naming it. */
+scm_status scm_certify_point(const scm_ansatz_inst *in, const scm_activation *act,
+                             const double *x, const scm_certify_opts *o,
+                             scm_certify_result *res, scm_error *err);
+
+/* The block residual and loss over the box x +- r in balls (r >= 0): the
+ * midpoints and radii of each F_i and of the loss (Fmid, Frad of length
+ * nsc; eps_mid, eps_rad may be NULL).  Returns what the ball evaluation
+ * returns (SCM_ESINGULAR: parallel vectors in the box, SCM_EDEAD), with
+ * err naming the pair. */
+scm_status scm_certify_residual(const scm_ansatz_inst *in, const scm_activation *act,
+                                const double *x, double r, const scm_certify_opts *o,
+                                double *Fmid, double *Frad, double *eps_mid, double *eps_rad,
+                                scm_error *err);
+
+/* The result as JSON (the caller frees it). */
+cJSON *scm_certify_result_json(const scm_certify_result *res);
+
+/* ---- the points of `scm certify` (certify_run.c) ---- */
+
+typedef struct {
+    int K, M, k1;          /* the point's family (k1 = anti-aligned students) */
+    char ansatz[64];       /* its ansatz and instance */
+    int ansatz_k1;
+    int index;             /* its index in the family (by loss) or the file */
+    double eps;            /* its floating-point loss */
+    char stability[40];    /* the family's floating-point class ("" from a file) */
+    scm_certify_result r;
+} scm_certify_entry;
+
+typedef struct {
+    int n, cap;
+    scm_certify_entry *e;
+} scm_certify_list;
+
+/* Certify the points of the k1 family at (K, M) (ReLU, the built-in
+ * ansätze, starts random Newton starts per instance): its minimum
+ * candidates (every point with every_point = 1); k1 = -1: every k1 = 0 ..
+ * K.  Appends to out (zero-initialised by the caller); SCM_EINVAL when no
+ * built-in ansatz applies at (K, M). */
+scm_status scm_certify_family(int K, int M, int k1, int every_point, long starts,
+                              const scm_certify_opts *o, scm_certify_list *out, scm_error *err);
+
+/* Certify point index of a `scm fixed-points -o` result file: its Q and R
+ * projected onto its ansatz (a built-in one; the projection defect must be
+ * below 1e-9).  Errors name the file. */
+scm_status scm_certify_fpfile(const char *path, long index, const scm_certify_opts *o,
+                              scm_certify_list *out, scm_error *err);
+
+/* The list as the JSON result of `scm certify`; the caller frees it. */
+cJSON *scm_certify_list_json(const scm_certify_list *l, const scm_certify_opts *o);
+void scm_certify_list_free(scm_certify_list *l);
+
+#endif

@@ -1,0 +1,394 @@
+/* certify.c: the existence proof of certify.h (Krawczyk on the ball
+ * residual of certify_ball.c), the realisability argument, and the
+ * result's JSON.  The derivations are in docs/certify.md. */
+#include "scm/certify.h"
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_linalg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "landscape/ansatz_internal.h"
+#include "landscape/certify_internal.h"
+
+#define VERDICT_OK "certified critical point, strictness unproved"
+#define VERDICT_NO "not certified"
+
+void scm_certify_opts_default(scm_certify_opts *o)
+{
+    o->prec = 128;
+    o->max_radius = 1e-8;
+    o->mutate_dc = 0.0;
+}
+
+static scm_status opts_check(const scm_certify_opts *o, scm_error *err)
+{
+    if (o->prec < 53 || o->prec > 4096)
+        return scm_error_set(err, SCM_EINVAL, "certify: prec = %ld bits, must be in 53 .. 4096",
+                             o->prec);
+    if (!(o->max_radius > 0.0 && o->max_radius < 1.0))
+        return scm_error_set(err, SCM_EINVAL, "certify: max_radius = %g, must be in (0, 1)",
+                             o->max_radius);
+    if (!isfinite(o->mutate_dc))
+        return scm_error_set(err, SCM_EINVAL, "certify: mutate_dc must be finite");
+    return SCM_OK;
+}
+
+/* X = x +- r, the box as balls (the centres are exact doubles). */
+static void set_box(arb_ptr X, const double *x, int n, double r)
+{
+    for (int i = 0; i < n; i++) {
+        arb_set_d(X + i, x[i]);
+        if (r > 0.0)
+            mag_set_d(arb_radref(X + i), r);
+    }
+}
+
+static double ubound(const arb_t v)
+{
+    arf_t u;
+    arf_init(u);
+    arb_get_abs_ubound_arf(u, v, 64);
+    double d = arf_get_d(u, ARF_RND_UP);
+    arf_clear(u);
+    return d;
+}
+
+scm_status scm_certify_residual(const scm_ansatz_inst *in, const scm_activation *act,
+                                const double *x, double r, const scm_certify_opts *o,
+                                double *Fmid, double *Frad, double *eps_mid, double *eps_rad,
+                                scm_error *err)
+{
+    scm_status st = opts_check(o, err);
+    if (st)
+        return st;
+    int n = in->nsc;
+    arb_ptr X = _arb_vec_init(n);
+    set_box(X, x, n, r);
+    scm_cert_eval e;
+    scm_cert_eval_init(&e, in);
+    st = scm_cert_eval_box(in, act, X, o->prec, o->mutate_dc, &e);
+    if (st)
+        scm_error_set(err, st, "certify: %s", e.why);
+    else {
+        for (int i = 0; i < n; i++) {
+            Fmid[i] = arf_get_d(arb_midref(e.F + i), ARF_RND_NEAR);
+            Frad[i] = mag_get_d(arb_radref(e.F + i));
+        }
+        if (eps_mid)
+            *eps_mid = arf_get_d(arb_midref(e.eps), ARF_RND_NEAR);
+        if (eps_rad)
+            *eps_rad = mag_get_d(arb_radref(e.eps));
+    }
+    scm_cert_eval_clear(&e);
+    _arb_vec_clear(X, n);
+    return st;
+}
+
+/* Y = inverse of the midpoint of J (row-major n x n); -1 if singular. */
+static int approx_inverse(const arb_mat_t J, int n, double *Y)
+{
+    gsl_matrix *A = gsl_matrix_alloc((size_t)n, (size_t)n), *I = gsl_matrix_alloc((size_t)n, (size_t)n);
+    gsl_permutation *p = gsl_permutation_alloc((size_t)n);
+    int ok = A && I && p, sgn;
+    if (ok) {
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                gsl_matrix_set(A, (size_t)i, (size_t)j,
+                               arf_get_d(arb_midref(arb_mat_entry(J, i, j)), ARF_RND_NEAR));
+        ok = gsl_linalg_LU_decomp(A, p, &sgn) == GSL_SUCCESS &&
+             gsl_linalg_LU_invert(A, p, I) == GSL_SUCCESS;
+        for (int i = 0; ok && i < n * n; i++) {
+            Y[i] = gsl_matrix_get(I, (size_t)(i / n), (size_t)(i % n));
+            ok = isfinite(Y[i]);
+        }
+    }
+    if (A)
+        gsl_matrix_free(A);
+    if (I)
+        gsl_matrix_free(I);
+    if (p)
+        gsl_permutation_free(p);
+    return ok ? 0 : -1;
+}
+
+/* The Krawczyk test over X = x +- r: K(X) - x = -Y F(x) + (I - Y J(X)) [-r, r]
+ * strictly inside (-r, r) in every component.  Returns 1 if so; *ratio gets
+ * max_i |K(X)_i - x_i| / r. */
+static int krawczyk(const double *Y, arb_srcptr F0, const arb_mat_t JX, int n, double r,
+                    slong prec, double *ratio)
+{
+    arb_t acc, m, t, box;
+    arb_init(acc);
+    arb_init(m);
+    arb_init(t);
+    arb_init(box);
+    arb_zero(box);
+    mag_set_d(arb_radref(box), r);
+    int ok = 1;
+    double worst = 0.0;
+    for (int i = 0; i < n; i++) {
+        arb_zero(acc);
+        for (int j = 0; j < n; j++) {
+            arb_set_d(t, Y[i * n + j]);
+            arb_submul(acc, t, F0 + j, prec);
+        }
+        for (int j = 0; j < n; j++) {
+            arb_set_si(m, i == j);
+            for (int k = 0; k < n; k++) {
+                arb_set_d(t, Y[i * n + k]);
+                arb_submul(m, t, arb_mat_entry(JX, k, j), prec);
+            }
+            arb_addmul(acc, m, box, prec);
+        }
+        double u = ubound(acc);
+        if (!(u < r))
+            ok = 0;
+        worst = fmax(worst, isfinite(u) ? u / r : INFINITY);
+    }
+    *ratio = worst;
+    arb_clear(acc);
+    arb_clear(m);
+    arb_clear(t);
+    arb_clear(box);
+    return ok;
+}
+
+/* Is the symmetric ball matrix A (n x n, row-major) positive definite?  A
+ * Cholesky in balls: every pivot provably positive. */
+static int ball_pd(arb_ptr A, int n, slong prec)
+{
+    arb_t t;
+    arb_init(t);
+    int ok = 1;
+    for (int k = 0; k < n && ok; k++) {
+        if (!arb_is_positive(A + k * n + k)) {
+            ok = 0;
+            break;
+        }
+        arb_sqrt(A + k * n + k, A + k * n + k, prec);
+        for (int i = k + 1; i < n; i++)
+            arb_div(A + i * n + k, A + i * n + k, A + k * n + k, prec);
+        for (int i = k + 1; i < n; i++)
+            for (int j = k + 1; j <= i; j++) {
+                arb_mul(t, A + i * n + k, A + j * n + k, prec);
+                arb_sub(A + i * n + j, A + i * n + j, t, prec);
+                arb_set(A + j * n + i, A + i * n + j);
+            }
+    }
+    arb_clear(t);
+    return ok;
+}
+
+/* Is s S (s = +-1) positive definite over the box?  Its spectrum is the
+ * contrast values d - o of each group of size > 1 and that of the group-mean
+ * matrix: d + (n - 1) o on the diagonal, c sqrt(n_i n_j) off it. */
+static int s_definite(const scm_ansatz_inst *in, const scm_cert_eval *e, int s, slong prec)
+{
+    int ns = in->ns, live[SCM_ANSATZ_MAX_GROUPS], G = 0, ok = 1;
+    arb_t t;
+    arb_init(t);
+    for (int i = 0; i < ns; i++) {
+        if (scm_size_zero(in->ssize[i]))
+            continue;
+        live[G++] = i;
+        if (scm_size_has_off(in->ssize[i])) {
+            arb_sub(t, e->Sd + i * ns + i, e->So + i * ns + i, prec);
+            arb_mul_si(t, t, s, prec);
+            ok = ok && arb_is_positive(t);
+        }
+    }
+    arb_ptr A = _arb_vec_init(G * G);
+    for (int a = 0; a < G; a++)
+        for (int b = 0; b < G; b++) {
+            int i = live[a], j = live[b < a ? a : b], i2 = live[b < a ? b : a];
+            if (a == b) {
+                arb_mul_si(t, e->So + i * ns + i, (slong)(in->ssize[i] - 1.0), prec);
+                arb_add(A + a * G + b, e->Sd + i * ns + i, t, prec);
+            } else {
+                arb_set_d(t, in->ssize[i2] * in->ssize[j]);
+                arb_sqrt(t, t, prec);
+                arb_mul(A + a * G + b, e->Sd + i2 * ns + j, t, prec);
+            }
+            arb_mul_si(A + a * G + b, A + a * G + b, s, prec);
+        }
+    ok = ok && ball_pd(A, G, prec);
+    _arb_vec_clear(A, G * G);
+    arb_clear(t);
+    return ok;
+}
+
+static void refuse(scm_certify_result *res, const char *why)
+{
+    res->certified = 0;
+    snprintf(res->verdict, sizeof res->verdict, "%s", VERDICT_NO);
+    snprintf(res->reason, sizeof res->reason, "%s", why);
+}
+
+/* Realisability over the box of the proof (docs/certify.md). */
+static void realisability(const scm_ansatz_inst *in, const scm_cert_eval *e, slong prec,
+                          scm_certify_result *res)
+{
+    if (s_definite(in, e, 1, prec))
+        snprintf(res->realisable, sizeof res->realisable,
+                 "S positive definite over the box, so Q = R R^T");
+    else if (s_definite(in, e, -1, prec))
+        snprintf(res->realisable, sizeof res->realisable,
+                 "S negative definite over the box, so Q = R R^T");
+    else
+        refuse(res, "realisability unproved: S = A + A^T is not provably definite over the box, "
+                    "so Q = R R^T does not follow");
+}
+
+/* The Krawczyk loop over growing radii; on success fills the box's loss,
+ * angles and realisability. */
+static void prove_box(const scm_ansatz_inst *in, const scm_activation *act, const double *x,
+                      const scm_certify_opts *o, const double *Y, arb_srcptr F0, const arb_t eps0,
+                      double r0, scm_certify_result *res)
+{
+    int n = in->nsc;
+    arb_ptr X = _arb_vec_init(n);
+    scm_cert_eval e;
+    scm_cert_eval_init(&e, in);
+    int proved = 0;
+    char why[240] = "";
+    for (double r = r0; r <= o->max_radius && !proved; r *= 8.0) {
+        set_box(X, x, n, r);
+        scm_status st = scm_cert_eval_box(in, act, X, o->prec, o->mutate_dc, &e);
+        if (st) {
+            snprintf(why, sizeof why, "at box radius %.3g: %s", r, e.why);
+            break;
+        }
+        res->radius = r;
+        proved = krawczyk(Y, F0, e.J, n, r, o->prec, &res->contraction);
+    }
+    if (!proved) {
+        if (!why[0])
+            snprintf(why, sizeof why,
+                     "Krawczyk: K(X) not inside X for any box radius up to %.3g (Newton step "
+                     "%.3g, contraction %.3g)",
+                     o->max_radius, res->newton_step, res->contraction);
+        refuse(res, why);
+    } else {
+        res->certified = 1;
+        snprintf(res->verdict, sizeof res->verdict, "%s", VERDICT_OK);
+        /* the mean-value form eps(x) + grad eps(X) . (X - x), intersected
+         * with the direct enclosure eps(X) */
+        arb_t mv, t, box;
+        arb_init(mv);
+        arb_init(t);
+        arb_init(box);
+        arb_zero(box);
+        mag_set_d(arb_radref(box), res->radius);
+        arb_set(mv, eps0);
+        for (int j = 0; j < n; j++)
+            arb_addmul(mv, e.deps + j, box, o->prec);
+        if (!arb_intersection(t, mv, e.eps, o->prec))
+            arb_set(t, e.eps);
+        arb_set(e.eps, t);
+        arb_clear(mv);
+        arb_clear(t);
+        arb_clear(box);
+        arf_t lo;
+        arf_init(lo);
+        arb_get_lbound_arf(lo, e.eps, 64);
+        res->loss_lo = arf_get_d(lo, ARF_RND_DOWN);
+        arb_get_ubound_arf(lo, e.eps, 64);
+        res->loss_hi = arf_get_d(lo, ARF_RND_UP);
+        arf_clear(lo);
+        res->sin2_min = e.sin2_min;
+        realisability(in, &e, o->prec, res);
+    }
+    scm_cert_eval_clear(&e);
+    _arb_vec_clear(X, n);
+}
+
+scm_status scm_certify_point(const scm_ansatz_inst *in, const scm_activation *act,
+                             const double *x, const scm_certify_opts *o,
+                             scm_certify_result *res, scm_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->loss_lo = res->loss_hi = NAN;
+    res->contraction = NAN;
+    scm_status st = opts_check(o, err);
+    if (st)
+        return st;
+    if (!in->integral) {
+        refuse(res, "the group sizes are not integers");
+        return SCM_OK;
+    }
+    int n = in->nsc;
+    double *Y = malloc(sizeof(double) * (size_t)(n * n) + 1);
+    arb_ptr X = _arb_vec_init(n);
+    if (!Y) {
+        _arb_vec_clear(X, n);
+        return scm_error_set(err, SCM_ENOMEM, "certify: out of memory");
+    }
+    scm_cert_eval e;
+    scm_cert_eval_init(&e, in);
+    set_box(X, x, n, 0.0);
+    st = scm_cert_eval_box(in, act, X, o->prec, o->mutate_dc, &e);
+    if (st == SCM_EINVAL || st == SCM_ENOMEM) {
+        scm_error_set(err, st, "certify: %s", e.why);
+        goto out;
+    }
+    if (st) {
+        refuse(res, e.why[0] ? e.why : scm_status_str(st));
+        st = SCM_OK;
+        goto out;
+    }
+    for (int i = 0; i < n; i++)
+        res->res_hi = fmax(res->res_hi, ubound(e.F + i));
+    if (approx_inverse(e.J, n, Y)) {
+        refuse(res, "the block Jacobian at the point is singular");
+        goto out;
+    }
+    double xmax = 1.0;
+    for (int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int j = 0; j < n; j++)
+            s += Y[i * n + j] * arf_get_d(arb_midref(e.F + j), ARF_RND_NEAR);
+        res->newton_step = fmax(res->newton_step, fabs(s));
+        xmax = fmax(xmax, fabs(x[i]));
+    }
+    double r0 = fmax(2.0 * res->newton_step, 1e-15 * xmax);
+    if (r0 > o->max_radius) {
+        char why[240];
+        snprintf(why, sizeof why,
+                 "the Newton step %.3g exceeds the largest box radius %.3g: no zero is provably "
+                 "that close",
+                 res->newton_step, o->max_radius);
+        refuse(res, why);
+        goto out;
+    }
+    prove_box(in, act, x, o, Y, e.F, e.eps, r0, res);
+out:
+    scm_cert_eval_clear(&e);
+    _arb_vec_clear(X, n);
+    free(Y);
+    return st;
+}
+
+cJSON *scm_certify_result_json(const scm_certify_result *res)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return NULL;
+    cJSON_AddBoolToObject(j, "certified", res->certified);
+    cJSON_AddStringToObject(j, "verdict", res->verdict);
+    cJSON_AddStringToObject(j, "reason", res->reason);
+    cJSON_AddStringToObject(j, "realisable", res->realisable);
+    cJSON_AddNumberToObject(j, "radius", res->radius);
+    cJSON_AddNumberToObject(j, "newton_step", res->newton_step);
+    cJSON_AddNumberToObject(j, "contraction", res->contraction);
+    cJSON *l = cJSON_AddArrayToObject(j, "loss_enclosure");
+    if (l) {
+        cJSON_AddItemToArray(l, cJSON_CreateNumber(res->loss_lo));
+        cJSON_AddItemToArray(l, cJSON_CreateNumber(res->loss_hi));
+    }
+    cJSON_AddNumberToObject(j, "residual_upper", res->res_hi);
+    cJSON_AddNumberToObject(j, "sin2_angle_min", res->sin2_min);
+    return j;
+}
