@@ -171,7 +171,7 @@ static int grow(int M, int dK, int M0, int threads, fams *f)
             for (int j = 0; j < sw->set[i].n; j++) {
                 const scm_fp_point *q = &sw->set[i].pt[j];
                 scm_fp_structure s;
-                if (scm_fp_classify(sw->inst[i], q->x, &s) || s.n_other != dK)
+                if (scm_fp_classify_block(sw->inst[i], q->x, &s) || s.n_other != dK)
                     continue;
                 if (f->np == cap) {
                     cap = cap ? 2 * cap : 64;
@@ -342,7 +342,7 @@ static int reclassify(const char *in_path, const char *out_path)
             nans++;
     }
     static char line[65536];
-    long n = 0, nmin = 0, nsad = 0, nfail = 0;
+    long n = 0, nmin = 0, nsad = 0, nfail = 0, ndis = 0, nhfail = 0;
     while (fgets(line, sizeof line, in)) {
         char *f[16];
         int nf = 0;
@@ -386,12 +386,21 @@ static int reclassify(const char *in_path, const char *out_path)
                     got++;
                 }
             }
-            scm_symstab_result r;
+            scm_symstab_result r, h;
             memset(&r, 0, sizeof r);
+            memset(&h, 0, sizeof h);
             if (got == nsc && scm_stab_symmetric_jacobian(inst, &scm_act_relu, x, NULL, &r, &e) ==
                                   SCM_OK && r.n)
                 fmax = r.eig[r.n - 1].value;
+            /* the weight-space Hessian, another operator: a negative
+             * eigenvalue where the Jacobian has an unstable direction */
+            if (isfinite(fmax) &&
+                scm_stab_symmetric(inst, &scm_act_relu, x, NULL, &h, &e) == SCM_OK)
+                ndis += (h.n_neg > 0) != (fmax > 1e-6);
+            else if (isfinite(fmax))
+                nhfail++;
             scm_symstab_result_free(&r);
+            scm_symstab_result_free(&h);
             scm_ansatz_inst_free(inst);
         }
         if (!isfinite(fmax)) {
@@ -413,8 +422,9 @@ static int reclassify(const char *in_path, const char *out_path)
     fclose(out);
     for (int i = 0; i < nans; i++)
         scm_ansatz_free(ans[i]);
-    fprintf(stderr, "%s: %ld block_only rows: %ld min_candidate, %ld saddle, %ld not done\n",
-            in_path, n, nmin, nsad, nfail);
+    fprintf(stderr, "%s: %ld block_only rows: %ld min_candidate, %ld saddle, %ld not done; the "
+                    "Hessian (negative eigenvalue) disagrees on %ld, refused %ld\n",
+            in_path, n, nmin, nsad, nfail, ndis, nhfail);
     return nfail ? 1 : 0;
 }
 

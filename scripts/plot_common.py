@@ -44,3 +44,40 @@ def save(fig, path):
     tmp = path + ".tmp"
     fig.savefig(tmp, dpi=120, format="png")
     os.replace(tmp, path)
+
+
+def drawn_texts(fig):
+    """The texts a figure draws, as (text, display box): every visible
+    non-empty text of the figure and its axes (titles, axis labels, the tick
+    labels of ticks inside the view, annotations, legend entries)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    texts = []
+    for ax in fig.axes:
+        for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            lo, hi = sorted(lim)
+            for tick in axis.get_major_ticks():
+                if lo <= tick.get_loc() <= hi:
+                    texts.append(tick.label1)
+        texts += list(ax.texts) + [ax.title, ax._left_title, ax._right_title, ax.xaxis.label,
+                                   ax.yaxis.label]
+        if ax.get_legend():
+            texts += ax.get_legend().get_texts()
+    texts += list(fig.texts)  # the suptitle too
+    for lg in fig.legends:
+        texts += lg.get_texts()
+    return [(t.get_text(), t.get_window_extent(r)) for t in texts
+            if t.get_visible() and t.get_text().strip()]
+
+
+def text_overlaps(fig, pad=0.5):
+    """The pairs of drawn texts (drawn_texts) whose boxes overlap by more
+    than pad pixels: [(text a, text b), ...]."""
+    t = drawn_texts(fig)
+    out = []
+    for i in range(len(t)):
+        for j in range(i):
+            a, b = t[i][1], t[j][1]
+            if a.x0 < b.x1 - pad and b.x0 < a.x1 - pad and a.y0 < b.y1 - pad and b.y0 < a.y1 - pad:
+                out.append((t[i][0], t[j][0]))
+    return out

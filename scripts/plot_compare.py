@@ -3,10 +3,12 @@
 
 Writes (OUTPREFIX defaults to REPORT without .json):
   OUTPREFIX.hist.png       final losses, one panel per K on a shared log-loss
-                           axis: a bar per class reached (log count axis), the
-                           global-minimum runs as a bar at a floor value, the
-                           analytic plateau losses (lowest per k1) as dashed
-                           lines labelled by k1;
+                           axis: a bar per class reached (log count axis
+                           fitted to the counts), the global-minimum runs as a
+                           bar at a floor value, the analytic plateau losses
+                           (lowest per k1 >= 1; k1 = 0's is the global
+                           minimum) as dashed lines labelled by k1, no two
+                           labels overlapping;
   OUTPREFIX.fractions.png  the fraction table: one group per k1 row, one bar
                            per K, 95% Wilson intervals as error bars;
   OUTPREFIX.traces.png     loss against time of the recorded runs, log axes,
@@ -45,7 +47,14 @@ def num(obj, key, where, allow_none=False):
 
 def load_report(path):
     """The report, with every key the figures use checked."""
-    rep = load_json_object(path)
+    return check_report(load_json_object(path), path)
+
+
+def check_report(rep, path):
+    """rep (a report's dict) with every key the figures use checked;
+    InputError naming path (the file, or what rep is) and the key."""
+    if not isinstance(rep, dict):
+        raise InputError("%s: not a JSON object" % path)
     num(rep, "M", path), num(rep, "runs", path)
     Ks = need(rep, "K", list, path)
     if not Ks or not all(isinstance(k, int) for k in Ks):
@@ -90,42 +99,85 @@ def log_floor(x):
     return 10.0 ** math.floor(math.log10(x))
 
 
-def dodge(xs, min_gap):
-    """Label levels 0, 1, 2, ... so that labels closer than min_gap (in
-    log10 x) do not share a level."""
-    levels, last = [], {}
-    for x in xs:
-        lv = 0
-        while lv in last and math.log10(x) - last[lv] < min_gap:
-            lv += 1
-        last[lv] = math.log10(x)
-        levels.append(lv)
-    return levels
+def plateau_lines(rep, k1_max):
+    """Per K, {k1: the lowest loss of the given families with that k1}, for
+    1 <= k1 <= k1_max.  k1 = 0 (no anti-aligned student) has no line: its
+    lowest point is the global minimum, eps = 0, drawn as the green bar (a
+    k1 = 0 saddle at a non-zero loss is no plateau "of k1 = 0")."""
+    fams = {}
+    for f in rep["families"]:
+        d = fams.setdefault(f["K"], {})
+        if 1 <= f["k1"] <= k1_max and f["loss"] > 1e-9 and (f["k1"] not in d or
+                                                              f["loss"] < d[f["k1"]]):
+            d[f["k1"]] = f["loss"]
+    return {K: fams.get(K, {}) for K in rep["K"]}
+
+
+def overlap(a, b, pad=1.0):
+    """Two display boxes (Bbox) overlap (closer than pad pixels)?"""
+    return (a.x0 < b.x1 + pad and b.x0 < a.x1 + pad and a.y0 < b.y1 + pad and b.y0 < a.y1 + pad)
+
+
+def fit_panel(ax, renderer, k1_labels, count_labels, bars, max_count):
+    """After the layout: the k1 labels (top of the panel, axes coordinates)
+    in levels so that no two overlap; a count label hidden where it would
+    overlap a larger count's or another bar; the count axis's top raised
+    (from 3x the largest count) until no bar or count label reaches a k1
+    label and every count label is inside the panel."""
+    placed = []
+    for t in sorted(k1_labels, key=lambda t: t.get_position()[0]):
+        h = t.get_window_extent(renderer).height / ax.get_window_extent(renderer).height
+        for lv in range(40):
+            t.set_y(0.97 - lv * (h + 0.02))
+            bb = t.get_window_extent(renderer)
+            if not any(overlap(bb, q) for q in placed):
+                break
+        placed.append(t.get_window_extent(renderer))
+    top = max(3.0 * max_count, 3.0)
+    for _ in range(40):
+        ax.set_ylim(0.5, top)
+        shown = []
+        bar_boxes = [b.get_window_extent(renderer) for b in bars]
+        for t in count_labels:  # largest counts first
+            t.set_visible(True)
+            bb = t.get_window_extent(renderer)
+            if any(overlap(bb, q) for q in shown) or any(overlap(bb, q, -1.0) for q in bar_boxes):
+                t.set_visible(False)
+            else:
+                shown.append(bb)
+        boxes = shown + bar_boxes
+        inside = ax.get_window_extent(renderer).y1 - 2.0
+        if not any(overlap(b, q) for b in boxes for q in placed) and \
+                all(b.y1 <= inside for b in shown):
+            return
+        top *= 1.5
 
 
 def plot_hist(plt, ticker, rep, out):
+    fig = hist_figure(plt, ticker, rep)
+    save(fig, out + ".hist.png")
+    plt.close(fig)
+
+
+def hist_figure(plt, ticker, rep):
+    """The histogram figure of a report (see the module's doc)."""
     Ks, M, runs = rep["K"], rep["M"], rep["runs"]
-    fams = {}
-    for f in rep["families"]:
-        fams.setdefault(f["K"], {})
-        if f["loss"] > 1e-9 and (f["k1"] not in fams[f["K"]] or f["loss"] < fams[f["K"]][f["k1"]]):
-            fams[f["K"]][f["k1"]] = f["loss"]
     spur_all = [c for h in rep["histograms"] for c in h["classes"]
-                if c["class"] != "not_converged" and c["eps_min"] > 1e-9]
+                if c["class"] != "not_converged" and c["eps_max"] > 1e-9]
     # the dashed lines: the lowest plateau per k1, for k1 up to the largest
     # reached (at least 3), so the panels show where the runs could have ended
     k1_max = max([c["k1"] for c in spur_all if c["k1"] is not None] + [3])
-    lines = {K: {k: l for k, l in fams.get(K, {}).items() if k <= k1_max} for K in Ks}
+    lines = plateau_lines(rep, k1_max)
     losses = [c[k] for c in spur_all for k in ("eps_min", "eps_max")]
     losses += [l for d in lines.values() for l in d.values()]
     lo_pl = min(losses) if losses else 1e-2
     hi_pl = max(losses) if losses else 1e-1
     floor = log_floor(lo_pl) / 10  # the global minimum's bar, a decade below
     xlo, xhi = floor / 2.5, hi_pl * 1.8
-    ymax = max(100 * runs, 100)  # room above the bars for the k1 labels
     bw = 1.022  # bar width as a factor in x
     fig, axes = plt.subplots(len(Ks), 1, figsize=(8, 2.5 * len(Ks) + 0.8), sharex=True,
                              squeeze=False)
+    panels = []
     for ax, h in zip(axes[:, 0], rep["histograms"]):
         K = h["K"]
         cls = h["classes"]
@@ -133,33 +185,38 @@ def plot_hist(plt, ticker, rep, out):
                    and c["eps_max"] <= 1e-9)
         nc = sum(c["count"] for c in cls if c["class"] == "not_converged")
         spur = [c for c in cls if c["class"] != "not_converged" and c["eps_max"] > 1e-9]
+        k1_labels, count_labels, bars = [], [], []
+        trans = ax.get_xaxis_transform()  # x in data, y in axes coordinates
         for k1, loss in sorted(lines[K].items(), key=lambda kv: kv[1]):
             ax.axvline(loss, color="0.55", ls="--", lw=0.7, zorder=1)
-        xs = sorted(lines[K].items(), key=lambda kv: kv[1])
-        for (k1, loss), lv in zip(xs, dodge([l for _, l in xs], 0.045)):
-            ax.text(loss, ymax / 1.3 / 3.2 ** lv, "k1=%d" % k1, rotation=90, fontsize=6.5,
-                    ha="right", va="top", color="0.35")
+            k1_labels.append(ax.text(loss, 0.97, "%d" % k1, fontsize=6.5, ha="center",
+                                     va="top", color="0.35", transform=trans,
+                                     bbox=dict(fc="white", ec="none", pad=0.4)))
+        labelled = []  # (count, x) of the bars, largest count first
         if glob:
-            ax.bar(floor, glob, width=floor * (bw - 1 / bw), bottom=0.5, color="C2", zorder=2)
-            ax.text(floor, glob * 1.4, "%d" % glob, ha="center", va="bottom", fontsize=7)
-        shown = []  # (log x, log y) of the count labels, to skip overlapping ones
+            bars += ax.bar(floor, glob, width=floor * (bw - 1 / bw), bottom=0.5, color="C2",
+                           zorder=2).patches
+            labelled.append((glob, floor))
         for c in sorted(spur, key=lambda c: -c["count"]):
             x = 0.5 * (c["eps_min"] + c["eps_max"])
             if c["k1"] is not None or c["eps_max"] < c["eps_min"] * bw:
                 color = "C0" if c["k1"] is not None else "C3"
-                ax.bar(x, c["count"], width=x * (bw - 1 / bw), bottom=0.5, color=color, zorder=2)
+                bars += ax.bar(x, c["count"], width=x * (bw - 1 / bw), bottom=0.5, color=color,
+                               zorder=2).patches
             else:  # unmatched runs over a range of losses: a hatched span, not one bar
                 x = math.sqrt(c["eps_min"] * c["eps_max"])
-                ax.bar(c["eps_min"], c["count"], width=c["eps_max"] - c["eps_min"], bottom=0.5,
-                       align="edge", color="none", edgecolor="C3", hatch="///", zorder=2)
-            lx, ly = math.log10(x), math.log10(c["count"])
-            if all(abs(lx - a) > 0.03 or abs(ly - b) > 0.6 for a, b in shown):
-                shown.append((lx, ly))
-                ax.text(x, c["count"] * 1.4, "%d" % c["count"], ha="center", va="bottom",
-                        fontsize=6.5, rotation=90 if len(spur) > 6 else 0)
+                bars += ax.bar(c["eps_min"], c["count"], width=c["eps_max"] - c["eps_min"],
+                               bottom=0.5, align="edge", color="none", edgecolor="C3",
+                               hatch="///", zorder=2).patches
+            labelled.append((c["count"], x))
+        for n, x in sorted(labelled, key=lambda p: -p[0]):
+            count_labels.append(ax.text(x, n * 1.15, "%d" % n, ha="center", va="bottom",
+                                        fontsize=6.5, rotation=90 if len(spur) > 6 else 0))
+        max_count = max([n for n, _ in labelled] + [1])
+        panels.append((ax, k1_labels, count_labels, bars, max_count))
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_ylim(0.5, ymax)
+        ax.set_ylim(0.5, max(3.0 * max_count, 3.0))
         ax.set_xlim(xlo, xhi)
         ax.yaxis.set_major_locator(ticker.LogLocator(base=10, numticks=8))
         ax.yaxis.set_minor_locator(ticker.NullLocator())
@@ -186,7 +243,8 @@ def plot_hist(plt, ticker, rep, out):
                   % floor, fontsize=8.5)
     handles = [plt.Rectangle((0, 0), 1, 1, color="C2"), plt.Rectangle((0, 0), 1, 1, color="C0"),
                plt.Line2D([], [], color="0.55", ls="--", lw=0.7)]
-    labels = ["global minimum", "plateau (matched family)", "analytic plateau loss, lowest per k1"]
+    labels = ["global minimum", "plateau (matched family)",
+              "analytic plateau loss, lowest per k1 (labelled k1)"]
     if any(c["k1"] is None and c["class"] != "not_converged" for c in spur_all):
         handles.insert(2, plt.Rectangle((0, 0), 1, 1, fc="none", ec="C3", hatch="///"))
         labels.insert(2, "unmatched (over its loss range)")
@@ -194,8 +252,10 @@ def plot_hist(plt, ticker, rep, out):
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=7.5,
                frameon=False, bbox_to_anchor=(0.5, 0.965))
     fig.tight_layout(rect=(0, 0, 1, 0.94))
-    save(fig, out + ".hist.png")
-    plt.close(fig)
+    renderer = fig.canvas.get_renderer()
+    for p in panels:
+        fit_panel(p[0], renderer, *p[1:])
+    return fig
 
 
 def row_label(r):
@@ -203,6 +263,13 @@ def row_label(r):
 
 
 def plot_fractions(plt, rep, out):
+    fig = fractions_figure(plt, rep)
+    save(fig, out + ".fractions.png")
+    plt.close(fig)
+
+
+def fractions_figure(plt, rep):
+    """The fraction table's figure of a report."""
     Ks, fr = rep["K"], rep["fractions"]
     keep = range(len(fr["rows"]))  # the rows of the report's table, as PREFIX.md
     fig, axes = plt.subplots(2, 1, figsize=(min(14, max(6.5, 0.2 * len(keep) * len(Ks) + 3)), 6.4),
@@ -235,11 +302,17 @@ def plot_fractions(plt, rep, out):
              "(a count of 0 shows its upper bound)") % (rep["M"], rep["runs"])
     axes[0].set_title(title, fontsize=9)
     fig.tight_layout()
-    save(fig, out + ".fractions.png")
-    plt.close(fig)
+    return fig
 
 
 def plot_traces(plt, rep, out):
+    fig = traces_figure(plt, rep)
+    save(fig, out + ".traces.png")
+    plt.close(fig)
+
+
+def traces_figure(plt, rep):
+    """The traces' figure of a report."""
     Ks = rep["K"]
     fig, axes = plt.subplots(1, len(Ks), figsize=(4.6 * len(Ks), 3.8), sharey=True,
                              squeeze=False)
@@ -272,8 +345,16 @@ def plot_traces(plt, rep, out):
             ax.text(0.5, 0.5, "no traces recorded", transform=ax.transAxes, ha="center")
     axes[0, 0].set_ylabel("loss eps")
     fig.tight_layout()
-    save(fig, out + ".traces.png")
-    plt.close(fig)
+    return fig
+
+
+def plot_all(plt, ticker, rep, out):
+    """The three figures of report rep (checked: check_report) written to
+    out.hist.png, out.fractions.png, out.traces.png; their paths."""
+    plot_hist(plt, ticker, rep, out)
+    plot_fractions(plt, rep, out)
+    plot_traces(plt, rep, out)
+    return [out + ".hist.png", out + ".fractions.png", out + ".traces.png"]
 
 
 def main(argv):
@@ -290,9 +371,7 @@ def main(argv):
     if plt is None:
         return 3
     import matplotlib.ticker as ticker
-    plot_hist(plt, ticker, rep, out)
-    plot_fractions(plt, rep, out)
-    plot_traces(plt, rep, out)
+    plot_all(plt, ticker, rep, out)
     print("wrote %s.hist.png, %s.fractions.png, %s.traces.png" % (out, out, out))
     return 0
 

@@ -40,8 +40,12 @@ END_MARKERS = {  # how a branch ends -> (marker, colour, legend text)
     "psd": ("s", "black", "leaves the PSD cone"),
     "newton": ("^", "0.4", "Newton fails (no convergence)"),
 }
-CONT_COLUMNS = ["K", "M0", "dK", "branch", "n_anti", "ansatz", "k1", "start_loss", "M", "loss",
+# k1 = the number of anti-aligned students at the branch's start (its family),
+# instance = the ansatz instance it was found in (the fixed-points JSON's keys)
+CONT_COLUMNS = ["K", "M0", "dK", "branch", "k1", "ansatz", "instance", "start_loss", "M", "loss",
                 "end"]
+# the columns before k1 had one meaning (they read as the above)
+OLD_COLUMNS = {"n_anti": "k1", "k1": "instance"}
 
 
 def read_csv(path, required):
@@ -164,6 +168,7 @@ def branches_from_json(path, rep, max_loss):
     if not isinstance(pts, list):
         raise InputError("%s: key 'fixed_points' is missing or not a list" % path)
     out = []
+    new_keys = any(isinstance(p, dict) and "instance" in p for p in pts)
     for i, p in enumerate(pts):
         where = "%s: fixed_points[%d]" % (path, i)
         c = p.get("continuation") if isinstance(p, dict) else None
@@ -183,8 +188,13 @@ def branches_from_json(path, rep, max_loss):
         if not (1e-9 < loss0 < max_loss) or len(Ms) < 2:
             continue
         why = c.get("why") if c.get("ended_early") else ""
+        # the ansatz instance: "instance" ("k1" in files written before k1
+        # meant the anti-aligned count everywhere)
+        inst = p.get("instance") if new_keys else p.get("k1")
         out.append(dict(K=K, M0=M0, dK=K - int(round(M0)), branch=i, n_anti=st["anti"],
-                        ansatz=str(p.get("ansatz", "?")), k1=p.get("k1", -1), start_loss=loss0,
+                        ansatz=str(p.get("ansatz", "?")), instance=inst if isinstance(inst, int)
+                        else -1,
+                        start_loss=loss0,
                         M=Ms, loss=ls, end=end_kind(why) if why else "reached"))
     return out
 
@@ -199,16 +209,21 @@ def branches_from_csv(path, max_loss):
         Ms = [field(r, "M", path, i + 2) for i, r in enumerate(rows)]
         ls = [field(r, "loss", path, i + 2) for i, r in enumerate(rows)]
         return [dict(K=-1, M0=Ms[0], dK=0, branch=0, n_anti=-1, ansatz=os.path.basename(path),
-                     k1=-1, start_loss=ls[0], M=Ms, loss=ls, end="reached")]
-    rows, _ = read_csv(path, CONT_COLUMNS)
+                     instance=-1, start_loss=ls[0], M=Ms, loss=ls, end="reached")]
+    if "n_anti" in header:  # written before k1 had one meaning
+        rows, _ = read_csv(path, [{"k1": "n_anti", "instance": "k1"}.get(c, c)
+                                  for c in CONT_COLUMNS])
+        rows = [{OLD_COLUMNS.get(k, k): v for k, v in r.items()} for r in rows]
+    else:
+        rows, _ = read_csv(path, CONT_COLUMNS)
     by = {}
     for i, r in enumerate(rows):
         line = i + 2
         key = (field(r, "K", path, line, int), field(r, "branch", path, line, int))
         if key not in by:
             by[key] = dict(K=key[0], M0=field(r, "M0", path, line), dK=field(r, "dK", path, line, int),
-                           branch=key[1], n_anti=field(r, "n_anti", path, line, int),
-                           ansatz=r["ansatz"], k1=field(r, "k1", path, line, int),
+                           branch=key[1], n_anti=field(r, "k1", path, line, int),
+                           ansatz=r["ansatz"], instance=field(r, "instance", path, line, int),
                            start_loss=field(r, "start_loss", path, line), M=[], loss=[], end="")
         b = by[key]
         b["M"].append(field(r, "M", path, line))
@@ -253,7 +268,7 @@ def write_csv(path, branches):
             for n, (M, l) in enumerate(zip(b["M"], b["loss"])):
                 last = n == len(b["M"]) - 1
                 w.writerow([b["K"], "%.12g" % b["M0"], b["dK"], b["branch"], b["n_anti"],
-                            b["ansatz"], b["k1"], "%.12g" % b["start_loss"], "%.12g" % M,
+                            b["ansatz"], b["instance"], "%.12g" % b["start_loss"], "%.12g" % M,
                             "%.12g" % l, b["end"] if last else ""])
     os.replace(tmp, path)
 

@@ -20,7 +20,10 @@
 #include "scm/family.h"
 #include "scm/fixedpoint.h"
 #include "scm/flow.h"
+#include "scm/hessian.h"
 #include "scm/model.h"
+#include "scm/symstab.h"
+#include "scm/weights.h"
 #include "landscape/certify_internal.h"
 #include "testutil.h"
 
@@ -179,14 +182,79 @@ static scm_ansatz_inst *family_min(int K, int M, int k1, double *x, double *eps)
     return in;
 }
 
+
+/* The smallest eigenvalue of d H by scm_stab_symmetric (floating point),
+ * and whether it calls the point a strict minimum (1), a saddle (-1) or
+ * neither (0). */
+static double sym_min(const scm_ansatz_inst *in, const double *x, int *cls)
+{
+    scm_symstab_result sr;
+    scm_error e;
+    scm_status st = scm_stab_symmetric(in, &scm_act_relu, x, NULL, &sr, &e);
+    double v = st || sr.n == 0 ? NAN : sr.eig[0].value * (double)sr.d;
+    *cls = st ? 0 : sr.n_neg > 0 ? -1 : sr.n_zero == 0 ? 1 : 0;
+    scm_symstab_result_free(&sr);
+    return v;
+}
+
+/* The smallest eigenvalue of d H by the dense scm_stab_hessian at d = K + M. */
+static double dense_min(const scm_ansatz_inst *in, const double *x)
+{
+    int K = (int)scm_ansatz_inst_K(in), M = (int)scm_ansatz_inst_M(in);
+    long d = K + M, Kd = (long)K * d;
+    scm_error e;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_relu, NULL, NULL, NULL, &e);
+    scm_flow *fl = m ? scm_flow_alloc(m) : NULL;
+    double *Q = malloc(sizeof *Q * (size_t)K * K), *R = malloc(sizeof *R * (size_t)K * M);
+    double *W = malloc(sizeof *W * (size_t)Kd), *Ws = malloc(sizeof *Ws * (size_t)M * d);
+    double *H = malloc(sizeof *H * (size_t)Kd * Kd), *ev = malloc(sizeof *ev * (size_t)Kd);
+    scm_stab_counts c;
+    int ok = fl && Q && R && W && Ws && H && ev && scm_ansatz_to_full(in, x, Q, R) == SCM_OK &&
+             scm_weights_realise(m, Q, R, d, W, Ws, &e) == SCM_OK &&
+             scm_stab_hessian(fl, d, W, Ws, H, &e) == SCM_OK &&
+             scm_stab_spectrum(H, (int)Kd, 1e-9, ev, &c) == SCM_OK;
+    double v = INFINITY;
+    for (long i = 0; ok && i < Kd; i++)
+        v = fmin(v, ev[i] * (double)d);
+    free(Q);
+    free(R);
+    free(W);
+    free(Ws);
+    free(H);
+    free(ev);
+    scm_flow_free(fl);
+    scm_model_free(m);
+    return ok ? v : NAN;
+}
+
+/* Does the certificate agree with the floating-point spectrum: the same
+ * class, every proved lower bound below the float smallest eigenvalue
+ * (to 1e-12 of its scale, the float's own error) and within 1e-3 of it
+ * (the shift is chosen just below the midpoints' eigenvalue), a proved
+ * negative upper bound above it? */
+static int consistent(const scm_certify_result *r, double lam, int cls)
+{
+    double tol = 1e-12 * fmax(1.0, fabs(lam));
+    if (r->strict != cls)
+        return 0;
+    if (r->strict == 1)
+        return r->lambda_lo > 0.0 && r->lambda_lo <= lam + tol &&
+               r->lambda_lo >= lam - 1e-3 * fabs(lam) &&
+               strcmp(r->verdict, "certified strict local minimum") == 0;
+    if (r->strict == -1)
+        return r->lambda_neg_hi < 0.0 && r->lambda_neg_hi >= lam - tol &&
+               strcmp(r->verdict, "certified saddle") == 0;
+    return 1;
+}
+
 /* Step 2: the k1 minima are certified; a moved point and a mutated kernel
  * derivative are not. */
 static void test_existence(void)
 {
     scm_certify_opts o;
     scm_certify_opts_default(&o);
-    int n_cert = 0, n_tried = 0, n_plus = 0;
-    double rmax = 0.0;
+    int n_cert = 0, n_tried = 0, n_plus = 0, n_strict = 0, n_dense = 0;
+    double rmax = 0.0, gapmax = 0.0;
     for (int K = 4; K <= 20; K++)
         for (int c = 0; c < 4; c++) {
             int M = K - c / 2, k1 = 1 + c % 2;
@@ -209,6 +277,20 @@ static void test_existence(void)
                   r.loss_hi - r.loss_lo);
             CHECK(r.contraction < 1.0 && r.radius > 0.0 && r.radius <= o.max_radius,
                   "contraction %g radius %g", r.contraction, r.radius);
+            /* strictness against the floating-point spectra */
+            int cls;
+            double lam = sym_min(in, x, &cls);
+            CHECK(cls == 1 && consistent(&r, lam, cls),
+                  "K = %d M = %d k1 = %d: %s (%s), bound %.17g, float %.17g (class %d)", K, M,
+                  k1, r.verdict, r.reason, r.lambda_lo, lam, cls);
+            n_strict += r.strict == 1;
+            gapmax = fmax(gapmax, (lam - r.lambda_lo) / lam);
+            if (K <= 9) {
+                double dl = dense_min(in, x);
+                CHECK(r.lambda_lo <= dl + 1e-9 * fabs(dl), "K = %d: bound %.17g above dense %.17g",
+                      K, r.lambda_lo, dl);
+                n_dense++;
+            }
             if (K == 7 && M == 7) {
                 /* the published value, MATH.md section 5 */
                 CHECK(fabs(0.5 * (r.loss_lo + r.loss_hi) - 0.02320) < 5e-5, "K = 7 loss %g",
@@ -238,6 +320,74 @@ static void test_existence(void)
     printf("existence: %d of %d k1 = 1, 2 minima certified, %d at K = M + 1 (largest box "
            "radius %.3g)\n",
            n_cert, n_tried, n_plus, rmax);
+    CHECK(n_dense >= 4, "only %d dense comparisons", n_dense);
+    printf("strictness: %d of %d strict minima proved, %d against the dense Hessian; the bound "
+           "is below the float smallest eigenvalue by at most %.2g relative\n",
+           n_strict, n_tried, n_dense, gapmax);
+}
+
+
+/* Strictness at every point of the k1 = 3, 4 families at K = M = 10 and of
+ * k1 = 2 at K = 9, M = 8: the certificate agrees with scm_stab_symmetric
+ * (minima and saddles), never calls a saddle a minimum; and a wrong second
+ * derivative (f_cc scaled by 1 + 1e-3) is caught at a minimum whose
+ * smallest eigenvalue is small. */
+static void test_strictness(void)
+{
+    static const int cases[][3] = {{10, 10, 4}, {10, 10, 3}, {9, 8, 2}};
+    scm_certify_opts o;
+    scm_certify_opts_default(&o);
+    int n_pts = 0, n_sad = 0, n_min = 0, n_mut = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int K = cases[c][0], M = cases[c][1], k1 = cases[c][2];
+        scm_family fam;
+        scm_fp_opts fo;
+        scm_fp_opts_default(&fo);
+        fo.n_random = 40;
+        scm_error e;
+        scm_status st = scm_family_find(K, M, k1, builtin, n_builtin, &scm_act_relu, &fo, &fam, &e);
+        CHECK(st == SCM_OK && fam.n > 0, "family K = %d k1 = %d: %s", K, k1, e.msg);
+        for (int p = 0; !st && p < fam.n; p++) {
+            scm_ansatz_inst *in = scm_ansatz_instantiate(find_builtin(fam.pt[p].ansatz), K, M,
+                                                         fam.pt[p].ansatz_k1, &e);
+            if (!in)
+                continue;
+            scm_certify_result r;
+            st = scm_certify_point(in, &scm_act_relu, fam.pt[p].x, &o, &r, &e);
+            CHECK(st == SCM_OK, "certify: %s", e.msg);
+            int cls;
+            double lam = sym_min(in, fam.pt[p].x, &cls);
+            if (r.certified) {
+                n_pts++;
+                CHECK(consistent(&r, lam, cls), "K = %d k1 = %d point %d: %s (%s), lo %.17g "
+                      "neg_hi %.17g, float %.17g class %d", K, k1, p, r.verdict, r.reason,
+                      r.lambda_lo, r.lambda_neg_hi, lam, cls);
+                n_sad += r.strict == -1;
+                n_min += r.strict == 1;
+            }
+            if (cls == -1)
+                CHECK(r.strict != 1 && !strstr(r.verdict, "minimum"), "saddle called %s",
+                      r.verdict);
+            if (r.strict == 1 && lam < 0.02) {
+                /* the mutation: the certificate no longer matches the spectrum */
+                scm_certify_opts om = o;
+                om.mutate_d2 = 1e-3;
+                scm_certify_result rm;
+                st = scm_certify_point(in, &scm_act_relu, fam.pt[p].x, &om, &rm, &e);
+                CHECK(st == SCM_OK && rm.certified && !consistent(&rm, lam, cls),
+                      "mutated f_cc not caught: %s, lo %.17g, float %.17g", rm.verdict,
+                      rm.lambda_lo, lam);
+                n_mut++;
+            }
+            scm_ansatz_inst_free(in);
+        }
+        scm_family_free(&fam);
+    }
+    CHECK(n_sad >= 3 && n_min >= 1 && n_mut >= 1, "%d saddles, %d minima, %d mutations", n_sad,
+          n_min, n_mut);
+    printf("strictness: %d certified points of k1 = 3, 4 (K = M = 10) and k1 = 2 (K = 9, M = 8): "
+           "%d saddles, %d strict minima, all as the float spectrum; %d mutations caught\n",
+           n_pts, n_sad, n_min, n_mut);
 }
 
 /* Step 3: symmetric criticality.  The full flow at a random
@@ -347,7 +497,7 @@ static void test_large(void)
     scm_certify_opts o;
     scm_certify_opts_default(&o);
     double tmax = 0.0;
-    int n_cert = 0;
+    int n_cert = 0, n_strict = 0;
     for (int p = 0; p < s.n; p++) {
         scm_certify_result r;
         struct timespec t0, t1;
@@ -360,12 +510,21 @@ static void test_large(void)
         if (!r.certified)
             printf("  K = 1000 point %d (eps %.6f, residual %.2g): %s\n", p, s.pt[p].eps,
                    s.pt[p].res_block, r.reason);
-        if (r.certified)
+        if (r.certified) {
             CHECK(r.loss_lo <= s.pt[p].eps && s.pt[p].eps <= r.loss_hi, "K = 1000 loss");
+            int cls;
+            double lam = sym_min(in, s.pt[p].x, &cls);
+            CHECK(consistent(&r, lam, cls), "K = 1000 point %d: %s, lo %.17g, float %.17g", p,
+                  r.verdict, r.lambda_lo, lam);
+            n_strict += r.strict == 1;
+        }
     }
     CHECK(tmax < 1.0, "K = M = 1000: %.3f s", tmax);
     CHECK(n_cert > 0, "nothing certified at K = M = 1000");
-    printf("K = M = 1000, k1 = 1: %d of %d points certified, slowest %.4f s\n", n_cert, s.n, tmax);
+    CHECK(n_strict > 0, "no strict minimum at K = M = 1000");
+    printf("K = M = 1000, k1 = 1: %d of %d points certified (%d strict minima), slowest %.4f s "
+           "(existence and strictness)\n",
+           n_cert, s.n, n_strict, tmax);
     scm_fp_set_free(&s);
     scm_ansatz_inst_free(in);
 }
@@ -386,11 +545,13 @@ static void test_run(void)
     cJSON_Delete(j);
     st = scm_certify_family(7, 7, 1, 1, 40, &o, &l, &e); /* every point: saddles too */
     CHECK(st == SCM_OK && l.n > 2, "every point: %d", l.n);
-    /* strictness is not proved: no point, saddles included, is called a minimum */
+    /* no saddle is called a minimum */
     int n_saddle = 0;
     for (int i = 0; i < l.n; i++) {
         n_saddle += strstr(l.e[i].stability, "saddle") != NULL;
-        CHECK(!strstr(l.e[i].r.verdict, "minimum"), "point %d: %s", i, l.e[i].r.verdict);
+        if (strstr(l.e[i].stability, "saddle"))
+            CHECK(!strstr(l.e[i].r.verdict, "minimum") && l.e[i].r.strict == -1, "point %d: %s",
+                  i, l.e[i].r.verdict);
         CHECK(!l.e[i].r.certified || (l.e[i].r.loss_lo <= l.e[i].eps && l.e[i].eps <= l.e[i].r.loss_hi),
               "point %d: loss %.17g outside [%.17g, %.17g]", i, l.e[i].eps, l.e[i].r.loss_lo,
               l.e[i].r.loss_hi);
@@ -427,6 +588,7 @@ int main(void)
     test_existence();
     test_invariance();
     test_parallel();
+    test_strictness();
     test_large();
     test_run();
     for (int i = 0; i < n_builtin; i++)

@@ -76,9 +76,9 @@ check "[ $? -eq 1 ]" "failed run exit status"
 check "grep -q 'the run failed' '$W/e'" "failed run message"
 check "python3 -c \"import json; r=json.load(open('$W/failed.json')); assert r['status']=='failed' and 'CVODE' in r['error']\"" "failed run result"
 
-# an unwritable output: exit 1, no stray temporary file
+# an unwritable output: exit 4 (CLI_EXIT_IO), no stray temporary file
 "$SCM" run "$SRC/examples/relu_k2.json" -o "$W/nodir/x.json" -q 2> "$W/e"
-check "[ $? -eq 1 ] && grep -q \"cannot create a temporary file for '$W/nodir/x.json'\" '$W/e'" "unwritable output: $(cat "$W/e")"
+check "[ $? -eq 4 ] && grep -q \"cannot create a temporary file for '$W/nodir/x.json'\" '$W/e'" "unwritable output: $(cat "$W/e")"
 check "[ -z \"\$(ls '$W' | grep tmp)\" ]" "temporary file left behind"
 
 # bad input, each named
@@ -379,7 +379,7 @@ if mknod "$O/null" c 1 3 2> /dev/null; then
 fi
 if mknod "$O/full" c 1 7 2> /dev/null; then
     "$SCM" run "$O/cfg.json" -o "$O/full" -q > /dev/null 2> "$O/e"
-    check "[ $? -eq 1 ] && grep -q 'No space left' '$O/e' && [ -c '$O/full' ]" "-o a full device: $(cat "$O/e")"
+    check "[ $? -eq 4 ] && grep -q 'No space left' '$O/e' && [ -c '$O/full' ]" "-o a full device: $(cat "$O/e")"
 fi
 mkfifo "$O/fifo"
 timeout 20 cat "$O/fifo" > "$O/fifo.out" 2> /dev/null < /dev/null &
@@ -418,7 +418,7 @@ d = json.load(open(sys.argv[1]))
 pts = d['fixed_points']
 assert pts and all(p['k1'] == 1 == p['structure']['anti'] for p in pts), [(p['k1'], p['structure']) for p in pts]
 assert any(p['instance'] != 1 for p in pts)
-ft = d['family_table']
+ft = d['families']
 assert len(ft) == 1 and ft[0]['k1'] == 1 and ft[0]['minima'] >= 1
 best = min(p['loss'] for p in pts if p['class'] == 'minimum' and p['structure']['other'] == 0)
 assert ft[0]['loss'] == best and pts[ft[0]['index']]['loss'] == best
@@ -433,7 +433,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 above = [p for p in d['fixed_points'] if not p['residual_ok']]
 assert d['status'] == 'ok' and above and d['points_above_residual'] == len(above)
-assert sum(f['points'] for f in d['family_table']) == sum(1 for p in d['fixed_points'] if p['residual_ok'] and p['specialised'])
+assert sum(f['points'] for f in d['families']) == sum(1 for p in d['fixed_points'] if p['residual_ok'] and p['specialised'])
 PY" "fixed-points: a point above the residual bound: $(cat "$W/f25r.err")"
 # --states: Q and R of no point, of the minima, of all; bad value exit 2
 for S in none minima all; do
@@ -448,18 +448,142 @@ for p in d['fixed_points']:
 PY" "fixed-points --states $S: $(cat "$W/e")"
 done
 "$SCM" fixed-points --K 4 --M 4 --states some -q -o "$W/f25x.json" 2> "$W/e"
-check "[ $? -eq 2 ] && grep -q -- \"--states needs none, minima or all, got 'some'\" '$W/e' && [ ! -e '$W/f25x.json' ]" "fixed-points --states some: $(cat "$W/e")"
+check "[ $? -eq 2 ] && grep -q -- \"--states must be auto, none, minima or all, got 'some'\" '$W/e' && [ ! -e '$W/f25x.json' ]" "fixed-points --states some: $(cat "$W/e")"
 # --stability: progress on stderr, the final line counting every point (the
 # time at K = M = 10 is a benchmark figure, docs/fixed-points.md, not a test)
-"$SCM" fixed-points --K 6 --M 6 --stability -q -o "$W/f25k6.json" 2> "$W/e"
+SCM_PROGRESS_SECONDS=0 "$SCM" fixed-points --K 6 --M 6 --stability -o "$W/f25k6.json" 2> "$W/e" > /dev/null
 rc=$?
-check "[ $rc -eq 0 ] && grep -Eq '^stability ([0-9]+)/\\1 points' '$W/e'" "fixed-points --K 6 --M 6 --stability: rc $rc: $(cat "$W/e")"
+check "[ $rc -eq 0 ] && grep -Eq '^stability: points ([0-9]+)/\\1, [0-9]+ s$' '$W/e'" "fixed-points --K 6 --M 6 --stability: rc $rc: $(cat "$W/e")"
 # --unmerged lists every solution; --all prints every point after the families
 "$SCM" fixed-points --K 4 --M 3 --unmerged -q -o "$W/f25u.json" 2> "$W/e"
 check "[ $? -eq 0 ] && python3 -c \"import json; a = json.load(open('$W/f25u.json')); b = json.load(open('$W/f25r.json')); assert len(a['fixed_points']) > len(b['fixed_points'])\"" "fixed-points --unmerged: $(cat "$W/e")"
 "$SCM" fixed-points --K 4 --M 3 --all > "$W/f25a.out" 2> "$W/e"
 "$SCM" fixed-points --K 4 --M 3 > "$W/f25n.out" 2>> "$W/e"
 check "[ \$(wc -l < '$W/f25a.out') -gt \$(( \$(wc -l < '$W/f25n.out') + 30 )) ] && grep -q '^ansatz ' '$W/f25a.out' && ! grep -q '^ansatz ' '$W/f25n.out'" "fixed-points --all: $(cat "$W/e")"
+
+# issue 25 item 6: one option parser for every command.  A usage error is
+# one line naming the command and pointing to its --help, exit 2, nothing
+# written (the old commands printed their whole usage, or nothing).
+for args in "run" "run $SRC/examples/relu_k2.json --frob" "fixed-points --K 3" \
+    "fixed-points --K x --M 3" "stability --K 3 --M 3" "sweep $SRC/examples/relu_k2.json" \
+    "merge a.jsonl" "compare --M 3" "simulate" "lintarget --alpha" "split --K 3 --M 3 --k1 0" \
+    "staircase --K 2" "crosscheck --M 2" "stability --point x --K 2 --index 0" \
+    "sweep $SRC/examples/relu_k2.json --runs 2 --certify"; do
+    cmd=${args%% *}
+    "$SCM" $args > "$W/u.out" 2> "$W/u.err"
+    rc=$?
+    check "[ $rc -eq 2 ] && [ \$(wc -l < '$W/u.err') -eq 1 ] && grep -q \"^scm $cmd: .*; see scm $cmd --help\$\" '$W/u.err' && [ ! -s '$W/u.out' ]" "usage error 'scm $args': rc $rc: $(cat "$W/u.err")"
+done
+# every command's --help lists its options, on stdout, exit 0
+for cmd in run fixed-points crosscheck stability sweep merge compare simulate lintarget split staircase; do
+    "$SCM" $cmd --help > "$W/h.out" 2> "$W/h.err"
+    check "[ $? -eq 0 ] && grep -q '^usage: scm $cmd' '$W/h.out' && grep -q '^exit status: ' '$W/h.out' && [ ! -s '$W/h.err' ]" "scm $cmd --help"
+done
+# --activation relu and --threads (the processors online) by default
+for cmd in fixed-points crosscheck stability; do
+    check "'$SCM' $cmd --help | grep -q -- '--activation NAME  relu (default)'" "$cmd --activation default"
+done
+for cmd in fixed-points crosscheck sweep compare simulate; do
+    check "'$SCM' $cmd --help | grep -q -- '--threads T        threads (default: the processors online'" "$cmd --threads default"
+done
+# the sweep with the default threads writes the same file as --threads 1
+cat > "$W/sw6.json" <<'JSON'
+{"model": {"K": 3, "M": 2, "activation": "erf"}, "init": {"type": "random", "d": 100, "seed": 3},
+ "integrator": {"t_max": 200}}
+JSON
+"$SCM" sweep "$W/sw6.json" --runs 4 -q -o "$W/sw6a.jsonl" && "$SCM" sweep "$W/sw6.json" --runs 4 -q --threads 1 -o "$W/sw6b.jsonl"
+check "[ $? -eq 0 ] && cmp -s '$W/sw6a.jsonl' '$W/sw6b.jsonl'" "sweep: default threads and --threads 1 differ"
+# --prefix for the commands that write several files (-o PREFIX still works)
+"$SCM" lintarget --alpha 1e-2 --c 0.5 -q --prefix "$W/ltp" 2> "$W/e"
+check "[ $? -eq 0 ] && [ -s '$W/ltp.json' ] && [ -s '$W/ltp.phases.csv' ] && cmp -s '$W/ltp.json' '$W/ltp.json'" "lintarget --prefix: $(cat "$W/e")"
+"$SCM" lintarget --alpha 1e-2 --c 0.5 -q -o "$W/lto" 2> "$W/e"
+check "[ $? -eq 0 ] && cmp -s '$W/ltp.phases.csv' '$W/lto.phases.csv'" "lintarget -o PREFIX (old spelling): $(cat "$W/e")"
+cat > "$W/simp.json" <<'JSON'
+{"model": {"K": 2, "M": 2, "activation": "erf"}, "init": {"type": "random", "d": 50, "seed": 1},
+ "simulate": {"d": 50, "seeds": 1, "t_max": 0.5}}
+JSON
+"$SCM" simulate "$W/simp.json" --no-plot -q --prefix "$W/simpo" 2> "$W/e"
+check "[ $? -eq 0 ] && [ -s '$W/simpo.json' ] && [ -s '$W/simpo.csv' ]" "simulate --prefix: $(cat "$W/e")"
+"$SCM" compare --M 2 --K 2 --runs 2 --no-plots --no-stability -q --prefix "$W/cmpp" 2> "$W/e"
+check "[ $? -eq 0 ] && [ -s '$W/cmpp.json' ] && [ -s '$W/cmpp.md' ] && [ -s '$W/cmpp.K2.runs.jsonl' ]" "compare --prefix: $(cat "$W/e")"
+# scm stability: --gd-step and --perturb-size (not the config's eta and
+# sigma); the old names still work and give the same file
+"$SCM" stability --K 4 --M 4 --k1 1 --index 0 --trials 2 --gd-step 0.02 --perturb-size 1e-3 -q -o "$W/sn.json" 2> "$W/e"
+check "[ $? -eq 0 ] && python3 -c \"import json; r = json.load(open('$W/sn.json')); s = json.dumps(r); assert '0.02' in s and '0.001' in s\"" "stability --gd-step --perturb-size: $(cat "$W/e")"
+"$SCM" stability --K 4 --M 4 --k1 1 --index 0 --trials 2 --eta 0.02 --sigma 1e-3 -q -o "$W/so.json" 2> "$W/e"
+check "cmp -s '$W/sn.json' '$W/so.json'" "stability --eta --sigma (old names): $(cat "$W/e")"
+check "'$SCM' stability --help | grep -q -- '--perturb-size' && ! '$SCM' stability --help | grep -q -- '--sigma'" "stability --help names --perturb-size"
+# --unset removes a config key (its default applies) wherever --set exists
+printf '%s' '{"model": {"K": 2, "M": 2}, "init": {"type": "random", "d": 100, "seed": 2}, "integrator": {"t_max": 50, "n_out": 20}}' > "$W/unA.json"
+printf '%s' '{"model": {"K": 2, "M": 2}, "init": {"type": "random", "d": 100, "seed": 2}, "integrator": {"n_out": 20}}' > "$W/unB.json"
+"$SCM" run "$W/unA.json" -q -o "$W/unA.out.json" --unset integrator.t_max 2> "$W/e" && "$SCM" run "$W/unB.json" -q -o "$W/unB.out.json" 2>> "$W/e"
+check "[ $? -eq 0 ] && cmp -s '$W/unA.out.json' '$W/unB.out.json'" "run --unset: not the run without the key: $(cat "$W/e")"
+"$SCM" run "$SRC/examples/relu_k2.json" -q -o "$W/un2.json" --unset model.nope 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- '--unset model.nope' '$W/e' && [ ! -e '$W/un2.json' ]" "run --unset of a missing key: $(cat "$W/e")"
+"$SCM" run "$SRC/examples/relu_k2.json" -q -o "$W/un3.json" --unset model.K 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q 'K' '$W/e' && [ ! -e '$W/un3.json' ]" "run --unset of a required key: $(cat "$W/e")"
+"$SCM" sweep "$W/unA.json" --runs 2 -q -o "$W/swuA.jsonl" --unset integrator.t_max 2> "$W/e" && "$SCM" sweep "$W/unB.json" --runs 2 -q -o "$W/swuB.jsonl" 2>> "$W/e"
+check "[ $? -eq 0 ] && cmp -s '$W/swuA.jsonl' '$W/swuB.jsonl'" "sweep --unset: not the sweep without the key: $(cat "$W/e")"
+"$SCM" simulate "$W/simp.json" --no-plot -q --prefix "$W/simu" --unset simulate.t_max 2> "$W/e"
+check "[ $? -eq 0 ] && python3 -c \"import json; a = json.load(open('$W/simu.json')); b = json.load(open('$W/simpo.json')); assert a['simulate']['t_max'] == 10 and b['simulate']['t_max'] == 0.5\"" "simulate --unset: $(cat "$W/e")"
+"$SCM" compare --M 2 --K 2 --runs 2 --no-plots --no-stability -q --unset init.d --prefix "$W/cmpu" 2> "$W/e"
+check "[ $? -eq 2 ] && grep -q -- '--unset needs CONFIG.json' '$W/e' && [ ! -e '$W/cmpu.json' ]" "compare --unset without a config: $(cat "$W/e")"
+
+# issue 25 item 7: progress on stderr, one printer (done/total, time left).
+# Not on a terminal: a line every CLI_PROGRESS_PERIOD = 5 s at most, none for
+# a short run (so logs and golden files hold no timings); every update with
+# SCM_PROGRESS_SECONDS=0; --quiet: none.
+"$SCM" fixed-points --K 5 --M 5 --stability -o "$W/pg1.json" > /dev/null 2> "$W/e"
+check "[ $? -eq 0 ] && [ ! -s '$W/e' ]" "a short fixed-points --stability printed progress off a terminal: $(cat "$W/e")"
+SCM_PROGRESS_SECONDS=0 "$SCM" fixed-points --K 5 --M 5 --stability -o "$W/pg2.json" > /dev/null 2> "$W/e"
+check "grep -Eq '^stability: points 1/([0-9]+), [0-9]+ s, about [0-9]+ s left$' '$W/e' && grep -Eq '^stability: points ([0-9]+)/\\1, [0-9]+ s$' '$W/e'" "fixed-points progress lines: $(cat "$W/e")"
+SCM_PROGRESS_SECONDS=0 "$SCM" fixed-points --K 5 --M 5 --stability -q -o "$W/pg3.json" > /dev/null 2> "$W/e"
+check "[ ! -s '$W/e' ]" "fixed-points -q printed progress: $(cat "$W/e")"
+SCM_PROGRESS_SECONDS=0 "$SCM" sweep "$W/sw6.json" --runs 3 -o "$W/pg.jsonl" 2> "$W/e"
+check "grep -Eq '^runs 1/3, [0-9]+ s, about [0-9]+ s left  ' '$W/e' && grep -Eq '^runs 3/3, [0-9]+ s  ' '$W/e'" "sweep progress lines: $(cat "$W/e")"
+"$SCM" sweep "$W/sw6.json" --runs 3 -o "$W/pgb.jsonl" 2> "$W/e"
+check "! grep -q '^runs ' '$W/e'" "a short sweep printed progress off a terminal: $(cat "$W/e")"
+SCM_PROGRESS_SECONDS=0 "$SCM" simulate "$W/simp.json" --no-plot --seeds 2 --prefix "$W/pgs" > /dev/null 2> "$W/e"
+check "grep -Eq '^simulate: seeds 1/2, [0-9]+ s, about [0-9]+ s left$' '$W/e' && grep -Eq '^simulate: seeds 2/2, [0-9]+ s$' '$W/e'" "simulate progress lines: $(cat "$W/e")"
+SCM_PROGRESS_SECONDS=0 "$SCM" simulate "$W/simp.json" --no-plot --seeds 2 -q --prefix "$W/pgs" > /dev/null 2> "$W/e"
+check "[ ! -s '$W/e' ]" "simulate -q printed progress: $(cat "$W/e")"
+SCM_PROGRESS_SECONDS=0 "$SCM" compare --M 2 --K 2 --runs 2 --no-plots --no-stability --prefix "$W/pgc" > /dev/null 2> "$W/e"
+check "grep -Eq '^runs 2/2, [0-9]+ s  ' '$W/e'" "compare progress lines: $(cat "$W/e")"
+
+# issue 26 item 20: an output that cannot be written is exit status 4 in
+# every command, and a command that writes several files writes all of them
+# or none (a --csv that cannot be written after the JSON could: no JSON, and
+# an old JSON of that name is left as it was)
+mkdir -p "$W/io" && cd "$W/io"
+"$SCM" run "$SRC/examples/relu_k2.json" -q -o new.json --csv "$W/nodir/t.csv" 2> "$W/e"
+check "[ $? -eq 4 ] && [ ! -e new.json ] && [ -z \"\$(ls | grep tmp)\" ]" "run --csv unwritable: JSON left or exit not 4: $(cat "$W/e")"
+echo old > old.json
+"$SCM" run "$SRC/examples/relu_k2.json" -q -o old.json --csv "$W/nodir/t.csv" 2> "$W/e"
+check "[ $? -eq 4 ] && [ \"\$(cat old.json)\" = old ]" "run --csv unwritable: the old JSON was replaced: $(cat "$W/e")"
+for args in "fixed-points --K 3 --M 3 -q -o $W/nodir/f.json" "stability --K 3 --M 3 --k1 0 -q -o $W/nodir/s.json" \
+    "split --K 3 --M 3 --index 2 --neuron 1 --lambda-grid 3 -q -o $W/nodir/s.json" \
+    "staircase --K 2 --M 2 --alpha 1e-3 -q -o $W/nodir/s.json" "lintarget --alpha 1e-2 --c 0.5 -q --prefix $W/nodir/lt" \
+    "simulate $W/simp.json --no-plot -q --prefix $W/nodir/s" "crosscheck --K 2 --M 2 --runs 2 -q -o $W/nodir/x.json" \
+    "sweep $W/sw6.json --runs 2 -q -o $W/nodir/r.jsonl" "compare --M 2 --K 2 --runs 2 --no-plots --no-stability -q --prefix $W/nodir/c"; do
+    "$SCM" $args > /dev/null 2> "$W/e"
+    rc=$?
+    check "[ $rc -eq 4 ] && grep -q 'nodir' '$W/e'" "scm $args: exit $rc, want 4: $(cat "$W/e")"
+done
+# lintarget and simulate: every file or none (the JSON goes last into a
+# folder where the CSVs could go: a directory of that name makes it fail)
+mkdir lt.json
+"$SCM" lintarget --alpha 1e-2 --c 0.5 -q --prefix lt 2> "$W/e"
+check "[ $? -ne 0 ] && [ ! -e lt.phases.csv ] && [ ! -e lt.traces.csv ] && [ -z \"\$(ls | grep tmp)\" ]" "lintarget: a half-made set of files: $(ls) $(cat "$W/e")"
+mkdir sm.csv
+"$SCM" simulate "$W/simp.json" --no-plot -q --prefix sm 2> "$W/e"
+check "[ $? -ne 0 ] && [ ! -e sm.json ]" "simulate: a half-made set of files: $(ls) $(cat "$W/e")"
+cd "$W"
+check "'$SCM' run --help | grep -q '4 an output could not be'" "run --help documents exit status 4"
+
+# scm --help lists every command
+for cmd in run fixed-points crosscheck sweep merge compare stability simulate lintarget split staircase certify map; do
+    check "'$SCM' --help | grep -q '^  $cmd '" "scm --help does not list $cmd"
+done
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

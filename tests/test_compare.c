@@ -225,9 +225,16 @@ int main(void)
     set_opts(&o, p2, &n3);
     st = scm_compare_run(&o, &res, &err);
     CHECK(st == SCM_EINVAL && res.failed_part == SCM_COMPARE_PART_SWEEP && res.failed_input &&
-              strstr(err.msg, "different sweep") && n3.end_failures == 1 && n3.starts == 0,
+              strstr(err.msg, "not this comparison's runs file") && n3.starts == 0,
           "other sweep's file: %d part %d: %s", st, res.failed_part, err.msg);
     scm_compare_result_free(&res);
+    /* refused before the first write: the foreign file is left as it was */
+    char back[64] = "";
+    f = fopen(other, "r");
+    CHECK(f && fgets(back, sizeof back, f) && strcmp(back, "{\"scm_sweep\": 1}\n") == 0,
+          "the other sweep's file was changed: '%s'", back);
+    if (f)
+        fclose(f);
 
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -11,12 +11,14 @@
  * minimum of data/plateau_stability.csv (computed there by a separate
  * Hessian and perturbation analysis), not the lower-loss saddle. */
 #include <gsl/gsl_errno.h>
+#include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "scm/family.h"
+#include "scm/fpsweep.h"
 #include "scm/model.h"
 #include "testutil.h"
 
@@ -257,9 +259,106 @@ static void test_family_choice(void)
         scm_ansatz_free(a[i]);
 }
 
+/* Two structures equal bit for bit (NaN equal to NaN). */
+static int same_structure(const scm_fp_structure *a, const scm_fp_structure *b)
+{
+    const double u[5] = {a->n_anti, a->n_aligned, a->n_other, a->trQ, a->normR2};
+    const double v[5] = {b->n_anti, b->n_aligned, b->n_other, b->trQ, b->normR2};
+    for (int i = 0; i < 5; i++)
+        if (!(u[i] == v[i] || (isnan(u[i]) && isnan(v[i]))))
+            return 0;
+    return 1;
+}
+
+/* scm_fp_classify_block (fpsweep.h, the greedy pairing level by level of
+ * |cosine|) against scm_fp_classify (the full state and scm_model_align's
+ * sort of all K M pairs): every built-in ansatz and instance at K - M =
+ * 0, 1, 2, at scalars drawn from a few values (so that classes tie in
+ * |cosine| across groups and the tie order by index decides, with dead
+ * students at Q_kk <= 0 and cosines below SCM_ALIGN_COS_TOL), at
+ * continuous random scalars, and at every fixed point of the k1 sweeps at
+ * K = M = 10 and K = 12, M = 10. */
+static void test_classify_block(void)
+{
+    int na;
+    scm_ansatz **a = builtin(&na);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 7);
+    static const double rv[] = {-1.0, -0.5, 0.0, 0.5, 1.0, 1e-9, -0.75};
+    static const double qv[] = {1.0, 0.25, 0.0, -1.0, 1.0, 1.0};
+    int n = 0, bad = 0, anti = 0, dead = 0, other = 0;
+    for (int ia = 0; ia < na; ia++)
+        for (int M = 1; M <= 9; M += 2)
+            for (int dK = 0; dK <= 2; dK++) {
+                int lo, hi;
+                if (scm_ansatz_applies(a[ia], M + dK, M, &lo, &hi) != 1)
+                    continue;
+                for (int k1 = lo; k1 <= hi; k1++) {
+                    scm_ansatz_inst *in = scm_ansatz_instantiate(a[ia], M + dK, M, k1, NULL);
+                    int ns = in ? scm_ansatz_inst_nscalars(in) : 0;
+                    double x[256];
+                    for (int trial = 0; in && trial < 40; trial++) {
+                        for (int c = 0; c < ns && c < 256; c++) {
+                            const char *nm = scm_ansatz_inst_scalar_name(in, c);
+                            int diagq = nm[0] == 'Q' && strstr(nm, ".diag") != NULL;
+                            x[c] = trial >= 30 ? gsl_ran_gaussian(r, 1.0) + (diagq ? 3.0 : 0.0)
+                                   : diagq ? qv[gsl_rng_uniform_int(r, 6)]
+                                           : rv[gsl_rng_uniform_int(r, 7)];
+                        }
+                        scm_fp_structure s1, s2;
+                        scm_status st1 = scm_fp_classify(in, x, &s1),
+                                   st2 = scm_fp_classify_block(in, x, &s2);
+                        n++;
+                        bad += st1 != st2 || !same_structure(&s1, &s2);
+                        anti += s1.n_anti > 0;
+                        other += s1.n_other > dK;
+                        if (bad == 1 && (st1 != st2 || !same_structure(&s1, &s2)))
+                            CHECK(0, "%s K = %d, M = %d, k1 = %d, trial %d: anti %g/%g "
+                                  "aligned %g/%g other %g/%g", scm_ansatz_name(a[ia]), M + dK,
+                                  M, k1, trial, s1.n_anti, s2.n_anti, s1.n_aligned,
+                                  s2.n_aligned, s1.n_other, s2.n_other);
+                    }
+                    dead += in != NULL;
+                    scm_ansatz_inst_free(in);
+                }
+            }
+    CHECK(bad == 0 && n > 1000 && anti > n / 4 && other > n / 4,
+          "block classification: %d of %d points differ (%d with anti-aligned students, %d "
+          "with 'other' ones, %d instances)", bad, n, anti, other, dead);
+    /* fixed points */
+    scm_fp_opts o;
+    scm_fp_opts_default(&o);
+    o.n_random = 20;
+    o.full_max_K = 0;
+    int nfp = 0, badfp = 0, spec = 0;
+    for (int ia = 0; ia < na; ia++)
+        for (int dK = 0; dK <= 2; dK += 2) {
+            scm_fp_sweep sw;
+            if (scm_fp_sweep_k1(a[ia], 10 + dK, 10, &scm_act_relu, &o, 2, &sw, NULL) != SCM_OK)
+                continue;
+            for (int i = 0; i < sw.n; i++)
+                for (int p = 0; p < sw.set[i].n; p++) {
+                    scm_fp_structure s1, s2;
+                    scm_fp_classify(sw.inst[i], sw.set[i].pt[p].x, &s1);
+                    scm_fp_classify_block(sw.inst[i], sw.set[i].pt[p].x, &s2);
+                    nfp++;
+                    badfp += !same_structure(&s1, &s2);
+                    spec += s1.n_other == dK;
+                }
+            scm_fp_sweep_free(&sw);
+        }
+    CHECK(badfp == 0 && nfp > 100 && spec > 10,
+          "block classification at fixed points: %d of %d differ (%d specialised)", badfp, nfp,
+          spec);
+    gsl_rng_free(r);
+    for (int i = 0; i < na; i++)
+        scm_ansatz_free(a[i]);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
+    test_classify_block();
     test_count_known();
     test_count_global_minimum();
     test_family_choice();

@@ -20,6 +20,7 @@
 #include "scm/hessian.h"
 #include "scm/model.h"
 #include "scm/output.h"
+#include "scm/sweep.h"
 #include "scm/weights.h"
 #include "testutil.h"
 
@@ -582,6 +583,49 @@ static void count_progress(void *ctx, int done, int total)
 /* The families at K = M = 4 and K = 4, M = 3 against the dense Hessian; a
  * point above the residual bound is out of the families; the loss is never
  * negative; --states; the progress of --stability. */
+/* The families table is under "families" (issue 25 item 2), and `scm
+ * sweep --families` (scm_sweep_families_parse) still reads every listed
+ * point of such a file, not the table's minima; a file of the old layout
+ * ("family_table") and a plain "families" list still load. */
+static void check_families_key(const scm_fp_table *t)
+{
+    cJSON *j = scm_fp_table_json(t);
+    char *text = j ? scm_output_print(j, 0) : NULL;
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(j, "families");
+    int nf = scm_fp_table_family_count(t), np = scm_fp_table_count(t);
+    CHECK(cJSON_IsArray(fam) && cJSON_GetArraySize(fam) == nf &&
+              !cJSON_GetObjectItemCaseSensitive(j, "family_table"),
+          "JSON: \"families\" is not the families table (%d families)", nf);
+    scm_sweep_families sf;
+    scm_error e;
+    scm_status st = text ? scm_sweep_families_parse(text, "fp.json", &sf, &e) : SCM_ENOMEM;
+    CHECK(st == SCM_OK && sf.n == np && np > nf, "sweep reads %d entries of a result with %d "
+          "points and %d families", st == SCM_OK ? sf.n : -1, np, nf);
+    if (st == SCM_OK)
+        scm_sweep_families_free(&sf);
+    /* the layout before the rename: the same points */
+    if (j && fam) {
+        cJSON *old = cJSON_Duplicate(j, 1);
+        cJSON_AddItemToObject(old, "family_table",
+                              cJSON_DetachItemFromObjectCaseSensitive(old, "families"));
+        char *otext = scm_output_print(old, 0);
+        st = otext ? scm_sweep_families_parse(otext, "old.json", &sf, &e) : SCM_ENOMEM;
+        CHECK(st == SCM_OK && sf.n == np, "old layout: %d entries", st == SCM_OK ? sf.n : -1);
+        if (st == SCM_OK)
+            scm_sweep_families_free(&sf);
+        free(otext);
+        cJSON_Delete(old);
+    }
+    st = scm_sweep_families_parse("{\"families\": [{\"k1\": 1, \"loss\": 0.5}, "
+                                  "{\"k1\": 0, \"loss\": 0}]}", "list.json", &sf, &e);
+    CHECK(st == SCM_OK && sf.n == 2 && sf.f[0].k1 == 1 && sf.f[0].eps == 0.5,
+          "a plain families list: %s", st == SCM_OK ? "wrong entries" : e.msg);
+    if (st == SCM_OK)
+        scm_sweep_families_free(&sf);
+    free(text);
+    cJSON_Delete(j);
+}
+
 static void test_families(void)
 {
     scm_fp_table_opts o;
@@ -597,6 +641,7 @@ static void test_families(void)
     if (!t)
         return;
     check_families(t, 4, 4);
+    check_families_key(t);
     CHECK(prog[0] == scm_fp_table_count(t) + 1 && prog[1] == prog[2] &&
               prog[2] == scm_fp_table_count(t),
           "progress: %d calls, last %d/%d, %d rows", prog[0], prog[1], prog[2],

@@ -318,8 +318,93 @@ static void test_study(void)
     bad = o;
     bad.t = -1.0;
     CHECK(scm_lintarget_study_run(&bad, &s, &e) != SCM_OK && s.refused && s.n_rows == 0 &&
-              !s.json && strstr(e.msg, "alpha = 0.02385") != NULL,
-          "t < 0: the first run refused (%s)", e.msg);
+              !s.json && strstr(e.msg, "t = -1 ") != NULL,
+          "t < 0 refused (%s)", e.msg);
+    scm_lintarget_study_free(&s);
+}
+
+/* Issue 26 item 12: extreme options are named bad input (SCM_EINVAL,
+ * refused, the option and its value in the message), never an empty reason
+ * or a numerical failure. */
+static void test_ranges(void)
+{
+    scm_lintarget_study_opts o;
+    scm_lintarget_study_opts_default(&o);
+    o.n_alpha = 1;
+    o.alpha[0] = 1e-2;
+    o.n_c = 1;
+    o.c[0] = 0.5;
+    o.d = 40;
+    o.t_max = 60;
+    o.n_out = 30;
+    struct {
+        const char *what, *want;
+        int field; /* 0 alpha, 1 t, 2 t_max, 3 c, 4 n_out */
+        double v;
+    } cases[] = {
+        {"alpha 1e-300", "alpha = 1e-300", 0, 1e-300}, {"alpha 1e-101", "alpha = 1e-101", 0, 1e-101},
+        {"alpha nan", "alpha = nan", 0, NAN},          {"alpha inf", "alpha = inf", 0, INFINITY},
+        {"alpha -1", "alpha = -1", 0, -1.0},           {"t 1e300", "t = 1e+300", 1, 1e300},
+        {"t 1e-300", "t = 1e-300", 1, 1e-300},         {"t nan", "t = nan", 1, NAN},
+        {"t_max 1e300", "t_max = 1e+300", 2, 1e300},   {"t_max 1e-300", "t_max = 1e-300", 2, 1e-300},
+        {"t_max inf", "t_max = inf", 2, INFINITY},     {"c 1e300", "c = 1e+300", 3, 1e300},
+        {"c nan", "c = nan", 3, NAN},                  {"c -inf", "c = -inf", 3, -INFINITY},
+        {"n_out 2", "n_out", 4, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scm_lintarget_study_opts b = o;
+        double v = cases[i].v;
+        if (cases[i].field == 0)
+            b.alpha[0] = v;
+        else if (cases[i].field == 1)
+            b.t = v;
+        else if (cases[i].field == 2)
+            b.t_max = v;
+        else if (cases[i].field == 3)
+            b.c[0] = v;
+        else
+            b.n_out = (int)v;
+        scm_lintarget_study s;
+        scm_error e;
+        scm_status st = scm_lintarget_study_run(&b, &s, &e);
+        CHECK(st == SCM_EINVAL && s.refused && s.n_rows == 0 && !s.json &&
+                  strstr(e.msg, cases[i].want) != NULL,
+              "%s: refused by name (status %d, refused %d: '%s')", cases[i].what, st, s.refused,
+              e.msg);
+        scm_lintarget_study_free(&s);
+    }
+    /* alpha below t^(1/4): at t = 1e-4 the initialisation 0.5 is not small */
+    scm_lintarget_study_opts b = o;
+    b.t = 1e-4;
+    b.alpha[0] = 0.5;
+    scm_lintarget_study s;
+    scm_error e;
+    CHECK(scm_lintarget_study_run(&b, &s, &e) == SCM_EINVAL && s.refused &&
+              strstr(e.msg, "not a small initialisation"),
+          "alpha above t^(1/4) refused: %s", e.msg);
+    scm_lintarget_study_free(&s);
+    /* the run itself: a named reason, not an empty one */
+    scm_traj_result r;
+    e.msg[0] = 0;
+    CHECK(scm_lintarget_run(1.0, 1e-300, 40, 1, 60, 30, &r, &e) == SCM_EINVAL &&
+              strstr(e.msg, "alpha = 1e-300"),
+          "run at alpha 1e-300: '%s'", e.msg);
+    scm_traj_result_free(&r);
+    /* the edges are accepted and the growth law holds there: t_grow_end is
+     * (2 / sqrt t) log(1/alpha) + O(1), so the two smallest alphas
+     * accepted give slope 2 (t = 1) */
+    b = o;
+    b.n_alpha = 2;
+    b.alpha[0] = 1e-90;
+    b.alpha[1] = SCM_LINTARGET_ALPHA_MIN;
+    b.t_max = 1e3;
+    b.n_out = 400;
+    CHECK(scm_lintarget_study_run(&b, &s, &e) == SCM_OK && s.n_rows == 2 && s.n_failed == 0,
+          "alpha 1e-90, 1e-100: %s", e.msg);
+    if (s.n_rows == 2)
+        CHECK_CLOSE((s.rows[1].ph.t_grow_end - s.rows[0].ph.t_grow_end) /
+                        (s.rows[1].log_inv_alpha - s.rows[0].log_inv_alpha),
+                    2.0, 0.02, 0.0, "t_grow_end slope at alpha 1e-90 .. 1e-100");
     scm_lintarget_study_free(&s);
 }
 
@@ -333,5 +418,6 @@ int main(void)
     test_phases(1.0);
     test_phases(2.25);
     test_study();
+    test_ranges();
     return TEST_SUMMARY();
 }

@@ -68,6 +68,26 @@ PY
     "$PY" "$PF" continuation --csv c.csv -o c.png "$SRC/data/continuation_M7.csv" > /dev/null
     check "[ $? -eq 0 ] && png c.png" "plot_fixed_points.py continuation (CSV)"
     check "cmp -s c.csv '$SRC/data/continuation_M7.csv'" "continuation CSV does not read back to itself"
+    # k1 = the anti-aligned count, instance = the ansatz instance: a CSV written
+    # with the old columns (n_anti, k1 the instance) reads to the same branches,
+    # and from fixed-points JSON the columns are the points' structure.anti and
+    # instance
+    sed '1s/^K,M0,dK,branch,k1,ansatz,instance,/K,M0,dK,branch,n_anti,ansatz,k1,/' \
+        "$SRC/data/continuation_M7.csv" > old.csv
+    "$PY" "$PF" continuation --csv o.csv -o o.png old.csv > /dev/null
+    check "[ $? -eq 0 ] && cmp -s o.csv '$SRC/data/continuation_M7.csv'" "old continuation CSV columns"
+    "$SCM" fixed-points --K 4 --M 4 --starts 20 --continue-to 6 -o cont.json -q
+    "$PY" "$PF" continuation --csv cont.csv -o cont.png --max-loss 1 cont.json > /dev/null
+    "$PY" - cont.json cont.csv <<'PY'
+import csv, json, sys
+pts = json.load(open(sys.argv[1]))["fixed_points"]
+rows = list(csv.DictReader(open(sys.argv[2])))
+ok = rows and all(int(r["k1"]) == pts[int(r["branch"])]["structure"]["anti"] ==
+                  pts[int(r["branch"])]["k1"] and
+                  int(r["instance"]) == pts[int(r["branch"])]["instance"] for r in rows)
+sys.exit(0 if ok else 1)
+PY
+    check "[ $? -eq 0 ]" "continuation CSV: k1 the anti-aligned count, instance the ansatz instance"
     "$PY" "$PF" continuation -o k1.png "$SRC/data/continuation_k1.csv" > /dev/null
     check "[ $? -eq 0 ] && png k1.png" "plot_fixed_points.py continuation (M,loss,residual CSV)"
     PR="$SRC/scripts/plot_rules.py"
@@ -136,6 +156,61 @@ if [ -n "$PY" ]; then
     $C -o wp -q 2> err.txt
     check "[ $? -eq 0 ] && png wp.hist.png wp.fractions.png wp.traces.png" \
         "compare without --no-plots: no figures: $(cat err.txt)"
+fi
+# The report's stamp (as every command's result) and issue 25 item 9's
+# histogram: the count axis fits the data (its top between the largest count
+# and 100 times it), no two drawn texts overlap (in the three figures), the
+# dashed plateau lines are the lowest loss of a k1 >= 1 (none for k1 = 0, whose
+# lowest point is the global minimum), on this small compare (K = 4, M = 3
+# has k1 = 0 saddles at non-zero losses) and on data/compare_M17 (dense lines).
+"$PYANY" -c "import json,sys; r=json.load(open('np.json')); sys.exit(not (list(r)[:3] == ['scmode_version', 'command', 'status'] and r['status'] == 'ok'))"
+check "[ $? -eq 0 ]" "compare report without scmode_version, command, status first"
+if [ -n "$PY" ]; then
+    "$PY" - "$SRC/scripts" np.json "$SRC/data/compare_M17/compare_M17.json" > fig.txt 2>&1 <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import matplotlib.ticker as ticker
+import plot_compare as pc
+from plot_common import text_overlaps
+bad = 0
+for path in sys.argv[2:]:
+    rep = pc.load_report(path)
+    fig = pc.hist_figure(plt, ticker, rep)
+    for g in (fig, pc.fractions_figure(plt, rep), pc.traces_figure(plt, rep)):
+        ov = text_overlaps(g)
+        if ov:
+            bad += 1
+            print("%s: overlapping labels: %s" % (path, ov[:4]))
+    for ax, h in zip(fig.axes, rep["histograms"]):
+        cls = h["classes"]
+        top, mx = ax.get_ylim()[1], max(c["count"] for c in cls if c["class"] != "not_converged")
+        if not mx * 1.15 <= top <= 100 * mx:
+            bad += 1
+            print("%s: K = %d: count axis to %g for a largest count %d" % (path, h["K"], top, mx))
+        fams = [f for f in rep["families"] if f["K"] == h["K"]]
+        lowest = {}
+        for f in fams:
+            if f["loss"] > 1e-9 and f["loss"] < lowest.get(f["k1"], 1e300):
+                lowest[f["k1"]] = f["loss"]
+        for ln in ax.get_lines():
+            x = ln.get_xdata()[0]
+            ks = [k for k, l in lowest.items() if l == x]
+            if ln.get_linestyle() == "--" and (not ks or min(ks) < 1):
+                bad += 1
+                print("%s: K = %d: a dashed line at %.10g (lowest of k1 %s)" % (path, h["K"], x, ks))
+        labels = [t.get_text() for t in ax.texts if t.get_transform() != ax.transData]
+        k1_max = max([c["k1"] for g in rep["histograms"] for c in g["classes"]
+                      if c["k1"] is not None and c["eps_max"] > 1e-9] + [3])
+        if "0" in labels or len(labels) != sum(1 for k in lowest if 1 <= k <= k1_max):
+            bad += 1
+            print("%s: K = %d: k1 labels %s" % (path, h["K"], labels))
+print("figure checks:", "bad" if bad else "ok")
+sys.exit(1 if bad else 0)
+PY
+    check "[ $? -eq 0 ]" "compare figures: $(cat fig.txt)"
 fi
 mkdir -p shadow/matplotlib
 echo 'raise ImportError("simulated: no matplotlib")' > shadow/matplotlib/__init__.py

@@ -466,6 +466,10 @@ static void test_errors(const parent *p)
     CHECK(scm_split_embed(p->m, p->Q, p->R, 0, 2, munan, vc, Qc, Rc, &err) == SCM_EINVAL &&
               strstr(err.msg, "not finite"),
           "NaN weight: %s", err.msg);
+    double mubig[2] = {1e300, -1e300};
+    CHECK(scm_split_embed(p->m, p->Q, p->R, 0, 2, mubig, vc, Qc, Rc, &err) == SCM_EINVAL &&
+              strstr(err.msg, "out of range") && !strstr(err.msg, "sum to"),
+          "weight 1e300: %s", err.msg);
     CHECK(scm_split_embed(p->m, p->Q, p->R, K, 2, mu, vc, Qc, Rc, &err) == SCM_EINVAL &&
               strstr(err.msg, "out of range"),
           "neuron out of range: %s", err.msg);
@@ -527,6 +531,22 @@ static void test_study_samples(void)
     CHECK(scm_split_samples(NULL, 0, 0, wbad, 2, &s, &ns, &err) == SCM_EINVAL &&
               strstr(err.msg, "must sum to 1"),
           "weights summing to 0.9: %s", err.msg);
+    free(s);
+    /* issue 26 item 19: lambda 1e300 gives weights (1e300, -1e300) that sum
+     * to 0 in doubles; the message was "they sum to 0", now the range */
+    const double huge[2] = {0.5, 1e300}, whuge[3] = {1e300, -1e300, 1.0};
+    CHECK(scm_split_samples(huge, 2, 0, NULL, 0, &s, &ns, &err) == SCM_EINVAL &&
+              strstr(err.msg, "--lambda 1e+300 is out of range") && !strstr(err.msg, "sum to 0"),
+          "lambda 1e300: %s", err.msg);
+    free(s);
+    CHECK(scm_split_samples(NULL, 0, 0, whuge, 3, &s, &ns, &err) == SCM_EINVAL &&
+              strstr(err.msg, "weight 0 = 1e+300"),
+          "weights 1e300: %s", err.msg);
+    free(s);
+    const double edge[2] = {-SCM_SPLIT_MU_MAX, SCM_SPLIT_MU_MAX};
+    CHECK(scm_split_samples(edge, 2, 0, NULL, 0, &s, &ns, &err) == SCM_OK && ns == 2 &&
+              s[0].mu[0] + s[0].mu[1] == 1.0 && s[1].mu[0] + s[1].mu[1] == 1.0,
+          "lambda +-1e3 accepted, weights summing to 1 exactly: %s", err.msg);
     free(s);
 }
 

@@ -33,6 +33,7 @@
 
 #include "scm/fixedpoint.h"
 #include "scm/stability.h"
+#include "scm/stabpoint.h"
 #include "scm/weights.h"
 #include "testutil.h"
 
@@ -504,6 +505,79 @@ static void test_errors(void)
     scm_model_free(m);
 }
 
+/* Issue 26 item 13: a perturbation test that leaves the finite numbers
+ * (GD step 1e300, perturbation size 1e300) is "diverged", never a verdict.
+ * The old code called the saddle "unstable" (its distance, inf, "grew")
+ * and the minimum "undecided" from inf and NaN. */
+static void test_diverged(void)
+{
+    const int K = 2;
+    scm_error err;
+    scm_model *m = scm_model_alloc(K, K, &scm_act_relu, NULL, NULL, NULL, &err);
+    double *Q = dalloc(K * K), *R = dalloc(K * K), *Qm = dalloc(K * K), *Rm = dalloc(K * K);
+    for (int k = 0; k < K; k++)
+        Qm[k * K + k] = Rm[k * K + k] = 1.0;
+    int ok = find_sym_saddle(K, Q, R);
+    CHECK(ok, "symmetric saddle found");
+    for (int flow = 0; flow <= 1 && ok; flow++) {
+        scm_stab_opts o = quick_opts();
+        o.run_flow = flow;
+        o.eta = 1e300;
+        scm_stab_result r;
+        CHECK(scm_stab_analyse(m, Q, R, &o, &r, &err) == SCM_OK, "saddle, eta 1e300: %s", err.msg);
+        CHECK(r.verdict == SCM_VERDICT_DIVERGED && r.agree == -1 &&
+                  r.rows[0].verdict == SCM_VERDICT_DIVERGED &&
+                  !strcmp(scm_verdict_str(r.verdict), "diverged") && isnan(r.rows[0].deps_med) &&
+                  isnan(r.rows[0].deps_max),
+              "saddle, eta 1e300, flow %d: verdict %s, agree %d, deps %g %g", flow,
+              scm_verdict_str(r.verdict), r.agree, r.rows[0].deps_med, r.rows[0].deps_max);
+        CHECK(r.hverdict == SCM_HVERDICT_SADDLE, "the Hessian still says saddle");
+        CHECK(scm_stab_analyse(m, Qm, Rm, &o, &r, &err) == SCM_OK, "min, eta 1e300: %s", err.msg);
+        CHECK(r.verdict == SCM_VERDICT_DIVERGED && r.agree == -1,
+              "min, eta 1e300, flow %d: verdict %s", flow, scm_verdict_str(r.verdict));
+        /* a huge perturbation: the perturbed state itself is not finite */
+        o = quick_opts();
+        o.run_flow = flow;
+        o.sigma[1] = 1e300;
+        o.verdict_sigma_max = 1e301;
+        CHECK(scm_stab_analyse(m, Qm, Rm, &o, &r, &err) == SCM_OK, "sigma 1e300: %s", err.msg);
+        CHECK(r.rows[1].verdict == SCM_VERDICT_DIVERGED && r.verdict == SCM_VERDICT_DIVERGED,
+              "sigma 1e300, flow %d: rows %s %s, verdict %s", flow,
+              scm_verdict_str(r.rows[0].verdict), scm_verdict_str(r.rows[1].verdict),
+              scm_verdict_str(r.verdict));
+        /* out of the verdict it does not decide, the other row does */
+        o.verdict_sigma_max = 1e-2;
+        CHECK(scm_stab_analyse(m, Qm, Rm, &o, &r, &err) == SCM_OK &&
+                  r.rows[1].verdict == SCM_VERDICT_DIVERGED &&
+                  r.verdict == SCM_VERDICT_STABLE,
+              "sigma 1e300 not in the verdict, flow %d: verdict %s", flow,
+              scm_verdict_str(r.verdict));
+    }
+    /* the (Q, R) path: the same rule */
+    scm_stab_opts o = quick_opts();
+    o.sigma[1] = 1e300;
+    o.verdict_sigma_max = 1e301;
+    scm_stab_result r;
+    memset(&r, 0, sizeof r);
+    r.hverdict = SCM_HVERDICT_MIN;
+    CHECK(scm_stab_perturb_qr(m, Qm, Rm, &o, &r, &err) == SCM_OK &&
+              r.rows[1].verdict == SCM_VERDICT_DIVERGED && r.verdict == SCM_VERDICT_DIVERGED &&
+              r.agree == -1,
+          "qr, sigma 1e300: row %s, verdict %s, agree %d", scm_verdict_str(r.rows[1].verdict),
+          scm_verdict_str(r.verdict), r.agree);
+    CHECK(scm_stab_agree(SCM_HVERDICT_MIN, SCM_VERDICT_STABLE) == 1 &&
+              scm_stab_agree(SCM_HVERDICT_SADDLE, SCM_VERDICT_STABLE) == 0 &&
+              scm_stab_agree(SCM_HVERDICT_MIN, SCM_VERDICT_DIVERGED) == -1 &&
+              scm_stab_agree(SCM_HVERDICT_NONFINITE, SCM_VERDICT_STABLE) == -1 &&
+              !strcmp(scm_hverdict_str(SCM_HVERDICT_NONFINITE), "not_finite"),
+          "agreement table");
+    free(Q);
+    free(R);
+    free(Qm);
+    free(Rm);
+    scm_model_free(m);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -523,6 +597,7 @@ int main(void)
     test_nonsmooth();
     test_unsettled();
     test_errors();
+    test_diverged();
     gsl_rng_free(rng);
     return TEST_SUMMARY();
 }

@@ -557,9 +557,74 @@ static void test_study_polish(void)
     scm_stair_study_free(&s);
 }
 
+/* Issue 26 item 12: extreme options are named bad input (SCM_EINVAL,
+ * refused, the option and its value in the message) before any run; at
+ * alpha = 1e-300 the study said "integrator.atol must be > 0". */
+static void test_ranges(void)
+{
+    scm_stair_study_opts o;
+    scm_stair_study_opts_default(&o);
+    o.K = o.M = 2;
+    o.n_alpha = 1;
+    o.alpha[0] = 1e-3;
+    o.n_out = 50;
+    o.t_max = 100;
+    struct {
+        const char *what, *want;
+        int field; /* 0 alpha, 1 T_diag[1], 2 vstar[0], 3 lr (two_layer), 4 t_max, 5 rate_tol */
+        double v;
+    } cases[] = {
+        {"alpha 1e-300", "alpha = 1e-300", 0, 1e-300}, {"alpha 1e300", "alpha = 1e+300", 0, 1e300},
+        {"alpha 1e-21", "alpha = 1e-21", 0, 1e-21},
+        {"alpha nan", "alpha = nan", 0, NAN},          {"T 1e300", "T_diag[1] = 1e+300", 1, 1e300},
+        {"T 1e-300", "T_diag[1] = 1e-300", 1, 1e-300}, {"T -1", "T_diag[1] = -1", 1, -1.0},
+        {"vstar 1e300", "vstar[0] = 1e+300", 2, 1e300}, {"vstar -inf", "vstar[0] = -inf", 2, -INFINITY},
+        {"lr 1e300", "lr_v_ratio = 1e+300", 3, 1e300}, {"lr 1e-300", "lr_v_ratio = 1e-300", 3, 1e-300},
+        {"t_max 1e300", "t_max = 1e+300", 4, 1e300},   {"t_max 1e-300", "t_max = 1e-300", 4, 1e-300},
+        {"rate_tol inf", "rate_tol", 5, INFINITY},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        scm_stair_study_opts b = o;
+        double v = cases[i].v;
+        switch (cases[i].field) {
+        case 0: b.alpha[0] = v; break;
+        case 1: b.T_diag[1] = v; break;
+        case 2: b.vstar[0] = v; break;
+        case 3: b.rule = &scm_rule_two_layer; b.rp.lr_v_ratio = v; break;
+        case 4: b.t_max = v; break;
+        default: b.so.rate_tol = v; break;
+        }
+        scm_stair_study s;
+        scm_error e;
+        scm_status st = scm_stair_study_run(&b, &s, &e);
+        CHECK(st == SCM_EINVAL && s.refused && s.n_rows == 0 && strstr(e.msg, cases[i].want),
+              "%s: refused by name (status %d, refused %d: '%s')", cases[i].what, st, s.refused,
+              e.msg);
+        scm_stair_study_free(&s);
+    }
+    /* the edge is accepted: erf, gd from alpha = 1e-20 waits at the
+     * symmetric saddle the enumerator lists (its escape time there is set
+     * by integration error, docs/staircase.md "Ranges") */
+    scm_stair_study_opts b = o;
+    b.alpha[0] = SCM_STAIR_ALPHA_MIN;
+    b.t_max = 2e3;
+    b.n_out = 200;
+    scm_stair_study s;
+    scm_error e;
+    CHECK(scm_stair_study_run(&b, &s, &e) == SCM_OK && s.n_rows == 1 && s.rows[0].np >= 1,
+          "alpha = 1e-20: %s", e.msg);
+    if (s.n_rows == 1 && s.rows[0].np >= 1) {
+        int f = s.rows[0].match[0];
+        CHECK(f >= 0 && fabs(s.fp_eps[f] - 0.01161084031) < 1e-10,
+              "alpha = 1e-20: the plateau is the enumerated saddle (match %d)", f);
+    }
+    scm_stair_study_free(&s);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
+    test_ranges();
     test_synthetic();
     test_fit();
     test_known_answer();

@@ -61,6 +61,12 @@ size_t scm_abi_sizeof(const char *type);
  *   "staircase"     K, M, alpha [numbers], d, seed, n_out, starts, t_max, rate_tol,
  *                   min_dur, match_tol, activation, rule, lr_v_ratio, T_diag [M
  *                   numbers], vstar [M numbers], threads -> result (`scm staircase -o`)
+ *   "split"         K, M, k1 | index | loss, or point (file) [index]; neuron
+ *                   (required), lambda [numbers] | lambda_grid | weights [numbers],
+ *                   d, starts, polish, perturb, activation (erf), threads
+ *                   -> result (`scm split -o`)
+ *   "certify"       K, M, k1 (1) | all, every, or point (file) and index; starts,
+ *                   max_radius -> result (`scm certify -o`)
  *
  * Files are written as the command writes them (compare: PREFIX.K*.*;
  * sweep: out).  Nothing is printed.  GSL's error handler must be switched

@@ -19,9 +19,14 @@
  *    box, so that S X + X S = 0 forces X = Q - R R^T = 0 at the zero
  *    (from F_R = 0 and F_Q = 0 with T = I) and the Gram matrix is
  *    [I; R][I, R^T], PSD: the students lie in the teacher span.
- * The loss is enclosed over the box.  Strictness (the Hessian) is not
- * proved here: a certified point's verdict is "certified critical point,
- * strictness unproved".  Setting: T = I, v = v* = 1 as blockflow.h;
+ * The loss is enclosed over the box.
+ *  - strictness: the symmetry-adapted Hessian (symstab.h) assembled in
+ *    balls over the box, on the pattern space of every refinement whose
+ *    blocks make up the spectrum; each proved positive definite by a ball
+ *    Cholesky of Hs - t I (lower bound t), or indefinite by a Rayleigh
+ *    quotient < 0 in balls.  Verdicts: "certified strict local minimum"
+ *    (for every d >= M), "certified saddle", "certified critical point,
+ *    strictness unproved" (with the reason), "not certified".  Setting: T = I, v = v* = 1 as blockflow.h;
  * activations relu, erf, linear. */
 #ifndef SCM_CERTIFY_H
 #define SCM_CERTIFY_H
@@ -37,6 +42,8 @@ typedef struct {
                            certificate states a true zero within this of x */
     double mutate_dc;   /* TEST ONLY (0): multiply the ReLU kernel's df/dc by
                            1 + mutate_dc in the ball residual */
+    double mutate_d2;   /* TEST ONLY (0): multiply every kernel's d2f/dc2 by
+                           1 + mutate_d2 in the ball Hessian */
 } scm_certify_opts;
 
 void scm_certify_opts_default(scm_certify_opts *o);
@@ -53,6 +60,19 @@ typedef struct {
     double loss_lo, loss_hi;  /* the loss over the box */
     double res_hi;       /* an upper bound of max |F(x)| at x itself */
     double sin2_min;     /* a lower bound of sin^2 of every angle over the box */
+    /* strictness (when certified): the Hessian in U = W / sqrt(d), i.e.
+     * d times scm_stab_hessian's, whose spectrum does not depend on d */
+    int strict;          /* 1 strict local minimum (every d >= M), -1 saddle, 0 unproved */
+    double lambda_lo;    /* strict: every eigenvalue of d H is > lambda_lo (no zero
+                            modes in the span); NAN otherwise */
+    double lambda_span_lo, lambda_perp_lo; /* the same for the teacher span and for its
+                            complement (S; multiplicity d - M); NAN if unproved */
+    double lambda_float; /* floating-point smallest eigenvalue of d H (the midpoints) */
+    double lambda_neg_hi;/* saddle: some eigenvalue of d H is < lambda_neg_hi < 0 */
+    int hess_spaces;     /* pattern spaces examined */
+    int hess_open;       /* of those, neither proved positive nor negative */
+    char hess_where[240];/* saddle: where the negative eigenvalue lives */
+    char hess_why[240];  /* unproved: the first open space and why */
 } scm_certify_result;
 
 /* Certify the scalars x of instance in (activation act).  Fills *res with
@@ -103,7 +123,8 @@ scm_status scm_certify_family(int K, int M, int k1, int every_point, long starts
 
 /* Certify point index of a `scm fixed-points -o` result file: its Q and R
  * projected onto its ansatz (a built-in one; the projection defect must be
- * below 1e-9).  Errors name the file. */
+ * below 1e-9); index < 0: every point of the file, in order (e.g. those
+ * of `scm fixed-points --grow-from`).  Errors name the file. */
 scm_status scm_certify_fpfile(const char *path, long index, const scm_certify_opts *o,
                               scm_certify_list *out, scm_error *err);
 

@@ -118,6 +118,13 @@ void scm_compare_result_free(scm_compare_result *res);
  * PREFIX.md); NULL on no memory, else the caller frees it. */
 char *scm_compare_markdown(const scm_compare_result *res, const char *prefix);
 
+/* Stamp a report (res->report) as the other commands' results: its first
+ * key "scmode_version" (this library's version) and "status": "ok" after
+ * "command" (a report exists only for a comparison that completed: runs
+ * that did not converge are counted in it, not a failure).  Idempotent;
+ * on no memory the report is left as it was. */
+void scm_compare_report_stamp(cJSON *report);
+
 /* The table across rules: for each rule rules[r] (r < nrules) and K, the
  * summary PREFIX.<rule>.K<K>.summary.json read into the fraction reaching
  * the global minimum, not converged, with no anti-aligned student, and the

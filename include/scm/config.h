@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "scm/model.h"
+#include "scm/init.h"
 #include "scm/rule.h"
 #include "scm/traj.h"
 
@@ -28,6 +29,7 @@ typedef struct scm_config {
     double sigma;        /* random init: student weight std */
     unsigned long seed;  /* random init: seed */
     double scale;        /* multiplies every student vector (small init) */
+    scm_init_law law;    /* random init: the law (init.h; init.law, default gaussian) */
     double *Q0, *R0;     /* given init (K x K, K x M), else NULL */
     scm_traj_opts traj;
     cJSON *used;         /* the configuration actually used, defaults filled */

@@ -122,6 +122,34 @@ scm_status scm_flow_precond_solve(scm_flow *fl, double gamma, const double *rQ,
  * while scm_flow_set_v is in force (the linearisation uses the model's v). */
 scm_status scm_flow_jacobian(scm_flow *fl, const double *Q, const double *R, double *J);
 
+/* Realisable states.  An integrated state is PSD only to the integrator's
+ * error, and the loss is a first-order function of that error (its
+ * gradient in (Q, R) does not vanish at a minimum: the Gram matrix is on
+ * the boundary of the PSD cone there), so the loss of an integrated state
+ * near a minimum can be below 0 (docs/sweeps.md, "Reported losses").
+ *
+ * scm_flow_realisable: Qp = the state with R and T kept and Q raised by the
+ * negative part of the Schur complement C = Q - R T^+ R^T (T^+ the
+ * pseudo-inverse, eigenvalues below 1e-12 of T's largest dropped): with
+ * C = U diag(lam) U^T, Qp = Q - sum_{lam_i < 0} lam_i u_i u_i^T, so that
+ * [[T, R^T], [R, Qp]] is PSD (for T positive definite; for a singular T
+ * the part of R outside T's range is not checked).  *proj = max(0,
+ * -min lam), the size of the projection; with proj = 0 Qp is Q bit for bit.
+ * A dead ReLU student (flow.h) is left out of C: its rows stay exactly 0.
+ * Qp may be Q.  SCM_ENAN for a non-finite entry, SCM_ENOMEM, SCM_ESOLVER
+ * (GSL's eigensolver); O(K^3 + K^2 M^2) flops.
+ *
+ * scm_flow_loss_realisable: the loss at (Qp, R) (with the second layer of
+ * scm_flow_set_v), >= 0: a value below zero by at most
+ * SCM_FLOW_LOSS_ROUNDOFF (K + M)^2 max(1, Q_kk, T_mm) is the round-off of
+ * the cancelling sum and reported as 0; beyond that SCM_ENOTPSD (only
+ * reachable with a singular T).  This is the loss traj.h reports. */
+#define SCM_FLOW_LOSS_ROUNDOFF 1e-15
+scm_status scm_flow_realisable(const scm_model *m, const double *Q, const double *R, double *Qp,
+                               double *proj);
+scm_status scm_flow_loss_realisable(scm_flow *fl, const double *Q, const double *R, double *eps,
+                                    double *proj);
+
 /* The squared norm of the weight-space gradient in flow units,
  * sum_k |dw_k/dtau|^2 / d = tr(S Q S + 2 S R B^T + B T B^T); along the flow
  * d eps / dtau equals minus this.  It is a sum of cancelling traces, so at

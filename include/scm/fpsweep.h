@@ -148,4 +148,14 @@ scm_status scm_fp_sweep_grow(const scm_ansatz *a, int dK, int M0, int M1, int n_
                              int fixed_max, const scm_activation *act, const scm_fp_opts *o,
                              scm_fp_sweep *sw, scm_fp_grow_stats *gs, scm_error *err);
 
+/* scm_fp_classify (fixedpoint.h) at block level: the same structure,
+ * counts and invariants, bit for bit, from the ansatz scalars alone (the
+ * greedy pairing of scm_model_align run level by level of |cosine| over
+ * the entry classes of R), in O(K (number of entry classes) + M) time and
+ * O(K + M) memory instead of the full state, an O(M^3) model and a sort
+ * of the K M pairs: the classification of the points of a continuation
+ * to K = M = 1000.  SCM_ENOMEM (counts NaN) is the only failure. */
+scm_status scm_fp_classify_block(const scm_ansatz_inst *in, const double *x,
+                                 scm_fp_structure *s);
+
 #endif

@@ -59,11 +59,32 @@ scm_status scm_lintarget_saddle_check(double t, double c, const double *beta, lo
 
 /* ---- the trajectory from a small initialisation (two_layer) ---- */
 
+/* The ranges the runs accept (docs/lintarget.md, "Ranges"):
+ * - alpha >= SCM_LINTARGET_ALPHA_MIN: the run's tolerances scale as alpha^2
+ *   (atol 1e-4 alpha^2, dead_tol 1e-6 alpha^2) and must stay normal doubles;
+ *   the growth time's slope 2 against log(1/alpha) was measured down to it;
+ * - t_max in (SCM_LINTARGET_T_FIRST, SCM_LINTARGET_T_MAX_MAX]: the record
+ *   starts at t = 1e-3; CVODE's first step fails beyond 1e20;
+ * - the study's t in [SCM_LINTARGET_T_MIN, SCM_LINTARGET_T_MAXT]: t only
+ *   sets units (the dynamics at t is the one at t = 1 with alpha scaled by
+ *   t^(-1/4) and time by t^(-1/2)), and above 1e4 it runs faster than the
+ *   first recorded time resolves; alpha < t^(1/4) (the initial output
+ *   coefficients alpha^2 below the target's sqrt t: a small initialisation);
+ * - the study's |c| <= SCM_LINTARGET_C_MAX: the loss at the saddle is a
+ *   difference of terms of size c^2 and loses 2 log10 |c| digits. */
+#define SCM_LINTARGET_ALPHA_MIN 1e-100
+#define SCM_LINTARGET_T_FIRST 1e-3
+#define SCM_LINTARGET_T_MAX_MAX 1e20
+#define SCM_LINTARGET_T_MIN 1e-100
+#define SCM_LINTARGET_T_MAXT 1e4
+#define SCM_LINTARGET_C_MAX 1e4
+
 /* One run: K = 2 students, both layers trained (rule two_layer, eta_v =
  * eta), the target of squared norm t, students w_k ~ N(0, I_d) scaled by
  * alpha (init.scale) and v(0) = alpha (1, -1); recorded at n_out
  * log-spaced times from 1e-3 to t_max, stopping when eps < 1e-10 eps(0).
- * res is an scm_traj_result (free it). */
+ * res is an scm_traj_result (free it).  SCM_EINVAL (named) for alpha or
+ * t_max out of the ranges above, a bad t, d or seed. */
 scm_status scm_lintarget_run(double t, double alpha, long d, unsigned long seed, double t_max,
                              int n_out, scm_traj_result *res, scm_error *err);
 

@@ -31,9 +31,26 @@ int scm_output_same_file(const char *a, const char *b);
 /* Write len bytes of data to path: atomically, or directly to a device or
  * FIFO, as scm_output_check_path describes (whose refusal it returns).
  * SCM_EIO with the path and the system's reason in err on failure (the
- * temporary file is removed). */
+ * temporary file is removed).  From the temporary's creation to its rename
+ * or removal SIGHUP, SIGINT, SIGQUIT and SIGTERM are blocked in the calling
+ * thread (pthread_sigmask, the previous mask restored after): one that
+ * arrives then takes effect after the cleanup, so a killed command leaves
+ * either the old file or the new one, complete, and no PATH.tmpXXXXXX.
+ * (SIGKILL cannot be blocked; nor are the signals of other threads.) */
 scm_status scm_output_write_atomic(const char *path, const char *data, size_t len,
                                    scm_error *err);
+
+/* The n files paths[i] <- data[i] (len[i] bytes), all or none: every path
+ * is checked first (scm_output_check_path; two names of one file refused,
+ * SCM_EINVAL), then every regular file is written to its temporary, and
+ * only when all are written are they renamed in order; on a failure the
+ * temporaries are removed and no target is touched (a rename failing
+ * after others succeeded, which needs the folder to change meanwhile,
+ * leaves those).  Devices and FIFOs are written directly, after the
+ * renames.  The signals are blocked as in scm_output_write_atomic from the
+ * first temporary to the last rename. */
+scm_status scm_output_write_many(int n, const char *const *paths, const char *const *data,
+                                 const size_t *len, scm_error *err);
 
 /* Print json (unformatted when compact) and write it atomically, with a
  * final newline. */

@@ -109,6 +109,10 @@ typedef struct {
     double t_max;     /* end of the ODE and of the simulation (10) */
     int threads;      /* threads the seeds run on (1) */
     unsigned given;   /* SCM_SIMULATE_GIVEN_* bits (0) */
+    /* progress (NULL: none): called once per finished seed, done of total,
+     * one call at a time whatever the threads; taken as is from cli */
+    void (*progress)(void *ctx, int done, int total);
+    void *progress_ctx;
 } scm_simulate_study_opts;
 
 /* scm_sim_opts_default, 4 seeds, t_max 10, 1 thread, nothing given. */

@@ -165,6 +165,11 @@ scm_model *scm_split_model(const scm_model *m, int n, const double *vc, scm_erro
 /* Most daughters of one split, most samples of a line. */
 #define SCM_SPLIT_MAX_DAUGHTERS 16
 #define SCM_SPLIT_MAX_SAMPLES 1000
+/* The largest |mu_j| (|lambda|) accepted: the daughters' output weights
+ * cancel to v_r (sum 1), so at |mu| = L their sum keeps 16 - log10 L digits
+ * and the split point's loss and Hessian lose about 2 log10 L digits; at
+ * 1e3 the Hessian's smallest eigenvalues keep about 1e-10. */
+#define SCM_SPLIT_MU_MAX 1e3
 
 /* The point that is split.  Arrays owned (scm_split_parent_free); v, vs, T
  * NULL: the defaults (ones, ones, identity). */
@@ -212,7 +217,8 @@ typedef struct {
  * (sum 1 to 1e-12) if nw > 0; else two daughters (lambda, 1 - lambda) for
  * each of the nl lambdas lam if nl > 0; else grid lambdas evenly in
  * [-0.5, 1.5] (0.5 alone for grid 1).  SCM_EINVAL (weights that do not sum
- * to 1, nw > SCM_SPLIT_MAX_DAUGHTERS, no sample), SCM_ENOMEM. */
+ * to 1, a weight or lambda that is not finite or above SCM_SPLIT_MU_MAX in
+ * size, named; nw > SCM_SPLIT_MAX_DAUGHTERS, no sample), SCM_ENOMEM. */
 scm_status scm_split_samples(const double *lam, int nl, long grid, const double *w, int nw,
                              scm_split_sample **s, int *ns, scm_error *err);
 

@@ -78,17 +78,35 @@ typedef enum {
 } scm_stab_dest;
 const char *scm_stab_dest_str(scm_stab_dest d); /* "same", "global_min", "other", "failed" */
 
-typedef enum { SCM_VERDICT_STABLE, SCM_VERDICT_UNSTABLE, SCM_VERDICT_UNDECIDED } scm_verdict;
-const char *scm_verdict_str(scm_verdict v); /* "stable", "unstable", "undecided" */
+/* DIVERGED: a trial's perturbed state, its GD steps or their loss left the
+ * finite numbers (inf or NaN, e.g. a GD step eta far beyond 2 / (d
+ * lambda_max)): no verdict is drawn from such a row, and a diverged row in
+ * the verdict makes the whole test diverged (never stable or unstable). */
+typedef enum {
+    SCM_VERDICT_STABLE,
+    SCM_VERDICT_UNSTABLE,
+    SCM_VERDICT_UNDECIDED,
+    SCM_VERDICT_DIVERGED
+} scm_verdict;
+/* "stable", "unstable", "undecided", "diverged" */
+const char *scm_verdict_str(scm_verdict v);
 
 typedef enum {
     SCM_HVERDICT_MIN,          /* no negative eigenvalue, zeros = predicted symmetry modes */
     SCM_HVERDICT_SADDLE,       /* a negative eigenvalue */
     SCM_HVERDICT_DEGENERATE,   /* no negative one, more zeros than symmetries explain */
     SCM_HVERDICT_INCONSISTENT, /* fewer zeros than predicted (not a critical point?) */
-    SCM_HVERDICT_NONE          /* no Hessian (non-smooth point, or not computed) */
+    SCM_HVERDICT_NONE,         /* no Hessian (non-smooth point, or not computed) */
+    SCM_HVERDICT_NONFINITE     /* the Hessian or its spectrum has inf or NaN: no verdict */
 } scm_hverdict;
+/* "min", "saddle", "degenerate", "inconsistent", "none", "not_finite" */
 const char *scm_hverdict_str(scm_hverdict v);
+
+/* Whether the Hessian's verdict hv agrees with the perturbation test's v:
+ * 1 or 0 when hv is min or saddle and v stable or unstable, else -1 (not
+ * comparable: undecided, diverged, degenerate, no or a non-finite
+ * Hessian). */
+int scm_stab_agree(scm_hverdict hv, scm_verdict v);
 
 /* One sigma: the trials' results. */
 typedef struct {
@@ -127,6 +145,12 @@ typedef struct {
     int agree;               /* 1 if the Hessian verdict (min/saddle) agrees with it,
                                 0 if they disagree, -1 if not comparable */
 } scm_stab_result;
+
+/* The perturbation test's verdict from res's rows (res->n_rows of them):
+ * diverged if a row in the verdict (sigma <= o->verdict_sigma_max)
+ * diverged, else unstable if one escaped, stable if all returned, else
+ * undecided; and res->agree (scm_stab_agree). */
+void scm_stab_verdict_of_rows(const scm_stab_opts *o, scm_stab_result *res);
 
 /* Analyse the fixed point (Q, R) of model m.  Returns SCM_OK when res is
  * meaningful; an error (err filled) for bad options, a state that cannot

@@ -106,6 +106,26 @@ scm_status scm_stair_origin(const scm_model *m, double *eps0, double *lam0, scm_
  * scm_stair_origin).  For each fixed point whose escape (the first visit of
  * a run, not the end of its curve) is seen from >= 3 alphas:
  * scm_stair_fit of the escape times against log(1/alpha). */
+/* The ranges the study accepts (docs/staircase.md, "Ranges"; anything
+ * else is SCM_EINVAL, named): alpha in [SCM_STAIR_ALPHA_MIN,
+ * SCM_STAIR_ALPHA_MAX] (the state starts at alpha^2 and the tolerances
+ * scale as alpha^2 / d; measured: below 1e-20 the runs fail at the PSD
+ * boundary (1e-30, 1e-50) or at t = 0 (1e-150), above 1e3 nothing is a
+ * small initialisation and alpha^2 overflows at 1e155); T_diag in
+ * [SCM_STAIR_T_MIN, SCM_STAIR_T_MAX], |vstar| <= SCM_STAIR_VSTAR_MAX and,
+ * with two_layer, lr_v_ratio in [SCM_STAIR_LR_MIN, SCM_STAIR_LR_MAX] (the
+ * flow's time scales stay within what the record from t = 1e-2 resolves);
+ * t_max in (SCM_STAIR_T_FIRST, SCM_STAIR_T_MAX_MAX]; rate_tol, min_dur and
+ * match_tol > 0 and finite. */
+#define SCM_STAIR_ALPHA_MIN 1e-20
+#define SCM_STAIR_ALPHA_MAX 1e3
+#define SCM_STAIR_T_MIN 1e-6
+#define SCM_STAIR_T_MAX 1e6
+#define SCM_STAIR_VSTAR_MAX 1e3
+#define SCM_STAIR_LR_MIN 1e-6
+#define SCM_STAIR_LR_MAX 1e6
+#define SCM_STAIR_T_FIRST 1e-2
+#define SCM_STAIR_T_MAX_MAX 1e20
 #define SCM_STAIR_STUDY_MAX_ALPHA 32
 #define SCM_STAIR_STUDY_MAX_PLATEAUS 16
 #define SCM_STAIR_STUDY_MAX_FP 64

@@ -58,8 +58,9 @@ typedef struct {
 } scm_sweep_families;
 
 /* Parse a list of families from JSON text: a top-level array, or an
- * object holding one under "families", "fixed_points" (the output of
- * `scm fixed-points`) or "points", of objects with a loss ("loss" or
+ * object holding one under "fixed_points" (the output of `scm
+ * fixed-points`, read before its "families" table), "families" or
+ * "points", of objects with a loss ("loss" or
  * "eps", a number; an entry whose loss is null is skipped), "k1" (an
  * integer; structure.anti, the anti-aligned count `scm fixed-points` writes,
  * takes precedence) and a name ("family" or "ansatz", a string; default "family").
@@ -123,6 +124,13 @@ typedef struct {
     int converged;              /* stop is fixed_point or eps_threshold */
     char why[SCM_SWEEP_WHY_LEN]; /* not converged: the stop reason or the failure */
     double t, eps, max_F;
+    /* eps reported as 0 although the final state's own loss was negative
+     * (traj.h: integration error near the global minimum; the JSON line's
+     * "eps_of": "global_minimum"), and how far that state is from
+     * realisable (flow.h scm_flow_realisable; "psd_gap"); in the JSON line
+     * only when eps_zeroed */
+    int eps_zeroed;
+    double psd_gap;
     long steps, rhs;
     int loose_retries;          /* 1: the run failed in a loose stage looser than the
                                    default (traj.h loose_failed) and was redone from
@@ -157,8 +165,10 @@ typedef struct {
 
 /* Classify a final state: n_anti, n_dead, n_shared from (Q, R); if
  * converged, the family match (the loss within tolerance; among several,
- * one whose k1 equals n_anti is preferred, then the closest loss) and cls.
- * rec->converged must be set; fams may be NULL. */
+ * one whose k1 equals n_anti is preferred, then the closest loss) and cls;
+ * eps_zeroed and psd_gap from rec->eps (a reported loss of exactly 0: traj
+ * zeroed a negative one) and (Q, R).  rec->converged and rec->eps must be
+ * set; fams may be NULL. */
 void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, double eps,
                         const scm_sweep_families *fams, const scm_sweep_opts *o,
                         scm_sweep_record *rec);

@@ -10,7 +10,8 @@
  * Q and R), and the run goes on: with the subgradient g'(0) = 0 a dead
  * neuron stays dead and the others' flow is well defined, which is how a
  * spare student of an over-parameterised network ends.  The state is recorded at t = 0 and at
- * log-spaced times from t_first to t_max, plus the final state. */
+ * log-spaced times from t_first to t_max, plus the final state; every
+ * recorded point has a finite loss, or the run fails naming the point. */
 #ifndef SCM_TRAJ_H
 #define SCM_TRAJ_H
 
@@ -135,6 +136,24 @@ typedef struct {
     int n_dead;        /* how many did */
     long n_steps, n_rhs, n_jac_evals, n_lin_iters; /* n_jac_evals: dense Jacobians,
                                                       or linearisations of analytic_jv 2 */
+    /* The reported losses (eps, out_eps) are never below 0.  Each is the
+     * state's own loss where that is >= 0.  A negative loss, which no
+     * realisable state has, comes from a state beyond the PSD boundary by
+     * integration error near a zero-loss minimum: it is reported as 0, the
+     * loss of the global minimum (the closest value a realisable state can
+     * have: the loss's error is that of the state, and its sign is known).
+     * Where the state has no loss at all (an interpolated output point
+     * beyond the Cauchy-Schwarz bounds) the loss of the realisable state
+     * nearest it is reported (scm_flow_loss_realisable, flow.h).
+     * eps_proj: how far the final state is from realisable (the most
+     * negative eigenvalue of Q - R T^+ R^T, negated; 0 for a state whose
+     * own loss is reported); eps_zeroed: its own loss was negative and
+     * 0 is reported; max_proj: the largest such distance over the recorded
+     * points and the final state.  The states themselves (Q, R, out_Q,
+     * out_R) are the integrated ones.  The eps_stop test uses the state's
+     * own loss.  Accuracy: docs/sweeps.md, "Reported losses". */
+    int eps_zeroed;
+    double eps_proj, max_proj;
     int loose_failed;  /* stop == SCM_STOP_FAILED in the loose stage (its error
                           crossing the PSD boundary near parallel or vanishing
                           students, CVODE failing there, or its steps collapsing),

@@ -21,7 +21,7 @@ import numpy as np
 __all__ = ["ScmError", "load_library", "pair_kernel", "Model", "run", "Trajectory",
            "fixed_points", "grow_from", "FixedPoints", "stability", "stability_of",
            "symmetric_spectrum", "crosscheck", "sweep", "merge", "simulate", "Simulation",
-           "compare", "lintarget", "staircase"]
+           "compare", "lintarget", "staircase", "split", "certify", "plot_compare"]
 
 class ScmError(Exception):
     """A libscm failure: .status is the library's status name, the message its reason."""
@@ -78,6 +78,7 @@ class _Config(ctypes.Structure):
                 ("T", _P), ("v", _P), ("vs", _P), ("rule", ctypes.c_void_p),
                 ("init", ctypes.c_int), ("d", ctypes.c_long), ("sigma", ctypes.c_double),
                 ("seed", ctypes.c_ulong), ("scale", ctypes.c_double),
+                ("law", ctypes.c_int),  # scm_init_law (init.h)
                 ("Q0", _P), ("R0", _P), ("traj", _TrajOpts), ("used", ctypes.c_void_p)]
 
 
@@ -88,7 +89,8 @@ class _TrajResult(ctypes.Structure):
                 ("out_Q", _P), ("out_R", _P), ("out_v", _P), ("dead", ctypes.POINTER(ctypes.c_int)),
                 ("n_dead", ctypes.c_int), ("n_steps", ctypes.c_long), ("n_rhs", ctypes.c_long),
                 ("n_jac_evals", ctypes.c_long), ("n_lin_iters", ctypes.c_long),
-                ("loose_failed", ctypes.c_int)]
+                ("eps_zeroed", ctypes.c_int), ("eps_proj", ctypes.c_double),
+                ("max_proj", ctypes.c_double), ("loose_failed", ctypes.c_int)]
 
 
 def _candidates():
@@ -389,7 +391,8 @@ def run(config, sets=()):
 from ._more import stability as _stability_at  # noqa: E402  (needs _lib above)
 from ._commands import (FixedPoints, Simulation, compare, crosscheck, fixed_points,  # noqa: E402
                         grow_from, lintarget, merge, simulate, stability_of, staircase,
-                        sweep, symmetric_spectrum)
+                        sweep, symmetric_spectrum, split, certify)
+from ._plots import plot_compare  # noqa: E402
 
 
 def stability(model=None, Q=None, R=None, **kw):

@@ -115,15 +115,16 @@ class Result(dict):
 class FixedPoints(list):
     """The fixed points of `scm fixed-points`: a list of dicts, one per listed
     point (families merged across ansätze, sorted by loss), with the keys of
-    the result file's ``fixed_points`` entries (``ansatz``, ``k1``,
-    ``structure`` = {anti, aligned, other}: k1 anti-aligned students,
+    the result file's ``fixed_points`` entries (``k1`` = the number of
+    anti-aligned students, its family; ``ansatz`` and ``instance``, the ansatz
+    instance it was found in; ``structure`` = {anti, aligned, other}, ``class``,
     ``loss`` (eps, with the 1/2), residuals, ``scalars``, ``hits``,
     ``also_found_in_other_ansatze``, ``stability`` when asked, ...), Q (K x K)
     and R (K x M) as numpy arrays (None at block level), and ``eps`` =
     ``loss``.  Attributes: ``result`` (the whole result dict, as the file),
     ``text`` (the table the CLI prints), ``residual_ok`` (the CLI would exit 0),
     ``solutions`` (before merging), ``loss``/``anti`` (numpy arrays over the
-    points)."""
+    points), ``families`` (the families table, printed first by the CLI)."""
 
     result: Dict[str, Any]
     text: str
@@ -138,6 +139,18 @@ class FixedPoints(list):
     def anti(self) -> np.ndarray:
         """Anti-aligned students of each point (its structure's "anti")."""
         return np.array([p.get("structure", {}).get("anti", -1) for p in self])
+
+    @property
+    def families(self) -> List[Dict[str, Any]]:
+        """The families table (the result's ``families``; ``family_table`` in
+        files of earlier versions): per k1 = the number of anti-aligned
+        students (and per pattern of the extra students when K > M) its
+        lowest-loss strict minimum (``loss``, ``hessian_min``, ``index`` into
+        the point list, ``ansatz``, ``instance``, Q, R as arrays) and the
+        counts of ``points``, ``minima`` and ``saddles``; ``loss`` None for a
+        family with no minimum."""
+        fam = self.result.get("families", self.result.get("family_table"))
+        return _arrays(fam) if fam is not None else []
 
     def table(self) -> Dict[str, Any]:
         """The rest of the result file (everything but the point list)."""
@@ -401,3 +414,56 @@ def staircase(K: int, M: int, alpha: Sequence[float], *, d: Optional[int] = None
         rate_tol=rate_tol, min_dur=min_dur, match_tol=match_tol, activation=activation,
         rule=rule, lr_v_ratio=lr_v_ratio, T_diag=fl(T_diag), vstar=fl(vstar),
         threads=threads))["result"])
+
+
+def split(K: Optional[int] = None, M: Optional[int] = None, *, neuron: int,
+          k1: Optional[int] = None, index: Optional[int] = None, loss: Optional[float] = None,
+          point: Optional[PathLike] = None, lambdas: Optional[Sequence[float]] = None,
+          lambda_grid: Optional[int] = None, weights: Optional[Sequence[float]] = None,
+          d: Optional[int] = None, starts: int = 100, polish: bool = False,
+          perturb: bool = False, activation: Optional[str] = None,
+          threads: Optional[int] = None) -> Dict[str, Any]:
+    """`scm split --K K --M M (--k1 N | --index I | --loss L) --neuron r`: split
+    student r (0-based) of a fixed point (T = I, v = v* = 1) into daughters
+    with output weights mu_j v_r, sum mu_j = 1 (two daughters: lambda and
+    1 - lambda), and classify each split point of the larger network by its
+    weight-space Hessian (docs/split.md).
+
+    The parent is enumerated (built-in ansätze, ``starts`` Newton starts,
+    activation erf by default as the command) and chosen by ``k1`` (the
+    lowest-loss point with k1 anti-aligned students), ``index`` (in the list
+    sorted by loss) or ``loss`` (the nearest loss eps, with the 1/2); or read
+    from ``point`` (a `scm fixed-points -o` file with ``index``, or an object
+    with Q, R and optionally v, vs, T, activation).  Samples: ``lambdas`` (the
+    CLI's --lambda), ``lambda_grid`` N (evenly in [-0.5, 1.5], default 9), or
+    ``weights`` (one split into several daughters).  d: the dimension of the
+    realisation (default K + M + 1); the Hessian is of the loss eps in weight
+    space at that d.  polish: Newton-polish a point read from a file first;
+    perturb: the perturbation test at each sample.  threads only speeds up the
+    enumeration.  Returns the result file's dict (parent, its Hessian counts,
+    the inner Hessian and its class, one entry per sample) with Q, R as arrays."""
+    fl = (lambda x: None if x is None else [float(v) for v in x])
+    return _arrays(_call("split", dict(
+        K=K, M=M, k1=k1, index=index, loss=loss,
+        point=None if point is None else os.fspath(point), neuron=neuron, **{"lambda": fl(lambdas)},
+        lambda_grid=lambda_grid, weights=fl(weights), d=d, starts=starts, polish=polish,
+        perturb=perturb, activation=activation, threads=threads))["result"])
+
+
+def certify(K: Optional[int] = None, M: Optional[int] = None, k1: Optional[int] = None, *,
+            all: bool = False, every: bool = False, point: Optional[PathLike] = None,
+            index: Optional[int] = None, starts: int = 40,
+            max_radius: Optional[float] = None) -> Dict[str, Any]:
+    """`scm certify --K K --M M [--k1 N | --all] [--every]` or `--point FILE
+    --index I`: computer-assisted existence proofs (ball arithmetic, Arb) of
+    fixed points of the population gradient flow (ReLU, T = I, v = v* = 1,
+    the built-in ansätze; docs/certify.md).  k1 = the number of anti-aligned
+    students (default 1): the family's minimum candidates (``every``: all its
+    points); ``all``: every k1 = 0 .. K.  Each entry says whether a unique true
+    zero of the flow lies within ``radius`` (max norm of the ansatz scalars,
+    at most ``max_radius``, default 1e-8) of the listed point, and encloses its
+    loss eps (with the 1/2) in [loss_lo, loss_hi].  Strictness (a minimum) is
+    not proved.  Returns the result file's dict."""
+    return _call("certify", dict(K=K, M=M, k1=k1, all=all, every=every,
+                                 point=None if point is None else os.fspath(point),
+                                 index=index, starts=starts, max_radius=max_radius))["result"]

@@ -181,7 +181,9 @@ def _ansaetze(lib, files, Error, check):
 
 
 def _point(p, K, M, names):
-    d = {"ansatz": p.ansatz.decode(), "K": p.K, "M": p.M, "k1": int(p.k1), "eps": p.eps,
+    # "instance": the ansatz instance (the C struct's k1 label, the CLI JSON's
+    # "instance"); k1 means the number of anti-aligned students everywhere
+    d = {"ansatz": p.ansatz.decode(), "K": p.K, "M": p.M, "instance": int(p.k1), "eps": p.eps,
          "scalars": dict(zip(names, (p.x[i] for i in range(p.nsc)))),
          "res_block": p.res_block, "gram_min": p.gram_min, "hits": p.hits,
          "res_full": p.res_full if p.full else None}
@@ -191,21 +193,24 @@ def _point(p, K, M, names):
     return d
 
 
-def fixed_points(K, M, k1=None, activation="relu", ansatz=None, starts=200, seed=1, deflate=0,
-                 threads=1):
+def fixed_points(K, M, instance=None, activation="relu", ansatz=None, starts=200, seed=1,
+                 deflate=0, threads=1):
     """Fixed points of the flow (T = I, v = v* = 1) in the block-symmetric ansätze,
-    as `scm fixed-points --K K --M M [--k1 k1] --sweep-passes 0 --deflate D`: a list of
-    dicts (ansatz, k1, eps, scalars, residuals, full Q and R), sorted by loss.  ansatz:
+    one enumeration per ansatz instance (only ``instance`` when given), without
+    the CLI's merging (scmode.fixed_points is `scm fixed-points`): a list of
+    dicts (ansatz, instance, eps, scalars, residuals, full Q and R), sorted by
+    loss.  ``instance`` is the ansatz instance, not k1 (the number of
+    anti-aligned students, the CLI's --k1).  ansatz:
     a list of ansatz files (default: the built-in ones).  deflate: rounds of deflated
     Newton per start (scm_fp_opts.deflate; the CLI's default is 2 and it seeds each
-    k1 with its neighbours' solutions, so it can list more points).  threads: as the
+    instance with its neighbours' solutions, so it can list more points).  threads: as the
     CLI's --threads; the result does not depend on it."""
     lib, Error, check, ScmError, act_of, ptr, _, _ = _pkg()
     act = act_of(activation)
     # the limits of `scm fixed-points`
     K, M = _int_in("K", K, 1, 100000), _int_in("M", M, 1, 100000)
-    if k1 is not None:
-        k1 = _int_in("k1", k1, 0, 100000)
+    if instance is not None:
+        instance = _int_in("instance", instance, 0, 100000)
     o = _FpOpts()
     lib.scm_fp_opts_default(ctypes.byref(o))
     o.n_random, o.seed = _int_in("starts", starts, 0, 1000000), _int_in("seed", seed, 0, 2147483647)
@@ -221,7 +226,7 @@ def fixed_points(K, M, k1=None, activation="relu", ansatz=None, starts=200, seed
                 raise ScmError("invalid argument", "ansatz '%s': cannot evaluate its conditions"
                                % lib.scm_ansatz_name(a).decode())
             for kk in range(lo.value, hi.value + 1) if ap else ():
-                if k1 is not None and kk != int(k1):
+                if instance is not None and kk != int(instance):
                     continue
                 inst = lib.scm_ansatz_instantiate(a, K, M, kk, ctypes.byref(err))
                 if not inst:
@@ -245,7 +250,7 @@ def fixed_points(K, M, k1=None, activation="relu", ansatz=None, starts=200, seed
             lib.scm_ansatz_free(a)
     if applied == 0:
         raise ScmError("invalid argument", "no ansatz applies at K = %d, M = %d%s"
-                       % (K, M, "" if k1 is None else ", k1 = %d" % int(k1)))
+                       % (K, M, "" if instance is None else ", instance %d" % int(instance)))
     return sorted(pts, key=lambda p: p["eps"])
 
 

@@ -96,6 +96,12 @@ def test_fixed_points(tmp):
           and fp[0]["R"].shape == (4, 4), "Q, R as numpy arrays of their shapes")
     check(list(fp.loss) == sorted(fp.loss), "points sorted by loss")
     check(all(p["eps"] == p["loss"] for p in fp), "eps is loss")
+    ref = load(tmp, "fp.json")
+    fam = ref.get("families", ref.get("family_table"))
+    check(fam is not None and plain(fp.families) == fam and
+          all(f["k1"] == fp[f["index"]]["k1"] == fp[f["index"]]["structure"]["anti"]
+              for f in fam if f.get("index") is not None),
+          "the families table: as the CLI's, k1 = the anti-aligned count of its point")
     r = cli(["fixed-points", "--K", "3", "--M", "3", "--k1", "1", "--starts", "50",
              "--deflate", "0", "--stability", "--activation", "erf", "-o", "fp3.json"], tmp)
     fp3 = scmode.fixed_points(3, 3, k1=1, starts=50, deflate=0, stability=True, activation="erf")
@@ -186,6 +192,27 @@ def test_compare(tmp):
     same(summaries[1], load(tmp, "cli/c.K4.summary.json"), "compare K = 4 summary")
     fr = rep["fractions"] if "fractions" in rep else None
     check(fr is not None, "the report has fractions (with Wilson intervals)")
+    # the figures: scmode.plot_compare on Python's report draws byte for byte
+    # what scm compare's script draws from the CLI's PREFIX.json
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("no matplotlib: plot_compare not checked")
+        return
+    paths = scmode.plot_compare(rep, os.path.join(tmp, "py", "c"))
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                          "plot_compare.py")
+    r = subprocess.run([sys.executable, script, "cli/c.json"], cwd=tmp, capture_output=True,
+                       text=True)
+    check(r.returncode == 0, "plot_compare.py on the CLI's report: %s" % r.stderr)
+    for p, k in zip(paths, ("hist", "fractions", "traces")):
+        with open(p, "rb") as a, open(os.path.join(tmp, "cli", "c.%s.png" % k), "rb") as b:
+            check(a.read() == b.read(), "plot_compare: %s differs from the script's" % p)
+    try:
+        scmode.plot_compare({k: v for k, v in rep.items() if k != "histograms"}, "x")
+        check(False, "plot_compare without histograms raised nothing")
+    except ValueError as e:
+        check("key 'histograms' is missing" in str(e), "plot_compare's message: %s" % e)
 
 
 def test_symmetric(fp):
@@ -216,15 +243,87 @@ def test_staircase(tmp):
     same(r, load(tmp, "sc.json"), "staircase")
 
 
+def test_split(tmp):
+    cli(["split", "--K", "3", "--M", "2", "--k1", "0", "--neuron", "0", "--lambda-grid", "3",
+         "-o", "sp.json", "-q"], tmp)
+    r = scmode.split(3, 2, k1=0, neuron=0, lambda_grid=3)
+    same(r, load(tmp, "sp.json"), "split(3, 2, k1=0, neuron=0, lambda_grid=3)")
+    check(isinstance(r["Q"], np.ndarray) and r["Q"].shape == (3, 3) and len(r["points"]) == 3,
+          "split: Q an array, one entry per lambda")
+    cli(["fixed-points", "--K", "3", "--M", "3", "-o", "fpsp.json", "-q"], tmp)
+    cli(["split", "--point", "fpsp.json", "--index", "1", "--neuron", "2", "--lambda",
+         "0.25,1.5", "--activation", "relu", "-o", "sp2.json", "-q"], tmp)
+    here = os.getcwd()
+    os.chdir(tmp)  # the result names the file as given
+    try:
+        r2 = scmode.split(point="fpsp.json", index=1, neuron=2, lambdas=[0.25, 1.5],
+                          activation="relu")
+    finally:
+        os.chdir(here)
+    same(r2, load(tmp, "sp2.json"), "split(point=..., index=1, neuron=2, lambdas=...)")
+
+
+def test_certify(tmp):
+    # (the flags last: see the report of issue 25's session about --every)
+    cli(["certify", "--K", "3", "--M", "3", "--k1", "1", "-o", "ce.json", "--every"], tmp)
+    c = scmode.certify(3, 3, k1=1, every=True)
+    same(c, load(tmp, "ce.json"), "certify(3, 3, k1=1, every=True)")
+    check(c["n_certified"] >= 1 and all(p["loss_enclosure"][0] <= p["loss_enclosure"][1]
+                                        for p in c["points"] if p["certified"]),
+          "certify: a certified point with its loss enclosure")
+    cli(["fixed-points", "--K", "3", "--M", "3", "-o", "fpce.json", "-q"], tmp)
+    cli(["certify", "--point", "fpce.json", "--index", "1", "-o", "ce2.json"], tmp)
+    here = os.getcwd()
+    os.chdir(tmp)
+    try:
+        c2 = scmode.certify(point="fpce.json", index=1)
+    finally:
+        os.chdir(here)
+    same(c2, load(tmp, "ce2.json"), "certify(point=..., index=1)")
+
+
 def test_nn2pp_example(tmp):
-    # examples/nn2pp_start.py: its config (init.type given, rule sgd) through
-    # scm run and through scmode.run give the same trajectory
+    # examples/nn2pp_start.py reads nn2pp's printed output in its exact format
+    # (github.com/sgoldt/nn2pp, libnn2pp.h status(): "t, eg, et, eg_frac,
+    # et_frac, diff, Q upper triangle, R, A, v" with 6 significant digits, under
+    # a header "# g1=.., M=.., K=.." and "# lr=.., lr2=.., sigma=.., wd=..");
+    # its config (init.type given, rule sgd) through scm run and through
+    # scmode.run give the same trajectory
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                     "examples"))
     import nn2pp_start
+    run = nn2pp_start.parse(nn2pp_start.NN2PP_OUTPUT)
+    m = scmode.Model(run["K"], run["M"], run["activation"], v=run["v"], v_star=run["v_star"])
+    check("%g" % m.loss(run["Q"], run["R"]) == "%g" % run["eg"],
+          "nn2pp sample: scmode's loss %r of the parsed state vs the printed eg %r"
+          % (m.loss(run["Q"], run["R"]), run["eg"]))
     cfg = nn2pp_start.config()
-    check(cfg["rule"] == "sgd" and cfg["rule_params"]["eta"] == nn2pp_start.LR
-          and cfg["init"]["type"] == "given", "nn2pp dictionary: sgd with eta = lr, given init")
+    check(cfg["rule"] == "sgd" and cfg["rule_params"]["eta"] == run["lr"] == 0.5
+          and cfg["rule_params"]["lr_v_ratio"] == 0 and cfg["init"]["type"] == "given"
+          and cfg["model"]["v"] == [1.00731, 0.99264] and cfg["init"]["R"][1] == [-0.01602, 0.01214]
+          and cfg["init"]["Q"][1][0] == cfg["init"]["Q"][0][1] == 0.01477,
+          "nn2pp dictionary: sgd with eta = lr, v fixed, given init")
+    # the simulator's header (nn2pp.cpp), both layers, K = 3, M = 2, noise
+    sim = ("# This is scm++\n# g1=erf, g2=erf, N=784, M=2, K=3, steps/N=100, seed=3\n"
+           "# lr=0.2, lr2=0.05, sigma=0.1, wd=0, mini-batch size=1\n# training both layers\n"
+           "# steps / N, eg, et, eg_frac, et_frac, diff\n"
+           "0, 0.41, 0.4, nan, nan, 0, 1.1, 0.01, -0.02, 0.9, 0.03, 1.2, 0.1, -0.2, 0.05, 0.3, "
+           "-0.1, 0.02, 0.8, -1.3, 0.5, 0.6, 0.7\n10, 0.3")
+    r = nn2pp_start.parse(sim)
+    c = nn2pp_start.config(r)
+    check(r["K"] == 3 and r["M"] == 2 and r["both"] and list(r["v_star"]) == [0.8, -1.3]
+          and list(r["v"]) == [0.5, 0.6, 0.7] and r["Q"][2, 0] == -0.02 and r["R"][2, 1] == 0.02
+          and abs(c["rule_params"]["lr_v_ratio"] - 0.25) < 1e-15
+          and abs(c["rule_params"]["noise"] - 0.01) < 1e-15 and c["integrator"]["t_max"] == 400,
+          "nn2pp simulator output: K, M, both, lr2/lr, sigma^2, A as v*, v, Q, R")
+    for bad, text in [(sim.replace(", 0.7\n", "\n"), "22 values, K = 3 and M = 2 need 23"),
+                      (sim.replace("wd=0", "wd=0.1"), "weight decay"),
+                      (sim.replace("g1=erf, g2=erf", "g1=relu, g2=relu"), "activation 'relu'")]:
+        try:
+            nn2pp_start.config(nn2pp_start.parse(bad))
+            check(False, "nn2pp parser accepted: %s" % text)
+        except nn2pp_start.Nn2ppError as e:
+            check(text in str(e), "nn2pp parser's message %r lacks %r" % (str(e), text))
     with open(os.path.join(tmp, "nn.json"), "w") as f:
         json.dump(cfg, f)
     cli(["run", "nn.json", "-o", "nn.result.json", "-q"], tmp)
@@ -242,6 +341,9 @@ def test_errors(tmp):
             (lambda: scmode.merge([os.path.join(tmp, "none.jsonl")]), "none.jsonl"),
             (lambda: scmode.simulate({"model": {"K": 2, "M": 2}}, mode="mini"), "mode must be"),
             (lambda: scmode.compare(3, [3], 0, prefix=os.path.join(tmp, "x")), "runs must be"),
+            (lambda: scmode.split(3, 2, k1=0, index=1, neuron=0), "one of k1, index, loss"),
+            (lambda: scmode.certify(3, 3, k1=4), "k1 4 exceeds K = 3"),
+            (lambda: scmode.certify(3, 3, max_radius=2.0), "max_radius must be"),
             (lambda: scmode.sweep({"model": {"K": 2, "M": 2}, "init": {"type": "given"}}, 2),
              "init")]:
         try:
@@ -269,6 +371,8 @@ with tempfile.TemporaryDirectory() as tmp:
     timed(test_symmetric, fp)
     timed(test_lintarget, tmp)
     timed(test_staircase, tmp)
+    timed(test_split, tmp)
+    timed(test_certify, tmp)
     timed(test_nn2pp_example, tmp)
     timed(test_errors, tmp)
 print("all parity checks in %.1f s" % (time.time() - t0))

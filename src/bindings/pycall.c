@@ -337,6 +337,7 @@ static const struct {
     {"merge", py_call_merge},            {"simulate", py_call_simulate},
     {"compare", py_call_compare},        {"symstab", py_call_symstab},
     {"lintarget", py_call_lintarget},    {"staircase", py_call_staircase},
+    {"split", py_call_split},            {"certify", py_call_certify},
 };
 
 scm_status scm_abi_call(const char *cmd, const char *args, char **out, scm_error *err)

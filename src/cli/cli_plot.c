@@ -37,7 +37,8 @@ static int plot_spawn(char *const argv[], int mute_out, int mute_err)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-int cli_plot(const char *me, const char *script_name, const char *json_path, int quiet)
+int cli_plot(const char *me, const char *script_name, const char *json_path, const char *arg2,
+             int quiet)
 {
     const char *env = getenv("SCM_SCRIPTS_DIR");
     const char *dirs[3] = {env && *env ? env : NULL, SCM_SCRIPTS_DIR, SCM_DATA_SCRIPTS_DIR};
@@ -76,7 +77,7 @@ int cli_plot(const char *me, const char *script_name, const char *json_path, int
                 py_env && *py_env ? py_env : "/usr/bin/python3", script, json_path);
         return 0;
     }
-    char *argv[] = {(char *)py, script, (char *)json_path, NULL};
+    char *argv[] = {(char *)py, script, (char *)json_path, (char *)arg2, NULL};
     int st = plot_spawn(argv, quiet, 0);
     if (st != 0) {
         char why[64] = "could not be started";

@@ -6,10 +6,11 @@
 #ifndef SCM_CLI_PLOT_H
 #define SCM_CLI_PLOT_H
 
-/* Runs "python3 SCRIPT_NAME JSON_PATH" (messages as "<me>: ...", the
+/* Runs "python3 SCRIPT_NAME JSON_PATH [ARG2]" (arg2 NULL: none; messages as "<me>: ...", the
  * script's stdout muted when quiet).  Returns 0 when the figures were
  * written or matplotlib is missing (the message says how to get them), 1
  * when the script is missing or failed: the caller's report files stay. */
-int cli_plot(const char *me, const char *script_name, const char *json_path, int quiet);
+int cli_plot(const char *me, const char *script_name, const char *json_path, const char *arg2,
+             int quiet);
 
 #endif

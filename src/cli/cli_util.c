@@ -201,21 +201,38 @@ int cli_opt_list(const char *me, const char *opt, const char *s, int positive, d
     return 0;
 }
 
+void cli_progress_start(cli_progress *p, long done0)
+{
+    p->done0 = done0;
+    p->t0 = p->last = cli_now();
+}
+
+void cli_progress_show(cli_progress *p, const char *what, long done, long total,
+                       const char *extra, int final)
+{
+    const char *env = getenv("SCM_PROGRESS_SECONDS");
+    double t = cli_now(), period = CLI_PROGRESS_PERIOD;
+    int tty = isatty(STDERR_FILENO);
+    if (env && !(cli_parse_double(env, &period) && period >= 0.0))
+        period = CLI_PROGRESS_PERIOD;
+    if (final ? !tty && !(p->last > p->t0) : t - p->last < (tty ? 0.2 : period))
+        return;
+    p->last = t > p->t0 ? t : p->t0 + 1e-9;
+    double el = t - p->t0, rate = (double)(done - p->done0) / (el > 0.0 ? el : 1.0);
+    char left[64] = "";
+    if (!final)
+        snprintf(left, sizeof left, ", about %.0f s left",
+                 rate > 0.0 ? (double)(total - done) / rate : 0.0);
+    fprintf(stderr, "%s%s %ld/%ld, %.0f s%s%s%s%s", tty ? "\r\033[K" : "", what, done, total,
+            el, left, extra ? "  " : "", extra ? extra : "", tty && !final ? "" : "\n");
+    fflush(stderr);
+}
+
 void cli_sweep_progress(const scm_sweep_file *f, cli_progress *p, int final)
 {
-    double t = cli_now();
-    if (!final && t - p->last < 0.2)
-        return;
-    p->last = t;
-    long done = scm_sweep_file_done(f), total = scm_sweep_file_total(f);
-    long new_runs = done - p->done0;
-    double rate = t > p->t0 ? (double)new_runs / (t - p->t0) : 0.0;
-    double eta = rate > 0.0 ? (double)(total - done) / rate : 0.0;
     char brief[200];
     scm_sweep_summary_brief(scm_sweep_file_summary(f), brief, sizeof brief);
-    fprintf(stderr, "\r\033[K%ld/%ld  %.2f runs/s  ETA %.0f s  %s%s", done, total, rate, eta,
-            brief, final ? "\n" : "");
-    fflush(stderr);
+    cli_progress_show(p, "runs", scm_sweep_file_done(f), scm_sweep_file_total(f), brief, final);
 }
 
 void cli_sweep_print_summary(const scm_sweep_summary *sum, long total, long new_runs, double secs,
@@ -244,4 +261,111 @@ void cli_sweep_print_summary(const scm_sweep_summary *sum, long total, long new_
             secs > 0 ? (double)new_runs / secs : 0.0,
             new_runs > 0 ? secs * width / (double)new_runs : 0.0);
     cJSON_Delete(js);
+}
+
+char *cli_config_text(const char *me, const char *path, const char *const *unset, int nunset,
+                      size_t *len)
+{
+    scm_error err;
+    char *text = scm_output_read_file(path, (size_t)64 << 20, len, &err);
+    if (!text || nunset == 0) {
+        if (!text)
+            fprintf(stderr, "%s: %s\n", me, err.msg);
+        return text;
+    }
+    cJSON *root = cJSON_ParseWithLength(text, *len);
+    free(text);
+    text = NULL;
+    if (!cJSON_IsObject(root)) {
+        fprintf(stderr, "%s: --unset: '%s' is not a JSON object\n", me, path);
+        goto out;
+    }
+    for (int i = 0; i < nunset; i++) {
+        char key[512];
+        snprintf(key, sizeof key, "%s", unset[i]);
+        cJSON *obj = root;
+        char *dot, *k = key;
+        while ((dot = strchr(k, '.')) && obj) {
+            *dot = '\0';
+            obj = cJSON_GetObjectItemCaseSensitive(obj, k);
+            k = dot + 1;
+        }
+        if (!cJSON_IsObject(obj) || !cJSON_GetObjectItemCaseSensitive(obj, k)) {
+            fprintf(stderr, "%s: --unset %s: '%s' has no such key; see %s --help\n", me, unset[i],
+                    path, me);
+            goto out;
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, k);
+    }
+    text = scm_output_print(root, 1); /* every number exact */
+    if (!text)
+        fprintf(stderr, "%s: out of memory\n", me);
+    else
+        *len = strlen(text);
+out:
+    cJSON_Delete(root);
+    return text;
+}
+
+int cli_config_load(const char *me, const char *path, const char *const *sets, int nsets,
+                    const char *const *unset, int nunset, scm_config **c)
+{
+    scm_error err;
+    *c = NULL;
+    if (nunset == 0) {
+        if (scm_config_load(path, sets, nsets, c, &err) == SCM_OK)
+            return 0;
+        fprintf(stderr, "%s: %s\n", me, err.msg);
+        return 2;
+    }
+    size_t len;
+    char *text = cli_config_text(me, path, unset, nunset, &len);
+    if (!text)
+        return 2;
+    scm_status st = scm_config_parse(text, path, sets, nsets, c, &err);
+    free(text);
+    if (st)
+        fprintf(stderr, "%s: %s\n", me, err.msg);
+    return st ? 2 : 0;
+}
+
+/* The exit status of a failed write: 4 for I/O, 2 for a path refused, 1
+ * for no memory. */
+static int write_status(const char *me, scm_status st, const scm_error *err)
+{
+    fprintf(stderr, "%s: %s\n", me, err->msg);
+    return st == SCM_EIO ? CLI_EXIT_IO : st == SCM_EINVAL ? 2 : 1;
+}
+
+int cli_write_files(const char *me, int n, const char *const *paths, const char *const *data,
+                    const size_t *len)
+{
+    scm_error err;
+    scm_status st = scm_output_write_many(n, paths, data, len, &err);
+    return st ? write_status(me, st, &err) : 0;
+}
+
+char *cli_json_text(const cJSON *json, int compact, size_t *len)
+{
+    char *t = json ? scm_output_print(json, compact) : NULL;
+    size_t n = t ? strlen(t) : 0;
+    char *w = t ? malloc(n + 2) : NULL;
+    if (w) {
+        memcpy(w, t, n);
+        memcpy(w + n, "\n", 2);
+        *len = n + 1;
+    }
+    free(t);
+    return w;
+}
+
+int cli_write_json(const char *me, const char *path, const cJSON *json, int compact)
+{
+    scm_error err;
+    if (!json) {
+        fprintf(stderr, "%s: out of memory\n", me);
+        return 1;
+    }
+    scm_status st = scm_output_write_json(path, json, compact, &err);
+    return st ? write_status(me, st, &err) : 0;
 }

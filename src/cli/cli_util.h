@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "scm/config.h"
 #include "scm/sweep.h"
 #include "scm/sweepfile.h"
 
@@ -66,18 +67,53 @@ int cli_buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
  * else the caller frees. */
 char *cli_output_name(const char *config, const char *suffix);
 
+/* The config file's text with the keys unset[0 .. nunset - 1] ("a.b.c",
+ * --unset) removed: NULL after printing "<me>: ..." (unreadable, not JSON,
+ * a key it does not have).  The caller frees. */
+char *cli_config_text(const char *me, const char *path, const char *const *unset, int nunset,
+                      size_t *len);
+
+/* scm_config_load with --unset: without unset keys exactly scm_config_load;
+ * 0, or 2 after printing "<me>: ...". */
+int cli_config_load(const char *me, const char *path, const char *const *sets, int nsets,
+                    const char *const *unset, int nunset, scm_config **c);
+
 /* A fixed-points result file (scm fixed-points -o) as sweep families. */
 scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_error *err);
 
-/* The progress line of a sweep on stderr ("\r12/100  3.1 runs/s  ETA 28 s
- * k1:0 12, ..."), at most every 0.2 s unless final (which ends the line):
- * done0 is the count when the runs started, at time t0 (cli_now()), last
- * the time of the last line. */
+/* Progress on stderr, one printer for every command: "<what> done/total,
+ * E s, about L s left[  extra]".  On a terminal a \r line at most every
+ * 0.2 s and the final one; otherwise one line every CLI_PROGRESS_PERIOD
+ * seconds at most ($SCM_PROGRESS_SECONDS overrides it), none before, and
+ * the final line only when some line was printed: a short run prints
+ * nothing, so logs (and the golden files) stay free of timings.  done0 is
+ * the count when the work started (a resumed sweep), t0 then (cli_now()),
+ * last the time of the last line (t0: none yet). */
+#define CLI_PROGRESS_PERIOD 5.0
 typedef struct {
     long done0;
     double t0, last;
 } cli_progress;
+void cli_progress_start(cli_progress *p, long done0);
+/* final: the last call (ends a terminal line). */
+void cli_progress_show(cli_progress *p, const char *what, long done, long total,
+                       const char *extra, int final);
+/* A sweep's progress ("runs", with its class counts). */
 void cli_sweep_progress(const scm_sweep_file *f, cli_progress *p, int final);
+
+/* Writing the outputs, with the exit status of a failure after printing
+ * "<me>: <reason>": CLI_EXIT_IO for an I/O error (disk full, permissions),
+ * 2 for a path refused (scm_output_check_path), 1 for no memory; 0 when
+ * written.  cli_write_files writes n files all or none
+ * (scm_output_write_many: temporaries, then every rename; on a failure no
+ * target is touched and no temporary is left). */
+int cli_write_files(const char *me, int n, const char *const *paths, const char *const *data,
+                    const size_t *len);
+/* One JSON file (json NULL: no memory), atomically. */
+int cli_write_json(const char *me, const char *path, const cJSON *json, int compact);
+/* json as the text of its file (scm_output_print and a newline; *len its
+ * length), NULL on no memory; the caller frees. */
+char *cli_json_text(const cJSON *json, int compact, size_t *len);
 
 /* The final lines of `scm sweep` on stderr: counts, classes with Wilson
  * intervals, and the timing of new_runs runs in secs on width units. */

@@ -17,17 +17,22 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: scm certify --K K --M M [--k1 N | --all] [--every] [-o OUT.json]\n"
-            "       scm certify --point FP.json --index I [-o OUT.json]\n"
+            "       scm certify --point FP.json --index I | --every [-o OUT.json]\n"
             "\n"
             "Prove in ball arithmetic (Arb) that a true fixed point of the flow lies in a\n"
             "small box around each listed one: the Krawczyk operator of the block-level\n"
             "residual, every angle away from 0 and pi, the point realisable by weights\n"
-            "(ReLU, T = I, v = v* = 1, built-in ansatze).  Strictness is not proved yet.\n"
+            "(ReLU, T = I, v = v* = 1, built-in ansatze); then strictness: the\n"
+            "symmetry-adapted Hessian in balls, positive definite (a strict local minimum\n"
+            "for every d >= M) or with a negative eigenvalue (a saddle).  eig(dH): the\n"
+            "proved lower bound of the smallest eigenvalue of d H (> lo), or an upper\n"
+            "bound of a negative one (< hi).\n"
             "\n"
             "  --k1 N             the k1 family's minimum candidates (default 1)\n"
             "  --all              every k1 = 0 .. K\n"
             "  --every            every point of the family, saddles too\n"
-            "  --point FILE       entry --index I of a `scm fixed-points -o` result\n"
+            "  --point FILE       entry --index I of a `scm fixed-points -o` result (with\n"
+            "                     --every: all its entries, e.g. of --grow-from)\n"
             "  --starts N         random Newton starts per ansatz instance (40)\n"
             "  --max-radius R     largest box radius tried (1e-8)\n"
             "  -o FILE            JSON result\n"
@@ -35,20 +40,34 @@ static void usage(FILE *f)
             "exit status: 0 done (certified or not), 1 a computation failed, 2 bad input.\n");
 }
 
+/* The proved eigenvalue bound of d H as a column: "> lo" for a strict
+ * minimum, "< hi" for a saddle, "-" otherwise. */
+static void eig_col(const scm_certify_result *r, char *buf, size_t n)
+{
+    if (r->strict == 1)
+        snprintf(buf, n, ">%.6g", r->lambda_lo);
+    else if (r->strict == -1)
+        snprintf(buf, n, "<%.6g", r->lambda_neg_hi);
+    else
+        snprintf(buf, n, "-");
+}
+
 static void print_table(const scm_certify_list *l)
 {
-    printf("%5s %5s %4s %4s %-10s %-22s %-22s %-9s %s\n", "K", "M", "k1", "idx", "ansatz",
-           "loss lo", "loss hi", "radius", "verdict");
+    printf("%5s %5s %4s %4s %-10s %-22s %-22s %-9s %-13s %s\n", "K", "M", "k1", "idx", "ansatz",
+           "loss lo", "loss hi", "radius", "eig(dH)", "verdict");
     for (int i = 0; i < l->n; i++) {
         const scm_certify_entry *e = &l->e[i];
-        char k1[16];
+        char k1[16], eig[32];
         snprintf(k1, sizeof k1, e->k1 >= 0 ? "%d" : "-", e->k1);
+        eig_col(&e->r, eig, sizeof eig);
         if (e->r.certified)
-            printf("%5d %5d %4s %4d %-10s %-22.15g %-22.15g %-9.2g %s\n", e->K, e->M, k1, e->index,
-                   e->ansatz, e->r.loss_lo, e->r.loss_hi, e->r.radius, e->r.verdict);
+            printf("%5d %5d %4s %4d %-10s %-22.15g %-22.15g %-9.2g %-13s %s%s%s\n", e->K, e->M, k1,
+                   e->index, e->ansatz, e->r.loss_lo, e->r.loss_hi, e->r.radius, eig,
+                   e->r.verdict, e->r.reason[0] ? ": " : "", e->r.reason);
         else
-            printf("%5d %5d %4s %4d %-10s %-22s %-22s %-9s %s: %s\n", e->K, e->M, k1, e->index,
-                   e->ansatz, "-", "-", "-", e->r.verdict, e->r.reason);
+            printf("%5d %5d %4s %4d %-10s %-22s %-22s %-9s %-13s %s: %s\n", e->K, e->M, k1,
+                   e->index, e->ansatz, "-", "-", "-", "-", e->r.verdict, e->r.reason);
     }
 }
 
@@ -65,11 +84,13 @@ int scm_cmd_certify(int argc, char **argv)
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
-        } else if (strcmp(a, "--all") == 0)
+        } else if (strcmp(a, "--all") == 0) {
             all = 1;
-        else if (strcmp(a, "--every") == 0)
+            continue; /* a flag: no value to skip */
+        } else if (strcmp(a, "--every") == 0) {
             every = 1;
-        else if (!v) {
+            continue;
+        } else if (!v) {
             fprintf(stderr, "%s: %s needs a value (see --help)\n", ME, a);
             return 2;
         } else if (strcmp(a, "--K") == 0)
@@ -100,9 +121,11 @@ int scm_cmd_certify(int argc, char **argv)
             return 2;
         i++;
     }
-    if (point ? (K >= 0 || M >= 0 || all || k1 != -2 || index < 0)
+    if (point ? (K >= 0 || M >= 0 || all || k1 != -2 || (index < 0) == !every)
               : (K < 0 || M < 0 || index >= 0 || (all && k1 != -2))) {
-        fprintf(stderr, "%s: give --K K --M M [--k1 N | --all], or --point FILE --index I\n", ME);
+        fprintf(stderr,
+                "%s: give --K K --M M [--k1 N | --all], or --point FILE --index I | --every\n",
+                ME);
         return 2;
     }
     if (k1 > K && !point) {

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_plot.h"
+#include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/compare.h"
@@ -24,177 +24,142 @@
 
 /* ---- scm compare ------------------------------------------------------- */
 
-static void compare_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: scm compare --M M --K K1,K2,... --runs N [CONFIG.json] [--seed S]\n"
-            "                   [--threads T] [--families K=FP.json]... [--traces n]\n"
-            "                   [--no-stability] [--no-plots] [--set key=value]... [-o PREFIX]\n"
-            "                   [--rule R1,R2,...] [--certify | --certify-global] [--quiet]\n"
-            "\n"
-            "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
-            "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES with the\n"
-            "lagged analytic Jacobian-vector product (integrator.jtimes) and Krylov\n"
-            "dimension 20 (integrator.krylov_dim), two-stage\n"
-            "accuracy (rtol 1e-4, atol 1e-6 until max |F| < 1e-6, then 1e-8, 1e-10;\n"
-            "a run whose loose stage fails is redone with rtol 1e-6, atol 1e-8),\n"
-            "eps_stop 1e-10, max_steps 1e5, seed 1), run or resumed in\n"
-            "PREFIX.K<K>.runs.jsonl and summarised in\n"
-            "PREFIX.K<K>.summary.json, then one report: PREFIX.json (fractions per k1\n"
-            "and per K with 95%% Wilson intervals, the families reached with their\n"
-            "stability verdicts, the loss histograms, loss-vs-time traces of the first\n"
-            "run of each of the n most frequent classes of each K, default 4) and\n"
-            "PREFIX.md, then the figures PREFIX.hist.png, PREFIX.fractions.png and\n"
-            "PREFIX.traces.png (python3 with matplotlib on plot_compare.py, found in\n"
-            "$SCM_SCRIPTS_DIR, else " SCM_SCRIPTS_DIR ",\n"
-            "else " SCM_DATA_SCRIPTS_DIR "; python3 is $SCM_PYTHON, else the\n"
-            "first of python3, /usr/bin/python3 with matplotlib; --no-plots skips them).\n"
-            "\n"
-            "The families of each K are enumerated (`scm fixed-points --K K --M M\n"
-            "--polish-max-K 0 --max-residual 1e-9`, the built-in ansaetze, into\n"
-            "PREFIX.K<K>.families.json)\n"
-            "unless --families K=FILE gives them, or the model is not one scm\n"
-            "fixed-points handles (T = I, v = v* = 1): then rows are the anti-aligned\n"
-            "count of converged runs.  Each family reached gets the verdict of\n"
-            "`scm stability --trials 3 --sigma 1e-4,1e-3,1e-2` (K <= 20; --no-stability\n"
-            "skips it).  Default PREFIX: compare_M<M>.\n"
-            "--certify, --certify-global: the sweeps' early stop (scm sweep --help).\n"
-            "\n"
-            "--rule R1,R2,... (gd, normalised, stiefel, two_layer): one compare per\n"
-            "rule (--set rule=R, prefix PREFIX.R), then PREFIX.rules.json and\n"
-            "PREFIX.rules.md: per rule and K the fraction reaching the global minimum\n"
-            "(eps below eps_stop) and not converged, with Wilson intervals.\n"
-            "\n"
-            "exit status: 0 done (also when matplotlib is missing: no figures, and how\n"
-            "to get them), 1 a failure while running (a plotting failure keeps the\n"
-            "JSON and Markdown report), 2 bad input (refused before any file is\n"
-            "written), 4 a file could not be written.\n");
-}
+static const char compare_head[] =
+    "usage: scm compare --M M --K K1,K2,... --runs N [CONFIG.json] [--seed S]\n"
+    "                   [--threads T] [--families K=FP.json]... [--traces n]\n"
+    "                   [--no-stability] [--no-plots] [--set key=value]... [--unset key]...\n"
+    "                   [--prefix PREFIX] [--rule R1,R2,...] [--certify | --certify-global]\n"
+    "                   [--quiet]\n"
+    "\n"
+    "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
+    "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES with the\n"
+    "lagged analytic Jacobian-vector product (integrator.jtimes) and Krylov\n"
+    "dimension 20 (integrator.krylov_dim), two-stage\n"
+    "accuracy (rtol 1e-4, atol 1e-6 until max |F| < 1e-6, then 1e-8, 1e-10;\n"
+    "a run whose loose stage fails is redone with rtol 1e-6, atol 1e-8),\n"
+    "eps_stop 1e-10, max_steps 1e5, seed 1), run or resumed in\n"
+    "PREFIX.K<K>.runs.jsonl and summarised in\n"
+    "PREFIX.K<K>.summary.json, then one report: PREFIX.json (fractions per k1\n"
+    "and per K with 95% Wilson intervals, the families reached with their\n"
+    "stability verdicts, the loss histograms, loss-vs-time traces of the first\n"
+    "run of each of the n most frequent classes of each K, default 4) and\n"
+    "PREFIX.md, then the figures PREFIX.hist.png, PREFIX.fractions.png and\n"
+    "PREFIX.traces.png (python3 with matplotlib on plot_compare.py, found in\n"
+    "$SCM_SCRIPTS_DIR, else " SCM_SCRIPTS_DIR ",\n"
+    "else " SCM_DATA_SCRIPTS_DIR "; python3 is $SCM_PYTHON, else the\n"
+    "first of python3, /usr/bin/python3 with matplotlib; --no-plots skips them).\n"
+    "\n"
+    "The families of each K are enumerated (`scm fixed-points --K K --M M\n"
+    "--polish-max-K 0 --max-residual 1e-9`, the built-in ansaetze, into\n"
+    "PREFIX.K<K>.families.json)\n"
+    "unless --families K=FILE gives them, or the model is not one scm\n"
+    "fixed-points handles (T = I, v = v* = 1): then rows are the anti-aligned\n"
+    "count of converged runs.  Each family reached gets the verdict of\n"
+    "`scm stability --trials 3 --perturb-size 1e-4,1e-3,1e-2` (K <= 20;\n"
+    "--no-stability skips it).  Default PREFIX: compare_M<M>; -o PREFIX is its\n"
+    "old spelling (kept for this release).\n"
+    "--certify, --certify-global: the sweeps' early stop (scm sweep --help).\n"
+    "\n"
+    "--rule R1,R2,... (gd, normalised, stiefel, two_layer): one compare per\n"
+    "rule (--set rule=R, prefix PREFIX.R), then PREFIX.rules.json and\n"
+    "PREFIX.rules.md: per rule and K the fraction reaching the global minimum\n"
+    "(eps below eps_stop) and not converged, with Wilson intervals.\n";
 
 /* What the command line asks for besides the comparison's options. */
 typedef struct {
-    const char *config, *seed, *threads;
-    const char *sets[MAX_SETS];
-    int quiet, no_plots;
+    const char *config, *rules;
+    const char *sets[MAX_SETS], *unsets[MAX_SETS];
+    int quiet, no_plots, threads, certify, certify_global, nunsets;
+    long seed;
     char pbuf[64];
 } compare_cli;
 
-/* Parse argv into o and c: 0, -1 after --help, or the exit status 2. */
-static int compare_parse(int argc, char **argv, scm_compare_opts *o, compare_cli *c)
+/* --K K1,K2,...: distinct integers >= 1 */
+static int parse_K(const char *me, const char *name, const char *v, void *dst)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            compare_usage(stdout);
-            return -1;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            c->quiet = 1;
-        } else if (strcmp(a, "--no-stability") == 0) {
-            o->no_stability = 1;
-        } else if (strcmp(a, "--no-plots") == 0) {
-            c->no_plots = 1;
-        } else if (strcmp(a, "--certify") == 0 || strcmp(a, "--certify-global") == 0) {
-            int want = strcmp(a, "--certify") == 0 ? 1 : 2; /* early stop; its loss rule only */
-            if (o->certify && o->certify != want) {
-                fprintf(stderr, "scm compare: --certify and --certify-global exclude each other\n");
-                return 2;
-            }
-            o->certify = want;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "scm compare: option %s needs an argument\n", a);
-                return 2;
-            }
-            const char *v = argv[++i];
-            if (strcmp(a, "--M") == 0) {
-                if (!cli_parse_long(v, 1, 100000, &o->M)) {
-                    fprintf(stderr, "scm compare: --M must be an integer >= 1, got '%s'\n", v);
-                    return 2;
-                }
-            } else if (strcmp(a, "--K") == 0) {
-                char buf[512];
-                snprintf(buf, sizeof buf, "%s", v);
-                for (char *tok = buf, *next; tok; tok = next) {
-                    next = strchr(tok, ',');
-                    if (next)
-                        *next++ = '\0';
-                    int dup = 0;
-                    for (int q = 0; q < o->nK && o->nK < 64; q++)
-                        dup |= cli_parse_long(tok, 1, 100000, &o->K[o->nK]) && o->K[q] == o->K[o->nK];
-                    if (dup) {
-                        fprintf(stderr, "scm compare: --K lists K = %s twice ('%s')\n", tok, v);
-                        return 2;
-                    }
-                    if (o->nK >= 64 || !cli_parse_long(tok, 1, 100000, &o->K[o->nK])) {
-                        fprintf(stderr, "scm compare: --K must be a list of up to 64 integers "
-                                        ">= 1, got '%s'\n", v);
-                        return 2;
-                    }
-                    o->nK++;
-                }
-            } else if (strcmp(a, "--runs") == 0) {
-                if (!cli_parse_long(v, 1, 1000000000L, &o->runs)) {
-                    fprintf(stderr, "scm compare: --runs must be an integer in [1, 1e9], got '%s'\n", v);
-                    return 2;
-                }
-            } else if (strcmp(a, "--traces") == 0) {
-                long t;
-                if (!cli_parse_long(v, 0, 100, &t)) {
-                    fprintf(stderr, "scm compare: --traces must be in [0, 100], got '%s'\n", v);
-                    return 2;
-                }
-                o->traces = (int)t;
-            } else if (strcmp(a, "--seed") == 0) {
-                c->seed = v;
-            } else if (strcmp(a, "--threads") == 0) {
-                c->threads = v;
-            } else if (strcmp(a, "-o") == 0) {
-                o->prefix = v;
-            } else if (strcmp(a, "--set") == 0) {
-                if (o->nsets >= MAX_SETS - 2) {
-                    fprintf(stderr, "scm compare: too many --set options\n");
-                    return 2;
-                }
-                c->sets[o->nsets++] = v;
-            } else if (strcmp(a, "--families") == 0) {
-                long k;
-                char buf[32];
-                const char *eq = strchr(v, '=');
-                size_t n = eq ? (size_t)(eq - v) : 0;
-                if (n >= sizeof buf)
-                    n = sizeof buf - 1;
-                memcpy(buf, v, n);
-                buf[n] = '\0';
-                if (!eq || !cli_parse_long(buf, 1, 100000, &k)) {
-                    fprintf(stderr, "scm compare: --families must be K=FILE, got '%s'\n", v);
-                    return 2;
-                }
-                int j = 0;
-                while (j < o->nK && o->K[j] != k)
-                    j++;
-                if (j == o->nK) {
-                    fprintf(stderr, "scm compare: --families %s: K = %ld is not in --K (give "
-                                    "--K first)\n", v, k);
-                    return 2;
-                }
-                o->families[j] = eq + 1;
-            } else {
-                fprintf(stderr, "scm compare: unknown option '%s' (see scm compare --help)\n", a);
-                return 2;
-            }
-        } else if (!c->config) {
-            c->config = a;
-        } else {
-            fprintf(stderr, "scm compare: more than one config file\n");
-            return 2;
-        }
-    }
-    if (o->M < 0 || o->nK == 0 || o->runs < 0) {
-        fprintf(stderr, "scm compare: --M, --K and --runs are required\n");
-        compare_usage(stderr);
-        return 2;
+    scm_compare_opts *o = dst;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v);
+    o->nK = 0;
+    for (char *tok = buf, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next)
+            *next++ = '\0';
+        if (o->nK >= 64 || !cli_parse_long(tok, 1, 100000, &o->K[o->nK]))
+            return cli_usage_error(me, "%s must be a list of up to 64 integers >= 1, got '%s'",
+                                   name, v), -1;
+        for (int q = 0; q < o->nK; q++)
+            if (o->K[q] == o->K[o->nK])
+                return cli_usage_error(me, "%s lists K = %s twice ('%s')", name, tok, v), -1;
+        o->nK++;
     }
     return 0;
+}
+
+/* --families K=FILE, K one of --K's */
+static int parse_families(const char *me, const char *name, const char *v, void *dst)
+{
+    scm_compare_opts *o = dst;
+    long k;
+    char buf[32];
+    const char *eq = strchr(v, '=');
+    size_t n = eq ? (size_t)(eq - v) : 0;
+    snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), v);
+    if (!eq || !cli_parse_long(buf, 1, 100000, &k))
+        return cli_usage_error(me, "%s must be K=FILE, got '%s'", name, v), -1;
+    int j = 0;
+    while (j < o->nK && o->K[j] != k)
+        j++;
+    if (j == o->nK)
+        return cli_usage_error(me, "%s %s: K = %ld is not in --K (give --K first)", name, v, k),
+               -1;
+    o->families[j] = eq + 1;
+    return 0;
+}
+
+/* Parse argv into o and c: -1 to go on, or the exit status. */
+static int compare_parse(int argc, char **argv, scm_compare_opts *o, compare_cli *c)
+{
+    cli_strs pos = {&c->config, 0, 1}, set = {c->sets, 0, MAX_SETS - 2},
+             unset = {c->unsets, 0, MAX_SETS};
+    const cli_opt opts[] = {
+        CLI_O("--M", CLI_LONG, &o->M, 1, 100000, "M", "number of teachers"),
+        CLI_FN_("--K", parse_K, o, "K1,K2,...", "numbers of students, one sweep each"),
+        CLI_O("--runs", CLI_LONG, &o->runs, 1, 1000000000L, "N", "runs per K"),
+        CLI_O("--seed", CLI_LONG, &c->seed, 0, 9007199254740991L, "S",
+              "base seed of the sweeps (default: init.seed)"),
+        CLI_OPT_THREADS(&c->threads),
+        CLI_FN_("--families", parse_families, o, "K=FILE",
+                "the families of K (scm fixed-points -o), not enumerated"),
+        CLI_O("--traces", CLI_INT, &o->traces, 0, 100, "n", "classes traced per K (default 4)"),
+        CLI_F("--no-stability", &o->no_stability, "no stability verdicts"),
+        CLI_F("--no-plots", &c->no_plots, "no figures"),
+        CLI_OPT_SET(&set), CLI_OPT_UNSET(&unset),
+        CLI_O("--prefix", CLI_STR, &o->prefix, 0, 0, "PREFIX", "of every file written"),
+        CLI_O("-o", CLI_STR, &o->prefix, 0, 0, NULL, NULL),
+        CLI_O("--rule", CLI_STR, &c->rules, 0, 0, "R1,R2,...", "one compare per rule, one table"),
+        CLI_F("--certify", &c->certify, "the sweeps' early stop (scm sweep --help)"),
+        CLI_F("--certify-global", &c->certify_global, "its loss rule only"),
+        CLI_OPT_QUIET(&c->quiet, "no progress and no summaries on stderr"),
+        CLI_OPT_END};
+    const cli_cmd cmd = {"scm compare", compare_head, opts,
+                         CLI_EXIT_TEXT("0 done (also when matplotlib is missing: no figures, "
+                                       "and how\nto get them), 1 a failure while running (a "
+                                       "plotting failure keeps the\nJSON and Markdown report)"),
+                         &pos, 1};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc >= 0)
+        return rc;
+    o->nsets = set.n;
+    c->nunsets = unset.n;
+    if (c->certify && c->certify_global)
+        return cli_usage_error(cmd.me, "--certify and --certify-global exclude each other");
+    o->certify = c->certify ? 1 : c->certify_global ? 2 : 0;
+    if (o->M < 0 || o->nK == 0 || o->runs < 0)
+        return cli_usage_error(cmd.me, "--M, --K and --runs are required");
+    if (c->nunsets && !c->config)
+        return cli_usage_error(cmd.me, "--unset needs CONFIG.json");
+    return -1;
 }
 
 /* The printing of the comparison's events: as `scm sweep` prints its own. */
@@ -212,8 +177,7 @@ static void on_event(const scm_compare_event *e, void *user)
             fprintf(stderr, "scm compare: %s\n", e->text);
     } else if (e->kind == SCM_COMPARE_SWEEP_START) {
         long ndone = scm_sweep_file_resumed(e->sweep);
-        p->pc.done0 = ndone;
-        p->pc.t0 = p->pc.last = cli_now();
+        cli_progress_start(&p->pc, ndone);
         if (!p->quiet && ndone > 0)
             fprintf(stderr, "scm sweep: resuming '%s' after %ld of %ld runs\n", e->path, ndone,
                     scm_sweep_file_total(e->sweep));
@@ -234,24 +198,23 @@ static void on_event(const scm_compare_event *e, void *user)
     }
 }
 
-/* PREFIX.md, written atomically: 0, or the exit status. */
-static int write_markdown(const scm_compare_result *res, const char *prefix)
+/* The report, PREFIX.json and PREFIX.md, both or neither: 0, or the exit
+ * status. */
+static int write_report(const scm_compare_result *res, const char *prefix)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s.md", prefix);
-    char *text = scm_compare_markdown(res, prefix);
-    if (!text) {
-        fprintf(stderr, "scm compare: out of memory\n");
-        return 1;
-    }
-    scm_error err;
-    scm_status st = scm_output_write_atomic(path, text, strlen(text), &err);
-    free(text);
-    if (st) {
-        fprintf(stderr, "scm compare: %s\n", err.msg);
-        return st == SCM_EIO ? CLI_EXIT_IO : 2;
-    }
-    return 0;
+    char pj[4096], pm[4096];
+    snprintf(pj, sizeof pj, "%s.json", prefix);
+    snprintf(pm, sizeof pm, "%s.md", prefix);
+    const char *paths[2] = {pj, pm};
+    size_t len[2] = {0, 0};
+    char *data[2] = {cli_json_text(res->report, 0, &len[0]), scm_compare_markdown(res, prefix)};
+    len[1] = data[1] ? strlen(data[1]) : 0;
+    int rc = !data[0] || !data[1]
+                 ? (fprintf(stderr, "scm compare: out of memory\n"), 1)
+                 : cli_write_files("scm compare", 2, paths, (const char *const *)data, len);
+    free(data[0]);
+    free(data[1]);
+    return rc;
 }
 
 /* No output of the comparison may be one of its inputs (the config, a
@@ -306,24 +269,14 @@ int scm_cmd_compare(int argc, char **argv, const cli_executor *ex)
     scm_compare_opts_default(&o);
     compare_cli c;
     memset(&c, 0, sizeof c);
-    c.threads = "1";
+    c.seed = -1;
     int rc = compare_parse(argc, argv, &o, &c);
-    if (rc)
-        return rc < 0 ? 0 : rc;
-    long nthreads, seed;
+    if (rc >= 0)
+        return rc;
+    const int nthreads = c.threads ? c.threads : ex->one_thread ? 1 : cli_cpu_count();
     char why[256];
-    if (!cli_parse_long(c.threads, 1, 1024, &nthreads)) {
-        fprintf(stderr, "scm compare: --threads must be an integer in [1, 1024], got '%s'\n",
-                c.threads);
-        return 2;
-    }
-    if (ex->check_fn((int)nthreads, why, sizeof why) != 0) { /* scm-mpi: before any file */
+    if (ex->check_fn(nthreads, why, sizeof why) != 0) { /* scm-mpi: before any file */
         fprintf(stderr, "scm compare: %s\n", why);
-        return 2;
-    }
-    if (c.seed && !cli_parse_long(c.seed, 0, 9007199254740991L, &seed)) {
-        fprintf(stderr, "scm compare: --seed must be an integer in [0, 2^53), got '%s'\n",
-                c.seed);
         return 2;
     }
     if (!o.prefix) {
@@ -332,7 +285,10 @@ int scm_cmd_compare(int argc, char **argv, const cli_executor *ex)
     }
     char *text = NULL;
     size_t tlen = 0;
-    if (c.config) {
+    if (c.config && c.nunsets) {
+        if (!(text = cli_config_text("scm compare", c.config, c.unsets, c.nunsets, &tlen)))
+            return 2;
+    } else if (c.config) {
         text = cli_read_all(c.config, &tlen);
         if (!text) {
             fprintf(stderr, "scm compare: cannot read '%s': %s\n", c.config, strerror(errno));
@@ -346,11 +302,11 @@ int scm_cmd_compare(int argc, char **argv, const cli_executor *ex)
     o.config_text = text;
     o.config_name = c.config;
     o.sets = c.sets;
-    o.have_seed = c.seed != NULL;
-    o.seed = c.seed ? (uint64_t)(double)seed : 0;
-    o.threads = (int)nthreads;
+    o.have_seed = c.seed >= 0;
+    o.seed = c.seed >= 0 ? (uint64_t)c.seed : 0;
+    o.threads = nthreads;
     o.exec = ex->sweep_fn;
-    compare_print pr = {c.quiet, !c.quiet && isatty(2), (int)nthreads, ex, {0, 0.0, 0.0}};
+    compare_print pr = {c.quiet, !c.quiet, nthreads, ex, {0, 0.0, 0.0}};
     o.event = on_event;
     o.event_user = &pr;
     scm_compare_result res;
@@ -360,17 +316,10 @@ int scm_cmd_compare(int argc, char **argv, const cli_executor *ex)
         rc = compare_failed(&res, &err);
     } else {
         snprintf(path, sizeof path, "%s.json", o.prefix);
-        if (scm_output_write_json(path, res.report, 0, &err)) {
-            fprintf(stderr, "scm compare: %s\n", err.msg);
-            rc = CLI_EXIT_IO;
-        } else if ((rc = write_markdown(&res, o.prefix))) {
-            struct stat sb; /* the report is its .json and .md: both or neither */
-            if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
-                remove(path);
-        } else {
+        if (!(rc = write_report(&res, o.prefix))) {
             if (!c.quiet)
                 fprintf(stderr, "scm compare: wrote %s.json and %s.md\n", o.prefix, o.prefix);
-            rc = c.no_plots ? 0 : cli_plot("scm compare", "plot_compare.py", path, c.quiet);
+            rc = c.no_plots ? 0 : cli_plot("scm compare", "plot_compare.py", path, NULL, c.quiet);
         }
     }
     scm_compare_result_free(&res);

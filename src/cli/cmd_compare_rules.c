@@ -33,8 +33,9 @@ int scm_cmd_compare_rules(int argc, char **argv, const cli_executor *ex)
     }
     sub[ns++] = argv[0];
     for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "--rule") || !strcmp(argv[i], "-o")) && i + 1 < argc) {
-            if (argv[i][1] == '-')
+        if ((!strcmp(argv[i], "--rule") || !strcmp(argv[i], "-o") ||
+             !strcmp(argv[i], "--prefix")) && i + 1 < argc) {
+            if (!strcmp(argv[i], "--rule"))
                 rules_arg = argv[i + 1];
             else
                 prefix = argv[i + 1];
@@ -86,7 +87,7 @@ int scm_cmd_compare_rules(int argc, char **argv, const cli_executor *ex)
     /* one compare per rule */
     char setv[MAX_RULES][96], outv[MAX_RULES][1024];
     if (strlen(prefix) > 900) {
-        fprintf(stderr, ME ": -o: the prefix is longer than 900 characters\n");
+        fprintf(stderr, ME ": --prefix: longer than 900 characters\n");
         goto out;
     }
     for (int r = 0; r < nr; r++) {
@@ -95,7 +96,7 @@ int scm_cmd_compare_rules(int argc, char **argv, const cli_executor *ex)
         int n = ns;
         sub[n++] = "--set";
         sub[n++] = setv[r];
-        sub[n++] = "-o";
+        sub[n++] = "--prefix";
         sub[n++] = outv[r];
         sub[n] = NULL;
         printf("== rule %s: scm compare -o %s\n", rules[r], outv[r]);
@@ -117,24 +118,20 @@ int scm_cmd_compare_rules(int argc, char **argv, const cli_executor *ex)
         rc = 1;
         goto out;
     }
-    char path[1200];
-    snprintf(path, sizeof path, "%.900s.rules.json", prefix);
-    rc = 0;
-    if (scm_output_write_json(path, root, 0, &err) == SCM_OK) {
-        snprintf(path, sizeof path, "%.900s.rules.md", prefix);
-        if (scm_output_write_atomic(path, md, strlen(md), &err) == SCM_OK) {
-            printf("wrote      %s.rules.json, %s.rules.md\n", prefix, prefix);
-            snprintf(path, sizeof path, "%.900s.rules.json", prefix);
-            if (!no_plots)
-                rc = cli_plot(ME, "plot_rules.py", path, quiet);
-        } else {
-            rc = 1;
-        }
-    } else {
-        rc = 1;
+    char pj[1200], pm[1200];
+    snprintf(pj, sizeof pj, "%.900s.rules.json", prefix);
+    snprintf(pm, sizeof pm, "%.900s.rules.md", prefix);
+    const char *paths[2] = {pj, pm};
+    size_t len[2] = {0, strlen(md)};
+    char *js = cli_json_text(root, 0, &len[0]);
+    const char *data[2] = {js, md};
+    rc = js ? cli_write_files(ME, 2, paths, data, len) : (fprintf(stderr, ME ": out of memory\n"), 1);
+    free(js);
+    if (!rc) {
+        printf("wrote      %s.rules.json, %s.rules.md\n", prefix, prefix);
+        if (!no_plots)
+            rc = cli_plot(ME, "plot_rules.py", pj, NULL, quiet);
     }
-    if (rc)
-        fprintf(stderr, ME ": %s\n", err.msg);
     free(md);
     cJSON_Delete(root);
 out:

@@ -10,112 +10,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "fp_list.h"
 #include "scm/crosscheck.h"
+#include "scm/fptable.h"
 #include "scm/output.h"
 
 #define XC_ME "scm crosscheck"
-
-static void xc_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: scm crosscheck --K K --M M [--runs N] [--method ode|gd|both] [-o OUT.json]\n"
-            "\n"
-            "Is the fixed-point enumeration complete?  N random runs of the ODE (d = 1000,\n"
-            "sigma = 1, CVODE, as a sweep run) and N runs of gradient descent in weight\n"
-            "space (d = M), every end point polished and classified against the fixed\n"
-            "points `scm fixed-points` lists with the same options.  Unmatched end points\n"
-            "are listed with their loss, alignment and groups of equal overlaps (and Q,\n"
-            "R in the JSON); runs that did not converge are listed as such.\n"
-            "\n"
-            "  --K K, --M M       numbers of students and teachers\n"
-            "  --runs N           runs per method (default 200)\n"
-            "  --seed S           base seed of the runs (default 1; run i uses\n"
-            "                     scm_sweep_seed(S, i))\n"
-            "  --first I          first run index (default 0)\n"
-            "  --method M         ode, gd or both (default both)\n"
-            "  --activation NAME  relu (default), erf or linear\n"
-            "  --ansatz FILE      enumerate these ansätze only (repeatable; default the\n"
-            "                     built-in ones)\n"
-            "  --starts N         random Newton starts per (ansatz, k1) (default 200)\n"
-            "  --fp-seed S        seed of those starts (default 1)\n"
-            "  --deflate N        deflated Newton rounds (default "
-            SCM_STR(SCM_FP_CLI_DEFLATE) ")\n"
-            "  --sweep-passes P   k1 sweep passes (default " SCM_STR(SCM_FP_CLI_SWEEP_PASSES) ")\n"
-            "  --gd-max-iter N    GD iteration budget (default 200000)\n"
-            "  --threads T        threads for the runs and the enumeration (default: the\n"
-            "                     processors online, at most 16); the result does not\n"
-            "                     depend on T\n"
-            "  -o FILE            JSON result file\n"
-            "  -q, --quiet        no per-point listing (the counts only)\n"
-            "\n"
-            "exit status: 0 every converged end point matched, 3 some did not (the\n"
-            "result is complete either way), 1 a computation failed, 2 bad input,\n"
-            "4 the result file could not be written.\n");
-}
+/* The enumeration uses the defaults of `scm fixed-points` (fptable.h). */
+#define SCM_STR_(x) #x
+#define SCM_STR(x) SCM_STR_(x)
 
 /* The command line. */
 typedef struct {
     scm_xc_check_opts o;
-    long K, M, threads;
+    long K, M;
+    int threads, method;
     const char *files[SCM_XC_MAX_ANSATZ], *out, *actname;
     int quiet;
 } xc_args;
-
-/* One option with a value: -1 to go on, else the exit status. */
-static int parse_value(const char *a, const char *v, xc_args *g)
-{
-    int bad = 0;
-    scm_xc_check_opts *o = &g->o;
-    if (strcmp(a, "--K") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 1, 1000, &g->K);
-    else if (strcmp(a, "--M") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 1, 1000, &g->M);
-    else if (strcmp(a, "--runs") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 1, 100000000L, &o->runs);
-    else if (strcmp(a, "--seed") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 0, 2147483647L, &o->seed);
-    else if (strcmp(a, "--first") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 0, 2147483647L, &o->first);
-    else if (strcmp(a, "--starts") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 0, 1000000, &o->starts);
-    else if (strcmp(a, "--fp-seed") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 0, 2147483647L, &o->fp_seed);
-    else if (strcmp(a, "--deflate") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 0, 1000, &o->deflate);
-    else if (strcmp(a, "--sweep-passes") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 0, 1000, &o->sweep_passes);
-    else if (strcmp(a, "--gd-max-iter") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 1, 100000000L, &o->run.gd_max_iter);
-    else if (strcmp(a, "--threads") == 0)
-        bad = cli_opt_long(XC_ME, a, v, 1, 64, &g->threads);
-    else if (strcmp(a, "--method") == 0) {
-        if (strcmp(v, "ode") == 0 || strcmp(v, "gd") == 0 || strcmp(v, "both") == 0) {
-            o->ode = strcmp(v, "gd") != 0;
-            o->gd = strcmp(v, "ode") != 0;
-        } else {
-            fprintf(stderr, XC_ME ": --method needs ode, gd or both, got '%s'\n", v);
-            bad = -1;
-        }
-    } else if (strcmp(a, "--activation") == 0)
-        g->actname = v;
-    else if (strcmp(a, "-o") == 0)
-        g->out = v;
-    else if (strcmp(a, "--ansatz") == 0) {
-        if (o->n_ansatz == SCM_XC_MAX_ANSATZ) {
-            fprintf(stderr, XC_ME ": at most %d --ansatz files\n", SCM_XC_MAX_ANSATZ);
-            return 2;
-        }
-        g->files[o->n_ansatz++] = v;
-    } else {
-        fprintf(stderr, XC_ME ": unknown option '%s'\n", a);
-        xc_usage(stderr);
-        return 2;
-    }
-    return bad ? 2 : -1;
-}
 
 /* The command line into g: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, xc_args *g)
@@ -123,45 +37,65 @@ static int parse_args(int argc, char **argv, xc_args *g)
     memset(g, 0, sizeof *g);
     scm_xc_check_opts_default(&g->o);
     g->K = g->M = -1;
-    g->threads = cli_cpu_count();
+    g->method = 2;
     g->actname = "relu";
-    g->o.deflate = SCM_FP_CLI_DEFLATE;
-    g->o.sweep_passes = SCM_FP_CLI_SWEEP_PASSES;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            xc_usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            g->quiet = 1;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, XC_ME ": unknown option or missing value: '%s'\n", a);
-            xc_usage(stderr);
-            return 2;
-        }
-        int rc = parse_value(a, v, g);
-        if (rc >= 0)
-            return rc;
-        i++;
-    }
-    if (g->K < 0 || g->M < 0) {
-        fprintf(stderr, XC_ME ": --K and --M are required\n");
-        xc_usage(stderr);
-        return 2;
-    }
+    g->o.deflate = SCM_FP_TABLE_DEFLATE;
+    g->o.sweep_passes = SCM_FP_TABLE_SWEEP_PASSES;
+    scm_xc_check_opts *o = &g->o;
+    cli_strs files = {g->files, 0, SCM_XC_MAX_ANSATZ};
+    const cli_opt opts[] = {
+        CLI_O("--K", CLI_LONG, &g->K, 1, 1000, "K", "number of students"),
+        CLI_O("--M", CLI_LONG, &g->M, 1, 1000, "M", "number of teachers"),
+        CLI_O("--runs", CLI_LONG, &o->runs, 1, 100000000L, "N", "runs per method (default 200)"),
+        CLI_O("--seed", CLI_LONG, &o->seed, 0, 2147483647L, "S",
+              "base seed of the runs (default 1; run i uses\nscm_sweep_seed(S, i))"),
+        CLI_O("--first", CLI_LONG, &o->first, 0, 2147483647L, "I", "first run index (default 0)"),
+        CLI_C("--method", &g->method, "ode|gd|both", "M", "ode, gd or both (default both)"),
+        CLI_OPT_ACTIVATION(&g->actname),
+        CLI_O("--ansatz", CLI_STRS, &files, 0, 0, "FILE",
+              "enumerate these ansätze only (repeatable; default the\nbuilt-in ones)"),
+        CLI_O("--starts", CLI_LONG, &o->starts, 0, 1000000, "N",
+              "random Newton starts per (ansatz, k1) (default 200)"),
+        CLI_O("--fp-seed", CLI_LONG, &o->fp_seed, 0, 2147483647L, "S", "seed of those starts (default 1)"),
+        CLI_O("--deflate", CLI_LONG, &o->deflate, 0, 1000, "N",
+              "deflated Newton rounds (default " SCM_STR(SCM_FP_TABLE_DEFLATE) ")"),
+        CLI_O("--sweep-passes", CLI_LONG, &o->sweep_passes, 0, 1000, "P",
+              "k1 sweep passes (default " SCM_STR(SCM_FP_TABLE_SWEEP_PASSES) ")"),
+        CLI_O("--gd-max-iter", CLI_LONG, &o->run.gd_max_iter, 1, 100000000L, "N",
+              "GD iteration budget (default 200000)"),
+        CLI_OPT_THREADS(&g->threads),
+        CLI_O("-o", CLI_STR, &g->out, 0, 0, "FILE", "JSON result file"),
+        CLI_OPT_QUIET(&g->quiet, "no per-point listing (the counts only)"),
+        CLI_OPT_END};
+    const cli_cmd cmd = {
+        XC_ME,
+        "usage: scm crosscheck --K K --M M [--runs N] [--method ode|gd|both] [-o OUT.json]\n"
+        "\n"
+        "Is the fixed-point enumeration complete?  N random runs of the ODE (d = 1000,\n"
+        "sigma = 1, CVODE, as a sweep run) and N runs of gradient descent in weight\n"
+        "space (d = M), every end point polished and classified against the fixed\n"
+        "points `scm fixed-points` lists with the same options.  Unmatched end points\n"
+        "are listed with their loss, alignment and groups of equal overlaps (and Q,\n"
+        "R in the JSON); runs that did not converge are listed as such.\n",
+        opts,
+        CLI_EXIT_TEXT("0 every converged end point matched, 3 some did not (the\nresult is "
+                      "complete either way), 1 a computation failed"),
+        NULL, 0};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (g->K < 0 || g->M < 0)
+        return cli_usage_error(XC_ME, "--K and --M are required");
     g->o.act = scm_activation_find(g->actname);
-    if (!g->o.act) {
-        fprintf(stderr, XC_ME ": unknown activation '%s' (relu, erf, linear)\n", g->actname);
-        return 2;
-    }
-    g->o.K = (int)g->K;
-    g->o.M = (int)g->M;
-    g->o.threads = (int)g->threads;
-    g->o.ansatz_files = g->files;
+    if (!g->o.act)
+        return cli_usage_error(XC_ME, "unknown activation '%s' (relu, erf, linear)", g->actname);
+    o->ode = g->method != 1;
+    o->gd = g->method != 0;
+    o->n_ansatz = files.n;
+    o->K = (int)g->K;
+    o->M = (int)g->M;
+    o->threads = g->threads ? g->threads : cli_cpu_count();
+    o->ansatz_files = g->files;
     return -1;
 }
 

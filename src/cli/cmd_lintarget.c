@@ -9,40 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/lintarget.h"
 #include "scm/output.h"
 
 #define ME "scm lintarget"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: scm lintarget [--alpha A1,A2,...] [--t T] [--d D] [--seed S]\n"
-            "                     [--t-max T] [--n-out N] [--c C1,C2,...] [-o PREFIX] [-q]\n"
-            "\n"
-            "The linear target a.x = ReLU(a.x) - ReLU(-a.x) (M = 2, T = t [[1,-1],[-1,1]],\n"
-            "v* = (1, -1)) learnt by K = 2 ReLU students with both layers trained\n"
-            "(rule two_layer), from w_k ~ N(0, I_d) scaled by alpha and v(0) = alpha (1, -1).\n"
-            "For each alpha: the phases (alignment, joint growth, convergence) and the\n"
-            "drift of the conserved imbalance Q_kk - v_k^2; the phase times fitted\n"
-            "against log(1/alpha); and the saddle manifold v1 w1 = (c + 1) a,\n"
-            "v2 w2 = -c a checked at each c (stationarity, loss t/4, Hessian counts,\n"
-            "third-order descent).\n"
-            "\n"
-            "  --alpha LIST   initial scales (default 1e-1,1e-2,1e-3,1e-4,1e-5,1e-6)\n"
-            "  --t T          |a|^2 / d (default 1)\n"
-            "  --d D          dimension of the random start (default 1000)\n"
-            "  --seed S       seed of the random start (default 1)\n"
-            "  --t-max T      end of each run (default 200)\n"
-            "  --n-out N      recorded points per run (default 600)\n"
-            "  --c LIST       points of the saddle manifold (default -2.5,-0.4,0.385,1.7)\n"
-            "  -o PREFIX      output prefix (default lintarget)\n"
-            "  -q             no table\n"
-            "\n"
-            "exit status: 0 done, 1 a run failed, 2 bad input.\n");
-}
 
 /* The table of the runs, with the failed runs named on stderr. */
 static void print_runs(const scm_lintarget_study *s, int quiet)
@@ -74,88 +47,73 @@ static void print_saddle(const scm_lintarget_study *s)
     }
 }
 
-/* The three files, the JSON last. */
+/* The three files, all or none: 0, or the exit status. */
 static int write_files(const scm_lintarget_study *s, const char *prefix, int quiet)
 {
-    scm_error err;
-    char path[4096];
-    snprintf(path, sizeof path, "%s.phases.csv", prefix);
-    if (scm_output_write_atomic(path, s->phases_csv, s->phases_len, &err))
-        goto wfail;
-    snprintf(path, sizeof path, "%s.traces.csv", prefix);
-    if (scm_output_write_atomic(path, s->traces_csv, s->traces_len, &err))
-        goto wfail;
-    snprintf(path, sizeof path, "%s.json", prefix);
-    if (scm_output_write_json(path, s->json, 0, &err))
-        goto wfail;
-    if (!quiet)
+    char p[3][4096];
+    snprintf(p[0], sizeof p[0], "%s.phases.csv", prefix);
+    snprintf(p[1], sizeof p[1], "%s.traces.csv", prefix);
+    snprintf(p[2], sizeof p[2], "%s.json", prefix);
+    const char *paths[3] = {p[0], p[1], p[2]};
+    size_t len[3] = {s->phases_len, s->traces_len, 0};
+    char *json = cli_json_text(s->json, 0, &len[2]);
+    const char *data[3] = {s->phases_csv, s->traces_csv, json};
+    int rc = json ? cli_write_files(ME, 3, paths, data, len)
+                  : (fprintf(stderr, ME ": out of memory\n"), 1);
+    free(json);
+    if (!rc && !quiet)
         printf("\nwrote      %s.json, %s.phases.csv, %s.traces.csv\n", prefix, prefix, prefix);
-    return 0;
-wfail:
-    fprintf(stderr, ME ": %s\n", err.msg);
-    return 1;
+    return rc;
 }
 
 int scm_cmd_lintarget(int argc, char **argv)
 {
     scm_lintarget_study_opts o;
     scm_lintarget_study_opts_default(&o);
-    int quiet = 0;
-    double t = o.t, t_max = o.t_max;
-    long d = o.d, seed = (long)o.seed, n_out = o.n_out;
+    int quiet = 0, n_out = o.n_out;
+    long d = o.d, seed = (long)o.seed;
     const char *prefix = "lintarget";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "-q")) {
-            quiet = 1;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, ME ": unknown option or missing value: '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        int bad = 0;
-        if (!strcmp(a, "--alpha"))
-            bad = cli_opt_list(ME, a, v, 1, o.alpha, SCM_LINTARGET_STUDY_MAX, &o.n_alpha);
-        else if (!strcmp(a, "--c"))
-            bad = cli_opt_list(ME, a, v, 0, o.c, SCM_LINTARGET_STUDY_MAX, &o.n_c);
-        else if (!strcmp(a, "--t"))
-            bad = cli_opt_positive(ME, a, v, &t);
-        else if (!strcmp(a, "--t-max"))
-            bad = cli_opt_positive(ME, a, v, &t_max);
-        else if (!strcmp(a, "--d"))
-            bad = cli_opt_long(ME, a, v, 3, 100000000, &d);
-        else if (!strcmp(a, "--seed"))
-            bad = cli_opt_long(ME, a, v, 0, 2147483647L, &seed);
-        else if (!strcmp(a, "--n-out"))
-            bad = cli_opt_long(ME, a, v, 3, 1000000, &n_out);
-        else if (!strcmp(a, "-o"))
-            prefix = v;
-        else {
-            fprintf(stderr, ME ": unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (bad)
-            return 2;
-        i++;
-    }
+    const cli_opt opts[] = {
+        CLI_L("--alpha", o.alpha, 1, SCM_LINTARGET_STUDY_MAX, &o.n_alpha, "LIST",
+              "initial scales (default 1e-1,1e-2,1e-3,1e-4,1e-5,1e-6)"),
+        CLI_O("--t", CLI_POS, &o.t, 0, 0, "T", "|a|^2 / d (default 1)"),
+        CLI_O("--d", CLI_LONG, &d, 3, 100000000, "D", "dimension of the random start (default 1000)"),
+        CLI_O("--seed", CLI_LONG, &seed, 0, 2147483647L, "S", "seed of the random start (default 1)"),
+        CLI_O("--t-max", CLI_POS, &o.t_max, 0, 0, "T", "end of each run (default 200)"),
+        CLI_O("--n-out", CLI_INT, &n_out, 3, 1000000, "N", "recorded points per run (default 600)"),
+        CLI_L("--c", o.c, 0, SCM_LINTARGET_STUDY_MAX, &o.n_c, "LIST",
+              "points of the saddle manifold (default -2.5,-0.4,0.385,1.7)"),
+        CLI_O("--prefix", CLI_STR, &prefix, 0, 0, "PREFIX",
+              "of the files written (default lintarget; -o PREFIX\nis its old spelling, kept for "
+              "this release)"),
+        CLI_O("-o", CLI_STR, &prefix, 0, 0, NULL, NULL),
+        CLI_OPT_QUIET(&quiet, "no table"),
+        CLI_OPT_END};
+    const cli_cmd cmd = {
+        ME,
+        "usage: scm lintarget [--alpha A1,A2,...] [--t T] [--d D] [--seed S]\n"
+        "                     [--t-max T] [--n-out N] [--c C1,C2,...] [--prefix PREFIX] [-q]\n"
+        "\n"
+        "The linear target a.x = ReLU(a.x) - ReLU(-a.x) (M = 2, T = t [[1,-1],[-1,1]],\n"
+        "v* = (1, -1)) learnt by K = 2 ReLU students with both layers trained\n"
+        "(rule two_layer), from w_k ~ N(0, I_d) scaled by alpha and v(0) = alpha (1, -1).\n"
+        "For each alpha: the phases (alignment, joint growth, convergence) and the\n"
+        "drift of the conserved imbalance Q_kk - v_k^2; the phase times fitted\n"
+        "against log(1/alpha); and the saddle manifold v1 w1 = (c + 1) a,\n"
+        "v2 w2 = -c a checked at each c (stationarity, loss t/4, Hessian counts,\n"
+        "third-order descent).\n",
+        opts, CLI_EXIT_TEXT("0 done, 1 a run failed"), NULL, 0};
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
     for (int i = 0; i < o.n_alpha; i++)
         if (!(o.alpha[i] < 1.0)) {
-            fprintf(stderr, ME ": --alpha values must be in (0, 1) (small initialisation), got %g\n",
-                    o.alpha[i]);
-            return 2;
+            return cli_usage_error(ME, "--alpha values must be in (0, 1) (small "
+                                       "initialisation), got %g", o.alpha[i]);
         }
-    o.t = t;
-    o.t_max = t_max;
     o.d = d;
     o.seed = (unsigned long)seed;
-    o.n_out = (int)n_out;
+    o.n_out = n_out;
 
     scm_lintarget_study s;
     scm_error err;
@@ -167,8 +125,9 @@ int scm_cmd_lintarget(int argc, char **argv)
     if (st) {
         fprintf(stderr, ME ": %s\n", err.msg);
         rc = s.refused ? 2 : 1;
-    } else if (write_files(&s, prefix, quiet)) {
-        rc = 1;
+    } else {
+        int w = write_files(&s, prefix, quiet);
+        rc = w ? w : rc;
     }
     scm_lintarget_study_free(&s);
     return rc;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/config.h"
@@ -15,25 +16,6 @@
 #include "scm_version.h"
 
 #define MAX_SETS 256
-
-static void run_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: scm run CONFIG.json [-o RESULT.json] [--csv TRAJ.csv] [--set key=value]...\n"
-            "\n"
-            "Integrate the order-parameter flow of the configured model from its\n"
-            "initial condition until t_max, eps < eps_stop or a fixed point.\n"
-            "\n"
-            "  -o FILE          result file (default: CONFIG's name with .result.json,\n"
-            "                   in the current directory)\n"
-            "  --csv FILE       also write the trajectory as CSV\n"
-            "  --set key=value  override a config key, e.g. --set model.K=4\n"
-            "                   --set integrator.rtol=1e-10 (value is JSON or a string)\n"
-            "  -q, --quiet      no summary on the terminal\n"
-            "\n"
-            "exit status: 0 the run finished, 1 it failed numerically (the result file\n"
-            "says why), 2 bad input (no result file is written).\n");
-}
 
 static cJSON *result_json(const scm_config *c, const scm_traj_result *r)
 {
@@ -78,8 +60,8 @@ static cJSON *result_json(const scm_config *c, const scm_traj_result *r)
     return root;
 }
 
-static scm_status write_csv(const char *path, const scm_config *c, const scm_traj_result *r,
-                            scm_error *err)
+/* The trajectory as CSV (*len bytes), NULL on no memory; the caller frees. */
+static char *csv_text(const scm_config *c, const scm_traj_result *r, size_t *len_out)
 {
     const int K = c->K, M = c->M;
     size_t len = 0, cap = 1 << 16;
@@ -109,10 +91,12 @@ static scm_status write_csv(const char *path, const scm_config *c, const scm_tra
             ok = cli_buf_printf(&buf, &len, &cap, ",%.17g", r->out_v[i * K + k]);
         ok = ok && cli_buf_printf(&buf, &len, &cap, "\n");
     }
-    scm_status st = ok ? scm_output_write_atomic(path, buf, len, err)
-                       : scm_error_set(err, SCM_ENOMEM, "out of memory writing '%s'", path);
-    free(buf);
-    return st;
+    if (!ok) {
+        free(buf);
+        return NULL;
+    }
+    *len_out = len;
+    return buf;
 }
 
 static void summary(const scm_config *c, const scm_traj_result *r, double secs,
@@ -185,46 +169,28 @@ static int output_conflict(const char *config, const char *out, const char *csv)
 
 int scm_cmd_run(int argc, char **argv)
 {
-    const char *config = NULL, *out = NULL, *csv = NULL;
-    const char *sets[MAX_SETS];
-    int nsets = 0, quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            run_usage(stdout);
-            return 0;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            quiet = 1;
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--csv") == 0 || strcmp(a, "--set") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "scm run: option %s needs an argument\n", a);
-                return 2;
-            }
-            const char *v = argv[++i];
-            if (a[1] == 'o')
-                out = v;
-            else if (a[2] == 'c')
-                csv = v;
-            else if (nsets < MAX_SETS)
-                sets[nsets++] = v;
-            else {
-                fprintf(stderr, "scm run: more than %d --set options\n", MAX_SETS);
-                return 2;
-            }
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "scm run: unknown option '%s' (see scm run --help)\n", a);
-            return 2;
-        } else if (!config) {
-            config = a;
-        } else {
-            fprintf(stderr, "scm run: more than one config file ('%s' and '%s')\n", config, a);
-            return 2;
-        }
-    }
-    if (!config) {
-        run_usage(stderr);
-        return 2;
-    }
+    const char *config = NULL, *out = NULL, *csv = NULL, *sets[MAX_SETS], *unsets[MAX_SETS];
+    cli_strs pos = {&config, 0, 1}, set = {sets, 0, MAX_SETS}, unset = {unsets, 0, MAX_SETS};
+    int quiet = 0;
+    const cli_opt opts[] = {
+        CLI_O("-o", CLI_STR, &out, 0, 0, "FILE",
+              "result file (default: CONFIG's name with .result.json,\nin the current directory)"),
+        CLI_O("--csv", CLI_STR, &csv, 0, 0, "FILE", "also write the trajectory as CSV"),
+        CLI_OPT_SET(&set), CLI_OPT_UNSET(&unset), CLI_OPT_QUIET(&quiet, "no summary on the terminal"),
+        CLI_OPT_END};
+    const cli_cmd cmd = {
+        "scm run",
+        "usage: scm run CONFIG.json [-o RESULT.json] [--csv TRAJ.csv] [--set key=value]...\n"
+        "\n"
+        "Integrate the order-parameter flow of the configured model from its\n"
+        "initial condition until t_max, eps < eps_stop or a fixed point.\n",
+        opts, CLI_EXIT_TEXT("0 the run finished, 1 it failed numerically (the result\nfile says why)"),
+        &pos, 0};
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    if (!config)
+        return cli_usage_error(cmd.me, "CONFIG.json is required");
 
     scm_error err;
     scm_error_clear(&err);
@@ -237,10 +203,8 @@ int scm_cmd_run(int argc, char **argv)
     memset(&r, 0, sizeof r);
     int rc = 2;
 
-    if (scm_config_load(config, sets, nsets, &c, &err)) {
-        fprintf(stderr, "scm run: %s\n", err.msg);
+    if (cli_config_load(cmd.me, config, sets, set.n, unsets, unset.n, &c))
         goto done;
-    }
     if (!out)
         out = out_alloc = cli_output_name(config, ".result.json");
     if (out && output_conflict(config, out, csv))
@@ -271,12 +235,19 @@ int scm_cmd_run(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    if (scm_output_write_json(out, res_json, 0, &err) ||
-        (csv && write_csv(csv, c, &r, &err))) {
-        fprintf(stderr, "scm run: %s\n", err.msg);
+    const char *paths[2] = {out, csv};
+    size_t lens[2] = {0, 0};
+    char *texts[2] = {cli_json_text(res_json, 0, &lens[0]), csv ? csv_text(c, &r, &lens[1]) : NULL};
+    if (!texts[0] || (csv && !texts[1])) {
+        fprintf(stderr, "scm run: out of memory\n");
         rc = 1;
-        goto done;
+    } else {
+        rc = cli_write_files(cmd.me, csv ? 2 : 1, paths, (const char *const *)texts, lens);
     }
+    free(texts[0]);
+    free(texts[1]);
+    if (rc)
+        goto done;
     if (!quiet)
         summary(c, &r, secs, out, csv);
     if (r.stop == SCM_STOP_FAILED) {

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_opts.h"
+#include "cli_plot.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/output.h"
@@ -22,84 +24,6 @@
 
 #define ME "scm simulate"
 #define MAX_SETS 64
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: scm simulate CONFIG.json [--d D] [--seeds S] [--mode online|batch] [--n N]\n"
-            "                    [--eta ETA] [--t-max T] [-o PREFIX] [--set key=value]...\n"
-            "                    [--threads T] [--no-plot] [-q]\n"
-            "\n"
-            "Train a real network of dimension D (one-pass SGD on fresh Gaussian samples, or\n"
-            "full-batch GD on N fixed samples) with the config's rule from S seeds, and the\n"
-            "ODE from each seed's realised Q(0), R(0); write PREFIX.json, PREFIX.csv and\n"
-            "PREFIX.png (the plot needs python3 with matplotlib).  The options override the\n"
-            "config's \"simulate\" section: d (1000), seeds (4), mode (online), n, eta\n"
-            "(online 0.05, batch 0.02 d), t_max (10).  Time is tau = eta t / d.  Seeds run\n"
-            "on T threads (default 1); the output does not depend on T.\n");
-}
-
-/* ------------------------------------------------------------------ the plot */
-
-/* scripts/plot_simulate.py next to the build directory of this program
- * (build/scm -> scripts/), else under the current directory; NULL if none. */
-static char *plot_script(void)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    char *path = malloc(PATH_MAX + 64);
-    if (!path)
-        return NULL;
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(path, PATH_MAX + 64, "%s/../scripts/plot_simulate.py", exe);
-            if (access(path, R_OK) == 0)
-                return path;
-        }
-    }
-    snprintf(path, PATH_MAX + 64, "scripts/plot_simulate.py");
-    if (access(path, R_OK) == 0)
-        return path;
-    free(path);
-    return NULL;
-}
-
-/* Run PYTHON SCRIPT CSV PNG; 1 if the plot was written.  Debian's
- * /usr/bin/python3 first (where python3-matplotlib installs), then the
- * python3 on PATH. */
-static int plot(const char *csv, const char *png, int quiet)
-{
-    static const char *const pythons[] = {"/usr/bin/python3", "python3"};
-    char *script = plot_script();
-    if (!script) {
-        if (!quiet)
-            printf("plot       skipped: scripts/plot_simulate.py not found\n");
-        return 0;
-    }
-    int ok = 0;
-    for (int i = 0; i < 2 && !ok; i++) {
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-            int devnull = open("/dev/null", O_WRONLY);
-            if (devnull >= 0 && quiet)
-                dup2(devnull, STDERR_FILENO);
-            execlp(pythons[i], pythons[i], script, csv, png, (char *)NULL);
-            _exit(127);
-        }
-        int status = 0;
-        ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-             WEXITSTATUS(status) == 0;
-    }
-    if (!ok && !quiet)
-        printf("plot       skipped: python3 %s failed (matplotlib missing?); run it by hand\n",
-               script);
-    free(script);
-    return ok;
-}
 
 /* ------------------------------------------------------------------ the command */
 
@@ -133,78 +57,71 @@ static void print_summary(const scm_simulate_study *st, const scm_simulate_resul
     printf("time       simulation %.2f s, ODE %.3f s\n", res->secs_sim, res->secs_ode);
 }
 
-/* Options: -1 after a message, 0 to go on, 1 for --help. */
+/* One seed done: the progress line. */
+static void sim_progress(void *ctx, int done, int total)
+{
+    cli_progress_show(ctx, "simulate: seeds", done, total, NULL, done == total);
+}
+
+/* The command line: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, const char **config, const char **prefix,
-                      const char **sets, int *nsets, scm_simulate_study_opts *cli, int *quiet,
+                      cli_strs *set, cli_strs *unset, scm_simulate_study_opts *cli, int *quiet,
                       int *noplot)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        long l;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
-            return 1;
-        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            *quiet = 1;
-            continue;
-        }
-        if (strcmp(a, "--no-plot") == 0) {
-            *noplot = 1;
-            continue;
-        }
-        if (a[0] != '-' || !a[1]) {
-            if (*config)
-                return fprintf(stderr, "%s: more than one config file ('%s' and '%s')\n", ME,
-                               *config, a), -1;
-            *config = a;
-            continue;
-        }
-        if (i + 1 >= argc)
-            return fprintf(stderr, "%s: option %s needs an argument\n", ME, a), -1;
-        const char *v = argv[++i];
-        if (strcmp(a, "-o") == 0) {
-            *prefix = v;
-        } else if (strcmp(a, "--set") == 0) {
-            if (*nsets >= MAX_SETS)
-                return fprintf(stderr, "%s: more than %d --set options\n", ME, MAX_SETS), -1;
-            sets[(*nsets)++] = v;
-        } else if (strcmp(a, "--d") == 0) {
-            if (cli_opt_long(ME, a, v, 1, 100000000L, &l))
-                return -1;
-            cli->sim.d = l, cli->given |= SCM_SIMULATE_GIVEN_D;
-        } else if (strcmp(a, "--seeds") == 0) {
-            if (cli_opt_long(ME, a, v, 1, SCM_SIMULATE_MAX_SEEDS, &l))
-                return -1;
-            cli->seeds = (int)l, cli->given |= SCM_SIMULATE_GIVEN_SEEDS;
-        } else if (strcmp(a, "--mode") == 0) {
-            if (strcmp(v, "online") && strcmp(v, "batch"))
-                return fprintf(stderr, "%s: --mode must be online or batch, got '%s'\n", ME, v),
-                       -1;
-            cli->sim.mode = v[0] == 'b' ? SCM_SIM_BATCH : SCM_SIM_ONLINE;
-            cli->given |= SCM_SIMULATE_GIVEN_MODE;
-        } else if (strcmp(a, "--n") == 0) {
-            if (cli_opt_long(ME, a, v, 1, 1000000000L, &l))
-                return -1;
-            cli->sim.n = l, cli->given |= SCM_SIMULATE_GIVEN_N;
-        } else if (strcmp(a, "--eta") == 0) {
-            if (cli_opt_positive(ME, a, v, &cli->sim.eta))
-                return -1;
-            cli->given |= SCM_SIMULATE_GIVEN_ETA;
-        } else if (strcmp(a, "--threads") == 0) {
-            if (cli_opt_long(ME, a, v, 1, 256, &l))
-                return -1;
-            cli->threads = (int)l;
-        } else if (strcmp(a, "--t-max") == 0) {
-            if (cli_opt_positive(ME, a, v, &cli->t_max))
-                return -1;
-            cli->given |= SCM_SIMULATE_GIVEN_T_MAX;
-        } else {
-            return fprintf(stderr, "%s: unknown option '%s' (see scm simulate --help)\n", ME, a),
-                   -1;
-        }
-    }
+    long d = -1, n = -1;
+    int seeds = -1, mode = -1;
+    double eta = -1.0, t_max = -1.0;
+    cli_strs pos = {config, 0, 1};
+    const cli_opt opts[] = {
+        CLI_O("--d", CLI_LONG, &d, 1, 100000000L, "D", "dimension of the network (default 1000)"),
+        CLI_O("--seeds", CLI_INT, &seeds, 1, SCM_SIMULATE_MAX_SEEDS, "S", "seeds (default 4)"),
+        CLI_C("--mode", &mode, "online|batch", "MODE",
+              "online: one-pass SGD on fresh samples (default);\nbatch: full-batch GD on N "
+              "fixed samples"),
+        CLI_O("--n", CLI_LONG, &n, 1, 1000000000L, "N", "samples of batch mode"),
+        CLI_O("--eta", CLI_POS, &eta, 0, 0, "ETA", "learning rate (online 0.05, batch 0.02 d)"),
+        CLI_O("--t-max", CLI_POS, &t_max, 0, 0, "T", "end time (default 10)"),
+        CLI_O("--prefix", CLI_STR, prefix, 0, 0, "PREFIX",
+              "of the files written (default: CONFIG's name with .sim;\n-o PREFIX is its old "
+              "spelling, kept for this release)"),
+        CLI_O("-o", CLI_STR, prefix, 0, 0, NULL, NULL),
+        CLI_OPT_SET(set), CLI_OPT_UNSET(unset), CLI_OPT_THREADS(&cli->threads),
+        CLI_F("--no-plot", noplot, "no figure"),
+        CLI_OPT_QUIET(quiet, "no summary"),
+        CLI_OPT_END};
+    const cli_cmd cmd = {
+        ME,
+        "usage: scm simulate CONFIG.json [--d D] [--seeds S] [--mode online|batch] [--n N]\n"
+        "                    [--eta ETA] [--t-max T] [--prefix PREFIX] [--set key=value]...\n"
+        "                    [--unset key]... [--threads T] [--no-plot] [-q]\n"
+        "\n"
+        "Train a real network of dimension D (one-pass SGD on fresh Gaussian samples, or\n"
+        "full-batch GD on N fixed samples) with the config's rule from S seeds, and the\n"
+        "ODE from each seed's realised Q(0), R(0); write PREFIX.json, PREFIX.csv and\n"
+        "PREFIX.png (the plot needs python3 with matplotlib).  The options override the\n"
+        "config's \"simulate\" section.  Time is tau = eta t / d.  The output does not\n"
+        "depend on the number of threads.\n",
+        opts, CLI_EXIT_TEXT("0 done, 1 a run failed (the result file says which and why)"),
+        &pos, 0};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc >= 0)
+        return rc;
     if (!*config)
-        return usage(stderr), -1;
-    return 0;
+        return cli_usage_error(ME, "CONFIG.json is required");
+    cli->sim.d = d >= 0 ? d : cli->sim.d;
+    cli->sim.n = n >= 0 ? n : cli->sim.n;
+    cli->seeds = seeds >= 0 ? seeds : cli->seeds;
+    cli->sim.mode = mode == 1 ? SCM_SIM_BATCH : mode == 0 ? SCM_SIM_ONLINE : cli->sim.mode;
+    cli->sim.eta = eta > 0 ? eta : cli->sim.eta;
+    cli->t_max = t_max > 0 ? t_max : cli->t_max;
+    cli->given = (d >= 0 ? SCM_SIMULATE_GIVEN_D : 0u) |
+                 (seeds >= 0 ? SCM_SIMULATE_GIVEN_SEEDS : 0u) |
+                 (mode >= 0 ? SCM_SIMULATE_GIVEN_MODE : 0u) | (n >= 0 ? SCM_SIMULATE_GIVEN_N : 0u) |
+                 (eta > 0 ? SCM_SIMULATE_GIVEN_ETA : 0u) |
+                 (t_max > 0 ? SCM_SIMULATE_GIVEN_T_MAX : 0u);
+    if (cli->threads == 0)
+        cli->threads = cli_cpu_count();
+    return -1;
 }
 
 /* PREFIX + ext (caller frees). */
@@ -219,40 +136,33 @@ static char *with_ext(const char *prefix, const char *ext)
     return s;
 }
 
-/* Write PREFIX.json and PREFIX.csv; 0, or 1 after a message. */
+/* PREFIX.json and PREFIX.csv, both or neither: 0, or the exit status. */
 static int write_files(const scm_simulate_study *st, const scm_simulate_result *res,
                        const char *json_path, const char *csv_path)
 {
-    scm_error err;
-    scm_error_clear(&err);
     cJSON *json = scm_simulate_study_json(st, res);
-    if (!json) {
-        fprintf(stderr, "%s: out of memory building the result\n", ME);
-        return 1;
-    }
-    size_t len = 0;
-    char *csv = NULL;
-    scm_status s = scm_output_write_json(json_path, json, 1, &err);
-    if (!s)
-        s = (csv = scm_simulate_study_csv(st, res, &len))
-                ? scm_output_write_atomic(csv_path, csv, len, &err)
-                : scm_error_set(&err, SCM_ENOMEM, "out of memory writing '%s'", csv_path);
-    if (s)
-        fprintf(stderr, "%s: %s\n", ME, err.msg);
-    free(csv);
+    const char *paths[2] = {json_path, csv_path};
+    size_t len[2] = {0, 0};
+    char *data[2] = {cli_json_text(json, 1, &len[0]), scm_simulate_study_csv(st, res, &len[1])};
+    int rc = !data[0] || !data[1] ? (fprintf(stderr, "%s: out of memory\n", ME), 1)
+                                  : cli_write_files(ME, 2, paths, (const char *const *)data, len);
+    free(data[0]);
+    free(data[1]);
     cJSON_Delete(json);
-    return s ? 1 : 0;
+    return rc;
 }
 
 int scm_cmd_simulate(int argc, char **argv)
 {
-    const char *config = NULL, *prefix = NULL, *sets[MAX_SETS];
-    int nsets = 0, quiet = 0, noplot = 0;
+    const char *config = NULL, *prefix = NULL, *sets[MAX_SETS], *unsets[MAX_SETS];
+    cli_strs set = {sets, 0, MAX_SETS}, unset = {unsets, 0, MAX_SETS};
+    int quiet = 0, noplot = 0;
     scm_simulate_study_opts cli;
     scm_simulate_study_opts_default(&cli);
-    int a = parse_args(argc, argv, &config, &prefix, sets, &nsets, &cli, &quiet, &noplot);
-    if (a)
-        return a > 0 ? (usage(stdout), 0) : 2;
+    cli.threads = 0;
+    int a = parse_args(argc, argv, &config, &prefix, &set, &unset, &cli, &quiet, &noplot);
+    if (a >= 0)
+        return a;
     scm_simulate_study st;
     scm_simulate_result res;
     memset(&st, 0, sizeof st);
@@ -261,13 +171,15 @@ int scm_cmd_simulate(int argc, char **argv)
     scm_error err;
     scm_error_clear(&err);
     size_t len = 0;
-    char *text = cli_read_all(config, &len);
+    char *text = unset.n ? cli_config_text(ME, config, unsets, unset.n, &len)
+                         : cli_read_all(config, &len);
     int rc = 2;
     if (!text) {
-        fprintf(stderr, "%s: cannot read '%s' as JSON\n", ME, config);
+        if (!unset.n)
+            fprintf(stderr, "%s: cannot read '%s' as JSON\n", ME, config);
         goto done;
     }
-    if (scm_simulate_study_setup(text, len, config, sets, nsets, &cli, &st, &err)) {
+    if (scm_simulate_study_setup(text, len, config, sets, set.n, &cli, &st, &err)) {
         fprintf(stderr, "%s: %s\n", ME, err.msg);
         goto done;
     }
@@ -278,6 +190,10 @@ int scm_cmd_simulate(int argc, char **argv)
         fprintf(stderr, "%s: out of memory\n", ME);
         goto done;
     }
+    cli_progress pr;
+    cli_progress_start(&pr, 0);
+    st.opts.progress = quiet ? NULL : sim_progress;
+    st.opts.progress_ctx = &pr;
     scm_status s = scm_simulate_study_run(&st, &res, &err);
     if (s) {
         fprintf(stderr, "%s: %s\n", ME, err.msg);
@@ -288,7 +204,9 @@ int scm_cmd_simulate(int argc, char **argv)
         goto done;
     if (!quiet)
         print_summary(&st, &res);
-    const int plotted = noplot ? 0 : plot(csv_path, png_path, quiet);
+    const int plotted = !noplot &&
+                        cli_plot(ME, "plot_simulate.py", csv_path, png_path, quiet) == 0 &&
+                        access(png_path, F_OK) == 0;
     if (!quiet)
         printf("wrote      %s, %s%s%s\n", json_path, csv_path, plotted ? ", " : "",
                plotted ? png_path : "");

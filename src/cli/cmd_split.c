@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/output.h"
@@ -20,41 +21,6 @@
 #define ME "scm split"
 #define MAX_LAMBDA SCM_SPLIT_MAX_SAMPLES
 #define MAX_DAUGHTERS SCM_SPLIT_MAX_DAUGHTERS
-
-static void sp_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: scm split --K K --M M [--k1 N | --index I | --loss L] --neuron r\n"
-            "                 [--lambda a,b,... | --lambda-grid N | --weights mu1,mu2,...]\n"
-            "       scm split --point FILE [--index I] --neuron r [...]\n"
-            "\n"
-            "Split student r (0-based) of a fixed point into daughters with output\n"
-            "weights mu_j v_r, sum mu_j = 1 (two daughters: lambda, 1 - lambda).  Prints\n"
-            "the parent's inner Hessian (residual-weighted second derivative of its\n"
-            "feature: eigenvalues of d H_r on the span of students and teachers and on\n"
-            "the complement) and its class, then for each split point the residual of\n"
-            "the larger flow, the Hessian's inertia (measured and predicted), its\n"
-            "smallest eigenvalue without the explained zero modes, and the verdict.\n"
-            "The fixed point is enumerated (T = I, v = v* = 1, built-in ansatze) and\n"
-            "chosen by --k1 (lowest loss with N anti-aligned students), --index (in the\n"
-            "list sorted by loss) or --loss (nearest); or read from FILE: a `scm\n"
-            "fixed-points -o` result (with --index) or an object with Q, R and\n"
-            "optionally v, vs, T, activation.\n"
-            "\n"
-            "  --activation NAME   erf (default), relu, linear\n"
-            "  --lambda a,b,...    split weights lambda of two daughters\n"
-            "  --lambda-grid N     N lambdas evenly in [-0.5, 1.5] (default 9)\n"
-            "  --weights m1,m2,..  one split into several daughters (sum 1)\n"
-            "  --d D               dimension of the realisation (default K + M + 1)\n"
-            "  --starts N          Newton starts of the enumeration (default 100)\n"
-            "  --polish            Newton-polish a point read from FILE first\n"
-            "  --perturb           also the perturbation test at each point (3 trials at\n"
-            "                      sigma 1e-4, 1e-3, 1e-2, GD then the CVODE flow)\n"
-            "  -o FILE             JSON result file\n"
-            "  -q, --quiet         no table\n"
-            "\n"
-            "exit status: 0 done, 1 a computation failed, 2 bad input.\n");
-}
 
 static void print_table(const scm_split_study *st)
 {
@@ -122,11 +88,9 @@ static int get_parent(const char *point, const char *actname, long K, long M, lo
         return 0;
     }
     const scm_activation *act = scm_activation_find(actname ? actname : "erf");
-    if (!act) {
-        fprintf(stderr, ME ": unknown activation '%s' (relu, erf, linear)\n",
+    if (!act)
+        return cli_usage_error(ME, "unknown activation '%s' (relu, erf, linear)",
                 actname ? actname : "erf");
-        return 2;
-    }
     if (scm_split_parent_choose(K, M, act, starts, cli_cpu_count(), k1, index, loss, p, &err))
         return fail(&err);
     return 0;
@@ -147,10 +111,7 @@ static int run(scm_split_parent *p, const scm_split_study_opts *o, const char *o
         print_table(&st);
     if (out) {
         cJSON *root = scm_split_study_json(&st);
-        if (!root || scm_output_write_json(out, root, 0, &err)) {
-            fprintf(stderr, ME ": %s\n", root ? err.msg : "out of memory");
-            rc = 1;
-        }
+        rc = cli_write_json(ME, out, root, 0);
         cJSON_Delete(root);
     }
 done:
@@ -164,91 +125,65 @@ int scm_cmd_split(int argc, char **argv)
     double loss = NAN, lam[MAX_LAMBDA], w[MAX_DAUGHTERS];
     int nl = 0, nw = 0, quiet = 0, do_polish = 0, do_perturb = 0;
     const char *point = NULL, *out = NULL, *actname = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            sp_usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet") || !strcmp(a, "--polish") ||
-            !strcmp(a, "--perturb")) {
-            quiet |= a[1] == 'q' || !strcmp(a, "--quiet");
-            do_polish |= !strcmp(a, "--polish");
-            do_perturb |= !strcmp(a, "--perturb");
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, ME ": unknown option or missing value: '%s'\n", a);
-            sp_usage(stderr);
-            return 2;
-        }
-        int bad = 0;
-        if (!strcmp(a, "--K"))
-            bad = cli_opt_long(ME, a, v, 1, 1000, &K);
-        else if (!strcmp(a, "--M"))
-            bad = cli_opt_long(ME, a, v, 1, 1000, &M);
-        else if (!strcmp(a, "--k1"))
-            bad = cli_opt_long(ME, a, v, 0, 1000, &k1);
-        else if (!strcmp(a, "--index"))
-            bad = cli_opt_long(ME, a, v, 0, 1000000, &index);
-        else if (!strcmp(a, "--neuron"))
-            bad = cli_opt_long(ME, a, v, 0, 999, &r);
-        else if (!strcmp(a, "--lambda-grid"))
-            bad = cli_opt_long(ME, a, v, 1, MAX_LAMBDA, &grid);
-        else if (!strcmp(a, "--d"))
-            bad = cli_opt_long(ME, a, v, 1, 2000, &d);
-        else if (!strcmp(a, "--starts"))
-            bad = cli_opt_long(ME, a, v, 0, 1000000, &starts);
-        else if (!strcmp(a, "--lambda"))
-            bad = cli_opt_list(ME, a, v, 0, lam, MAX_LAMBDA, &nl);
-        else if (!strcmp(a, "--weights"))
-            bad = cli_opt_list(ME, a, v, 0, w, MAX_DAUGHTERS, &nw);
-        else if (!strcmp(a, "--loss")) {
-            char *end;
-            loss = strtod(v, &end);
-            if (*end || !isfinite(loss)) {
-                fprintf(stderr, ME ": --loss needs a finite number, got '%s'\n", v);
-                bad = 1;
-            }
-        } else if (!strcmp(a, "--point"))
-            point = v;
-        else if (!strcmp(a, "--activation"))
-            actname = v;
-        else if (!strcmp(a, "-o"))
-            out = v;
-        else {
-            fprintf(stderr, ME ": unknown option '%s'\n", a);
-            sp_usage(stderr);
-            return 2;
-        }
-        if (bad)
-            return 2;
-        i++;
-    }
+    const cli_opt opts[] = {
+        CLI_O("--K", CLI_LONG, &K, 1, 1000, "K", "number of students"),
+        CLI_O("--M", CLI_LONG, &M, 1, 1000, "M", "number of teachers"),
+        CLI_O("--k1", CLI_LONG, &k1, 0, 1000, "N", "the lowest-loss point with N anti-aligned students"),
+        CLI_O("--index", CLI_LONG, &index, 0, 1000000, "I", "point I of the list sorted by loss"),
+        CLI_O("--loss", CLI_NUM, &loss, 0, 0, "L", "the point of loss nearest L"),
+        CLI_O("--point", CLI_STR, &point, 0, 0, "FILE", "the point from FILE"),
+        CLI_O("--neuron", CLI_LONG, &r, 0, 999, "r", "the student split (0-based; required)"),
+        CLI_O("--activation", CLI_STR, &actname, 0, 0, "NAME", "erf (default), relu, linear"),
+        CLI_L("--lambda", lam, 0, MAX_LAMBDA, &nl, "a,b,...", "split weights lambda of two daughters"),
+        CLI_O("--lambda-grid", CLI_LONG, &grid, 1, MAX_LAMBDA, "N",
+              "N lambdas evenly in [-0.5, 1.5] (default 9)"),
+        CLI_L("--weights", w, 0, MAX_DAUGHTERS, &nw, "m1,m2,..", "one split into several daughters (sum 1)"),
+        CLI_O("--d", CLI_LONG, &d, 1, 2000, "D", "dimension of the realisation (default K + M + 1)"),
+        CLI_O("--starts", CLI_LONG, &starts, 0, 1000000, "N",
+              "Newton starts of the enumeration (default 100)"),
+        CLI_F("--polish", &do_polish, "Newton-polish a point read from FILE first"),
+        CLI_F("--perturb", &do_perturb,
+              "also the perturbation test at each point (3 trials at\nperturbation sizes 1e-4, "
+              "1e-3, 1e-2, GD then the CVODE flow)"),
+        CLI_O("-o", CLI_STR, &out, 0, 0, "FILE", "JSON result file"),
+        CLI_OPT_QUIET(&quiet, "no table"),
+        CLI_OPT_END};
+    const cli_cmd cmd = {
+        ME,
+        "usage: scm split --K K --M M [--k1 N | --index I | --loss L] --neuron r\n"
+        "                 [--lambda a,b,... | --lambda-grid N | --weights mu1,mu2,...]\n"
+        "       scm split --point FILE [--index I] --neuron r [...]\n"
+        "\n"
+        "Split student r (0-based) of a fixed point into daughters with output\n"
+        "weights mu_j v_r, sum mu_j = 1 (two daughters: lambda, 1 - lambda).  Prints\n"
+        "the parent's inner Hessian (residual-weighted second derivative of its\n"
+        "feature: eigenvalues of d H_r on the span of students and teachers and on\n"
+        "the complement) and its class, then for each split point the residual of\n"
+        "the larger flow, the Hessian's inertia (measured and predicted), its\n"
+        "smallest eigenvalue without the explained zero modes, and the verdict.\n"
+        "The fixed point is enumerated (T = I, v = v* = 1, built-in ansatze) and\n"
+        "chosen by --k1 (lowest loss with N anti-aligned students), --index (in the\n"
+        "list sorted by loss) or --loss (nearest); or read from FILE: a `scm\n"
+        "fixed-points -o` result (with --index) or an object with Q, R and\n"
+        "optionally v, vs, T, activation.\n",
+        opts, CLI_EXIT_TEXT("0 done, 1 a computation failed"), NULL, 0};
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
     int nsel = (k1 >= 0) + (index >= 0 && !point) + !isnan(loss);
-    if (r < 0) {
-        fprintf(stderr, ME ": --neuron r is required\n");
-        return 2;
-    }
-    if (point ? (K >= 0 || M >= 0 || k1 >= 0 || !isnan(loss)) : (K < 0 || M < 0 || nsel != 1)) {
-        fprintf(stderr, ME ": give --K, --M and one of --k1, --index, --loss; or --point FILE "
-                           "[--index I] (without --K, --M, --k1, --loss)\n");
-        return 2;
-    }
-    if (!!nl + !!grid + !!nw > 1) {
-        fprintf(stderr, ME ": give one of --lambda, --lambda-grid, --weights\n");
-        return 2;
-    }
-    if (nw == 1) {
-        fprintf(stderr, ME ": --weights needs at least 2 daughters\n");
-        return 2;
-    }
+    if (r < 0)
+        return cli_usage_error(ME, "--neuron r is required");
+    if (point ? (K >= 0 || M >= 0 || k1 >= 0 || !isnan(loss)) : (K < 0 || M < 0 || nsel != 1))
+        return cli_usage_error(ME, "give --K, --M and one of --k1, --index, --loss; or --point "
+                                   "FILE [--index I] (without --K, --M, --k1, --loss)");
+    if (!!nl + !!grid + !!nw > 1)
+        return cli_usage_error(ME, "give one of --lambda, --lambda-grid, --weights");
+    if (nw == 1)
+        return cli_usage_error(ME, "--weights needs at least 2 daughters");
     if (!nl && !nw && !grid)
         grid = 9;
-    if (do_polish && !point) {
-        fprintf(stderr, ME ": --polish applies to --point only\n");
-        return 2;
-    }
+    if (do_polish && !point)
+        return cli_usage_error(ME, "--polish applies to --point only");
     gsl_set_error_handler_off();
     scm_split_sample *s = NULL;
     scm_split_parent p;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/output.h"
@@ -18,51 +19,20 @@
 
 #define ME "scm stability"
 
-static void st_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: scm stability --K K --M M --k1 N [--index I | --loss L] [--ansatz FILE]\n"
-            "                     [options]\n"
-            "       scm stability --point FP.json --index I [options]\n"
-            "\n"
-            "Stability of a fixed point: the perturbation test (W + N(0, sigma^2),\n"
-            "GD steps W <- W - eta d grad eps, then the CVODE flow from the perturbed\n"
-            "overlaps) and the spectra (weight-space Hessian with symmetry zero modes,\n"
-            "Jacobian of (F_Q, F_R)).  The k1 family (T = I, v = v* = 1) lists every\n"
-            "specialised enumerated point with k1 anti-aligned students by loss; the\n"
-            "one analysed is, by default, the lowest-loss minimum candidate (no\n"
-            "positive eigenvalue of the Jacobian of the flow: the plateau where\n"
-            "training stalls); --index I or --loss L picks any other listed point.\n"
-            "\n"
-            "  --K K --M M --k1 N   the family (with the built-in ansatze or --ansatz)\n"
-            "  --index I            the family's point I (0: lowest loss) instead\n"
-            "  --loss L             the family's point of loss L (1e-6 relative) instead\n"
-            "  --ansatz FILE        an ansatz file\n"
-            "  --starts N           Newton starts of the enumeration (default 100)\n"
-            "  --point FILE         a `scm fixed-points -o` result; --index I picks the point\n"
-            "  --activation NAME    relu (default; with --point: the file's)\n"
-            "  --d D                dimension of the realisation (default K + M)\n"
-            "  --steps N            GD steps (default 1000)\n"
-            "  --eta E              GD step in flow time (default 0.01)\n"
-            "  --sigma S1,S2,...    perturbation sizes (default 1e-4,1e-3,1e-2,1e-1)\n"
-            "  --trials N           trials per sigma (default 10)\n"
-            "  --seed S             seed of the perturbations (default 1)\n"
-            "  --t-max T            CVODE run length (default 1e5)\n"
-            "  --verdict-sigma-max S  larger sigmas do not enter the verdict (default 1e-2)\n"
-            "  --no-flow            GD only (no CVODE runs)\n"
-            "  --no-hessian         skip the Hessian (large K d; --dense only)\n"
-            "  --dense              dense spectra in weight space (default: the symmetric\n"
-            "                       spectrum of the point's ansatz, any K; docs/stability.md)\n"
-            "  --perturb MODE       auto (default), weights, qr or none: the perturbation\n"
-            "                       test with GD steps in weight space, or the flow in\n"
-            "                       (Q, R) from the mapped perturbation (auto: weights\n"
-            "                       for K d <= 800, else qr for K <= 30, else none)\n"
-            "  -o FILE              JSON result file\n"
-            "  -q, --quiet          no table\n"
-            "\n"
-            "exit status: 0 done, 1 a computation failed, 2 bad input.\n");
-}
-
+static const char st_head[] =
+    "usage: scm stability --K K --M M --k1 N [--index I | --loss L] [--ansatz FILE]\n"
+    "                     [options]\n"
+    "       scm stability --point FP.json --index I [options]\n"
+    "\n"
+    "Stability of a fixed point: the perturbation test (W + N(0, s^2) for each\n"
+    "perturbation size s, GD steps W <- W - h d grad eps of step h, then the\n"
+    "CVODE flow from the perturbed overlaps) and the spectra (weight-space\n"
+    "Hessian with symmetry zero modes, Jacobian of (F_Q, F_R)).  The k1 family\n"
+    "(T = I, v = v* = 1) lists every specialised enumerated point with k1\n"
+    "anti-aligned students by loss; the one analysed is, by default, the\n"
+    "lowest-loss minimum candidate (no positive eigenvalue of the Jacobian of\n"
+    "the flow: the plateau where training stalls); --index I or --loss L picks\n"
+    "any other listed point.\n";
 
 /* The command line. */
 typedef struct {
@@ -72,86 +42,6 @@ typedef struct {
     const char *point, *ansatz, *out, *actname;
     scm_stab_opts o;
 } st_args;
-
-/* --sigma S1,S2,...: -1 to go on, else the exit status. */
-static int parse_sigma(const char *a, const char *v, scm_stab_opts *o)
-{
-    char buf[512];
-    int bad = 0;
-    snprintf(buf, sizeof buf, "%s", v);
-    o->n_sigma = 0;
-    for (char *tok = strtok(buf, ","); tok && !bad; tok = strtok(NULL, ",")) {
-        if (o->n_sigma == SCM_STAB_MAX_SIGMA) {
-            fprintf(stderr, ME ": at most %d sigma values\n", SCM_STAB_MAX_SIGMA);
-            return 2;
-        }
-        bad = cli_opt_positive(ME, a, tok, &o->sigma[o->n_sigma++]);
-    }
-    if (!bad && o->n_sigma == 0) {
-        fprintf(stderr, ME ": --sigma needs at least one value\n");
-        return 2;
-    }
-    return bad ? 2 : -1;
-}
-
-/* One option with a value: -1 to go on, else the exit status. */
-static int parse_value(const char *a, const char *v, st_args *g)
-{
-    int bad = 0;
-    if (!strcmp(a, "--K"))
-        bad = cli_opt_long(ME, a, v, 1, 10000, &g->K);
-    else if (!strcmp(a, "--M"))
-        bad = cli_opt_long(ME, a, v, 1, 10000, &g->M);
-    else if (!strcmp(a, "--k1"))
-        bad = cli_opt_long(ME, a, v, 0, 10000, &g->k1);
-    else if (!strcmp(a, "--index"))
-        bad = cli_opt_long(ME, a, v, 0, 1000000, &g->index);
-    else if (!strcmp(a, "--starts"))
-        bad = cli_opt_long(ME, a, v, 0, 1000000, &g->starts);
-    else if (!strcmp(a, "--d"))
-        bad = cli_opt_long(ME, a, v, 1, 100000, &g->d);
-    else if (!strcmp(a, "--steps"))
-        bad = cli_opt_long(ME, a, v, 0, 100000000, &g->steps);
-    else if (!strcmp(a, "--trials"))
-        bad = cli_opt_long(ME, a, v, 1, 100000, &g->trials);
-    else if (!strcmp(a, "--seed"))
-        bad = cli_opt_long(ME, a, v, 0, 2147483647L, &g->seed);
-    else if (!strcmp(a, "--loss")) {
-        bad = !cli_parse_double(v, &g->loss) || !(g->loss >= 0.0);
-        if (bad)
-            fprintf(stderr, ME ": --loss needs a non-negative number, got '%s'\n", v);
-    } else if (!strcmp(a, "--eta"))
-        bad = cli_opt_positive(ME, a, v, &g->o.eta);
-    else if (!strcmp(a, "--t-max"))
-        bad = cli_opt_positive(ME, a, v, &g->o.t_max);
-    else if (!strcmp(a, "--verdict-sigma-max"))
-        bad = cli_opt_positive(ME, a, v, &g->o.verdict_sigma_max);
-    else if (!strcmp(a, "--sigma"))
-        return parse_sigma(a, v, &g->o);
-    else if (!strcmp(a, "--perturb")) {
-        static const char *const modes[] = {"auto", "weights", "qr", "none"};
-        g->perturb = -1;
-        for (int i = 0; i < 4; i++)
-            if (!strcmp(v, modes[i]))
-                g->perturb = i;
-        bad = g->perturb < 0;
-        if (bad)
-            fprintf(stderr, ME ": --perturb must be auto, weights, qr or none, got '%s'\n", v);
-    } else if (!strcmp(a, "--point"))
-        g->point = v;
-    else if (!strcmp(a, "--ansatz"))
-        g->ansatz = v;
-    else if (!strcmp(a, "--activation"))
-        g->actname = v;
-    else if (!strcmp(a, "-o"))
-        g->out = v;
-    else {
-        fprintf(stderr, ME ": unknown option '%s'\n", a);
-        st_usage(stderr);
-        return 2;
-    }
-    return bad ? 2 : -1;
-}
 
 /* The command line into g: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, st_args *g)
@@ -165,39 +55,54 @@ static int parse_args(int argc, char **argv, st_args *g)
     g->flow = g->hess = 1;
     g->loss = NAN;
     scm_stab_opts_default(&g->o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            st_usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            g->quiet = 1;
-            continue;
-        }
-        if (!strcmp(a, "--no-flow")) {
-            g->flow = 0;
-            continue;
-        }
-        if (!strcmp(a, "--no-hessian")) {
-            g->hess = 0;
-            continue;
-        }
-        if (!strcmp(a, "--dense")) {
-            g->dense = 1;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, ME ": unknown option or missing value: '%s'\n", a);
-            st_usage(stderr);
-            return 2;
-        }
-        int rc = parse_value(a, v, g);
-        if (rc >= 0)
-            return rc;
-        i++;
-    }
-    return -1;
+    scm_stab_opts *o = &g->o;
+    const cli_opt opts[] = {
+        CLI_O("--K", CLI_LONG, &g->K, 1, 10000, "K", "number of students"),
+        CLI_O("--M", CLI_LONG, &g->M, 1, 10000, "M", "number of teachers"),
+        CLI_O("--k1", CLI_LONG, &g->k1, 0, 10000, "N",
+              "the family: the points with N anti-aligned students\n(built-in ansatze, or --ansatz)"),
+        CLI_O("--index", CLI_LONG, &g->index, 0, 1000000, "I",
+              "the family's point I (0: lowest loss) instead"),
+        CLI_O("--loss", CLI_NONNEG, &g->loss, 0, 0, "L",
+              "the family's point of loss L (1e-6 relative) instead"),
+        CLI_O("--ansatz", CLI_STR, &g->ansatz, 0, 0, "FILE", "an ansatz file"),
+        CLI_O("--starts", CLI_LONG, &g->starts, 0, 1000000, "N",
+              "Newton starts of the enumeration (default 100)"),
+        CLI_O("--point", CLI_STR, &g->point, 0, 0, "FILE",
+              "a `scm fixed-points -o` result; --index I picks the point"),
+        CLI_OPT_ACTIVATION(&g->actname),
+        CLI_O("--d", CLI_LONG, &g->d, 1, 100000, "D", "dimension of the realisation (default K + M)"),
+        CLI_O("--steps", CLI_LONG, &g->steps, 0, 100000000, "N", "GD steps (default 1000)"),
+        CLI_O("--gd-step", CLI_POS, &o->eta, 0, 0, "H", "GD step in flow time (default 0.01)"),
+        CLI_O("--eta", CLI_POS, &o->eta, 0, 0, NULL, NULL), /* the old name, for one release */
+        CLI_L("--perturb-size", o->sigma, 1, SCM_STAB_MAX_SIGMA, &o->n_sigma, "S1,S2,...",
+              "perturbation sizes s (default 1e-4,1e-3,1e-2,1e-1)"),
+        CLI_L("--sigma", o->sigma, 1, SCM_STAB_MAX_SIGMA, &o->n_sigma, NULL, NULL),
+        CLI_O("--trials", CLI_LONG, &g->trials, 1, 100000, "N", "trials per size (default 10)"),
+        CLI_O("--seed", CLI_LONG, &g->seed, 0, 2147483647L, "S",
+              "seed of the perturbations (default 1)"),
+        CLI_O("--t-max", CLI_POS, &o->t_max, 0, 0, "T", "CVODE run length (default 1e5)"),
+        CLI_O("--verdict-size-max", CLI_POS, &o->verdict_sigma_max, 0, 0, "S",
+              "larger perturbation sizes do not enter the\nverdict (default 1e-2)"),
+        CLI_O("--verdict-sigma-max", CLI_POS, &o->verdict_sigma_max, 0, 0, NULL, NULL),
+        {"--no-flow", CLI_FLAG, &g->flow, 0, 0, NULL, "GD only (no CVODE runs)", NULL, NULL, NULL},
+        {"--no-hessian", CLI_FLAG, &g->hess, 0, 0, NULL, "skip the Hessian (large K d; --dense only)",
+         NULL, NULL, NULL},
+        CLI_F("--dense", &g->dense,
+              "dense spectra in weight space (default: the symmetric\nspectrum of the point's "
+              "ansatz, any K; docs/stability.md)"),
+        CLI_C("--perturb", &g->perturb, "auto|weights|qr|none", "MODE",
+              "the perturbation test with GD steps in weight space,\nor the flow in (Q, R) from "
+              "the mapped perturbation\n(auto, the default: weights for K d <= 800, else qr\nfor "
+              "K <= 30, else none)"),
+        CLI_O("-o", CLI_STR, &g->out, 0, 0, "FILE", "JSON result file"),
+        CLI_OPT_QUIET(&g->quiet, "no table, no progress"),
+        CLI_OPT_END};
+    const cli_cmd cmd = {ME, st_head, opts,
+                         CLI_EXIT_TEXT("0 done (also a family without a minimum), 1 a\n"
+                                       "computation failed"),
+                         NULL, 0};
+    return cli_parse(&cmd, argc, argv);
 }
 
 /* The options among themselves, and into g->o: -1 to go on, else 2. */
@@ -213,19 +118,12 @@ static int check_args(st_args *g)
         why = "give --index or --loss, not both";
     else if (g->point && g->index < 0)
         why = "--point needs --index";
-    if (why) {
-        fprintf(stderr, ME ": %s\n", why);
-        return 2;
-    }
-    if (!g->point && (g->K < 0 || g->M < 0 || g->k1 < 0)) {
-        fprintf(stderr, ME ": --K, --M and --k1 are required (or --point FILE --index I)\n");
-        st_usage(stderr);
-        return 2;
-    }
-    if (!g->point && g->k1 > g->K) {
-        fprintf(stderr, ME ": --k1 %ld exceeds K = %ld\n", g->k1, g->K);
-        return 2;
-    }
+    if (why)
+        return cli_usage_error(ME, "%s", why);
+    if (!g->point && (g->K < 0 || g->M < 0 || g->k1 < 0))
+        return cli_usage_error(ME, "--K, --M and --k1 are required (or --point FILE --index I)");
+    if (!g->point && g->k1 > g->K)
+        return cli_usage_error(ME, "--k1 %ld exceeds K = %ld", g->k1, g->K);
     g->o.d = g->d;
     g->o.n_steps = (int)g->steps;
     g->o.n_trials = (int)g->trials;
@@ -472,10 +370,7 @@ int scm_cmd_stability(int argc, char **argv)
         print_result(&sp, act, &g.o, &r);
     if (!rc && g.out) {
         cJSON *root = scm_stabpoint_json(&sp, act, &g.o, &r);
-        if (scm_output_write_json(g.out, root, 0, &err)) {
-            fprintf(stderr, ME ": %s\n", err.msg);
-            rc = 1;
-        }
+        rc = cli_write_json(ME, g.out, root, 0);
         cJSON_Delete(root);
     }
     scm_stabpoint_free(&sp);

@@ -11,49 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/output.h"
 #include "scm/staircase.h"
 
 #define ME "scm staircase"
-
-static void sc_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: scm staircase --K K --M M --alpha a1,a2,... [options]\n"
-            "\n"
-            "Runs of the first-layer flow (rule gd, T = I, v = v* = 1) from random\n"
-            "initialisations w_k ~ N(0, alpha^2 I_d), one per alpha (same seed); the\n"
-            "plateaus of each loss curve (|d eps/d tau| <= rate-tol * eps for at least\n"
-            "min-dur) matched to the fixed points the built-in ansatze give at (K, M);\n"
-            "for each fixed point reached from at least 3 alphas, the slope of the\n"
-            "escape times against log(1/alpha), compared with 1/lambda (lambda: the\n"
-            "largest real part of the (F_Q, F_R) Jacobian there).\n"
-            "\n"
-            "  --activation NAME   erf (default), relu, linear\n"
-            "  --rule NAME         gd (default) or two_layer (v trained too, from\n"
-            "                      v(0) = alpha: the small scale on both layers)\n"
-            "  --lr-v-ratio R      two_layer: eta_v / eta (default 1)\n"
-            "  --T-diag LIST       teacher overlaps T = diag(LIST) (M entries; default I)\n"
-            "  --vstar LIST        teacher second layer (M entries; default 1)\n"
-            "                      With two_layer, T != I or v* != 1 each plateau is\n"
-            "                      matched to the fixed point a Newton polish of its\n"
-            "                      middle state reaches (loss, lambda of its Jacobian).\n"
-            "  --alpha LIST        initialisation scales (at least 3 for a fit)\n"
-            "  --d D               dimension of the initialisation (default 1000)\n"
-            "  --seed S            seed of the initialisation (default 1)\n"
-            "  --t-max T           run length (default 1e4)\n"
-            "  --n-out N           log-spaced recorded points (default 3000)\n"
-            "  --rate-tol R        plateau threshold (default 1e-4)\n"
-            "  --min-dur T         shortest plateau in tau (default 5)\n"
-            "  --match-tol R       relative loss tolerance of the matching (default 1e-4)\n"
-            "  --starts N          Newton starts of the enumeration (default 50)\n"
-            "  -o FILE             JSON result file (with the loss curves)\n"
-            "  -q, --quiet         no table\n"
-            "\n"
-            "exit status: 0 done, 1 a computation failed, 2 bad input.\n");
-}
 
 static void print_table(const scm_stair_study_opts *o, const scm_stair_study *s)
 {
@@ -113,10 +77,7 @@ static int staircase(const scm_stair_study_opts *o, const char *out, int quiet)
         print_table(o, &s);
     if (out) {
         cJSON *root = scm_stair_study_json(o, &s);
-        if (!root || scm_output_write_json(out, root, 1, &err)) {
-            fprintf(stderr, ME ": %s\n", root ? err.msg : "out of memory");
-            rc = 1;
-        }
+        rc = cli_write_json(ME, out, root, 1);
         cJSON_Delete(root);
     }
     scm_stair_study_free(&s);
@@ -129,69 +90,52 @@ int scm_cmd_staircase(int argc, char **argv)
     scm_stair_study_opts_default(&o);
     int quiet = 0, nT = 0, nvs = 0;
     const char *out = NULL, *actname = "erf", *rulename = "gd";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            sc_usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            quiet = 1;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, ME ": unknown option or missing value: '%s'\n", a);
-            sc_usage(stderr);
-            return 2;
-        }
-        int bad = 0;
-        if (!strcmp(a, "--K"))
-            bad = cli_opt_long(ME, a, v, 1, 200, &o.K);
-        else if (!strcmp(a, "--M"))
-            bad = cli_opt_long(ME, a, v, 1, 200, &o.M);
-        else if (!strcmp(a, "--d"))
-            bad = cli_opt_long(ME, a, v, 1, 100000000, &o.d);
-        else if (!strcmp(a, "--seed"))
-            bad = cli_opt_long(ME, a, v, 0, 2147483647L, &o.seed);
-        else if (!strcmp(a, "--n-out"))
-            bad = cli_opt_long(ME, a, v, 10, 1000000, &o.n_out);
-        else if (!strcmp(a, "--starts"))
-            bad = cli_opt_long(ME, a, v, 0, 1000000, &o.starts);
-        else if (!strcmp(a, "--t-max"))
-            bad = cli_opt_positive(ME, a, v, &o.t_max);
-        else if (!strcmp(a, "--rate-tol"))
-            bad = cli_opt_positive(ME, a, v, &o.so.rate_tol);
-        else if (!strcmp(a, "--min-dur"))
-            bad = cli_opt_positive(ME, a, v, &o.so.min_dur);
-        else if (!strcmp(a, "--match-tol"))
-            bad = cli_opt_positive(ME, a, v, &o.match_tol);
-        else if (!strcmp(a, "--activation"))
-            actname = v;
-        else if (!strcmp(a, "--rule"))
-            rulename = v;
-        else if (!strcmp(a, "--lr-v-ratio"))
-            bad = cli_opt_positive(ME, a, v, &o.rp.lr_v_ratio);
-        else if (!strcmp(a, "--T-diag"))
-            bad = cli_opt_list(ME, a, v, 1, o.T_diag, SCM_STAIR_STUDY_MAX_M, &nT);
-        else if (!strcmp(a, "--vstar"))
-            bad = cli_opt_list(ME, a, v, 0, o.vstar, SCM_STAIR_STUDY_MAX_M, &nvs);
-        else if (!strcmp(a, "-o"))
-            out = v;
-        else if (!strcmp(a, "--alpha"))
-            bad = cli_opt_list(ME, a, v, 1, o.alpha, SCM_STAIR_STUDY_MAX_ALPHA, &o.n_alpha);
-        else {
-            fprintf(stderr, ME ": unknown option '%s'\n", a);
-            sc_usage(stderr);
-            return 2;
-        }
-        if (bad)
-            return 2;
-        i++;
-    }
-    if (o.K < 0 || o.M < 0 || o.n_alpha == 0) {
-        fprintf(stderr, ME ": --K, --M and --alpha are required\n");
-        return 2;
-    }
+    const cli_opt opts[] = {
+        CLI_O("--K", CLI_LONG, &o.K, 1, 200, "K", "number of students"),
+        CLI_O("--M", CLI_LONG, &o.M, 1, 200, "M", "number of teachers"),
+        CLI_O("--activation", CLI_STR, &actname, 0, 0, "NAME", "erf (default), relu, linear"),
+        CLI_O("--rule", CLI_STR, &rulename, 0, 0, "NAME",
+              "gd (default) or two_layer (v trained too, from\nv(0) = alpha: the small scale on "
+              "both layers)"),
+        CLI_O("--lr-v-ratio", CLI_POS, &o.rp.lr_v_ratio, 0, 0, "R", "two_layer: eta_v / eta (default 1)"),
+        CLI_L("--T-diag", o.T_diag, 1, SCM_STAIR_STUDY_MAX_M, &nT, "LIST",
+              "teacher overlaps T = diag(LIST) (M entries; default I)"),
+        CLI_L("--vstar", o.vstar, 0, SCM_STAIR_STUDY_MAX_M, &nvs, "LIST",
+              "teacher second layer (M entries; default 1)\nWith two_layer, T != I or v* != 1 "
+              "each plateau is\nmatched to the fixed point a Newton polish of its\nmiddle state "
+              "reaches (loss, lambda of its Jacobian)."),
+        CLI_L("--alpha", o.alpha, 1, SCM_STAIR_STUDY_MAX_ALPHA, &o.n_alpha, "LIST",
+              "initialisation scales (at least 3 for a fit)"),
+        CLI_O("--d", CLI_LONG, &o.d, 1, 100000000, "D", "dimension of the initialisation (default 1000)"),
+        CLI_O("--seed", CLI_LONG, &o.seed, 0, 2147483647L, "S", "seed of the initialisation (default 1)"),
+        CLI_O("--t-max", CLI_POS, &o.t_max, 0, 0, "T", "run length (default 1e4)"),
+        CLI_O("--n-out", CLI_LONG, &o.n_out, 10, 1000000, "N", "log-spaced recorded points (default 3000)"),
+        CLI_O("--rate-tol", CLI_POS, &o.so.rate_tol, 0, 0, "R", "plateau threshold (default 1e-4)"),
+        CLI_O("--min-dur", CLI_POS, &o.so.min_dur, 0, 0, "T", "shortest plateau in tau (default 5)"),
+        CLI_O("--match-tol", CLI_POS, &o.match_tol, 0, 0, "R",
+              "relative loss tolerance of the matching (default 1e-4)"),
+        CLI_O("--starts", CLI_LONG, &o.starts, 0, 1000000, "N",
+              "Newton starts of the enumeration (default 50)"),
+        CLI_O("-o", CLI_STR, &out, 0, 0, "FILE", "JSON result file (with the loss curves)"),
+        CLI_OPT_QUIET(&quiet, "no table"),
+        CLI_OPT_END};
+    const cli_cmd cmd = {
+        ME,
+        "usage: scm staircase --K K --M M --alpha a1,a2,... [options]\n"
+        "\n"
+        "Runs of the first-layer flow (rule gd, T = I, v = v* = 1) from random\n"
+        "initialisations w_k ~ N(0, alpha^2 I_d), one per alpha (same seed); the\n"
+        "plateaus of each loss curve (|d eps/d tau| <= rate-tol * eps for at least\n"
+        "min-dur) matched to the fixed points the built-in ansatze give at (K, M);\n"
+        "for each fixed point reached from at least 3 alphas, the slope of the\n"
+        "escape times against log(1/alpha), compared with 1/lambda (lambda: the\n"
+        "largest real part of the (F_Q, F_R) Jacobian there).\n",
+        opts, CLI_EXIT_TEXT("0 done, 1 a computation failed"), NULL, 0};
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc >= 0)
+        return prc;
+    if (o.K < 0 || o.M < 0 || o.n_alpha == 0)
+        return cli_usage_error(ME, "--K, --M and --alpha are required");
     if (o.d < o.M) {
         fprintf(stderr, ME ": --d %ld is below M = %ld\n", o.d, o.M);
         return 2;

@@ -18,6 +18,7 @@ int scm_cmd_sweep(int argc, char **argv, const cli_executor *ex);
 int scm_cmd_stability(int argc, char **argv);
 int scm_cmd_merge(int argc, char **argv);
 int scm_cmd_compare(int argc, char **argv, const cli_executor *ex);
+int scm_cmd_map(int argc, char **argv, const cli_executor *ex); /* scm map: docs/map.md */
 /* scm compare --rule R1,R2,...: one compare per rule and a table across rules */
 int scm_cmd_compare_rules(int argc, char **argv, const cli_executor *ex);
 int scm_cmd_simulate(int argc, char **argv);

@@ -649,9 +649,9 @@ static int mpi_width(int nthreads)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpirun -np N scm-mpi sweep|compare|merge [options]\n"
+    fprintf(f, "usage: mpirun -np N scm-mpi sweep|compare|merge|map [options]\n"
                "\n"
-               "scm's sweep, compare and merge with the runs computed by the N ranks of an\n"
+               "scm's sweep, compare, merge and map with the runs computed by the N ranks of an\n"
                "MPI job: rank 0 reads and writes every file and computes too, the others\n"
                "compute the runs it hands out.  The options and the output are those of\n"
                "scm (`scm sweep --help`); the files are byte-identical to scm's with\n"
@@ -683,13 +683,13 @@ int main(int argc, char **argv)
         } else if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
             printf("scm-mpi (scmode) %s\n", SCM_VERSION);
         } else if (strcmp(cmd, "sweep") == 0 || strcmp(cmd, "compare") == 0 ||
-                   strcmp(cmd, "merge") == 0) {
-            const cli_executor mpi = {mpi_sweep_exec, mpi_check, mpi_width, "MPI rank"};
+                   strcmp(cmd, "merge") == 0 || strcmp(cmd, "map") == 0) {
+            const cli_executor mpi = {mpi_sweep_exec, mpi_check, mpi_width, "MPI rank", 1};
             rc = scm_main(argc, argv, &mpi);
         } else {
             if (argc >= 2)
                 fprintf(stderr, "scm-mpi: '%s' is not a command of scm-mpi (sweep, compare, "
-                                "merge; the others are scm's)\n", cmd);
+                                "merge, map; the others are scm's)\n", cmd);
             usage(stderr);
             rc = 2;
         }

@@ -30,6 +30,8 @@ static void usage(FILE *f)
             "  lintarget             the linear target as a +-ReLU pair: phases, saddles\n"
             "  split                 split a neuron of a fixed point: the lambda line's class\n"
             "  staircase             plateaus of small-initialisation runs, escape times\n"
+            "  certify               existence proofs of fixed points in ball arithmetic\n"
+            "  map                   the basins of the families over a grid (docs/map.md)\n"
             "\n"
             "options:\n"
             "  -h, --help            this message; `scm <command> --help` for a command\n"
@@ -64,6 +66,8 @@ int scm_main(int argc, char **argv, const cli_executor *ex)
                 return scm_cmd_compare_rules(argc - 1, argv + 1, ex);
         return scm_cmd_compare(argc - 1, argv + 1, ex);
     }
+    if (strcmp(cmd, "map") == 0)
+        return scm_cmd_map(argc - 1, argv + 1, ex);
     if (strcmp(cmd, "stability") == 0)
         return scm_cmd_stability(argc - 1, argv + 1);
     if (strcmp(cmd, "simulate") == 0)

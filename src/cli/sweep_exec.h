@@ -33,6 +33,9 @@ typedef struct {
      * of them is called ("thread", "MPI rank"), for the timing line. */
     int (*width_fn)(int nthreads);
     const char *unit;
+    /* 1: --threads defaults to 1 (scm-mpi: one run per rank); 0: to the
+     * processors online. */
+    int one_thread;
 } cli_executor;
 
 #endif

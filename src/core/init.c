@@ -133,3 +133,102 @@ void scm_init_scale(const scm_model *m, double s, double *Q, double *R)
     for (long i = 0; i < (long)m->K * m->M; i++)
         R[i] *= s;
 }
+
+static const char *const law_names[3] = {"gaussian", "xavier", "xavier_uniform"};
+
+const char *scm_init_law_name(scm_init_law law)
+{
+    return (unsigned)law < 3 ? law_names[law] : "?";
+}
+
+int scm_init_law_find(const char *name, scm_init_law *law)
+{
+    for (int i = 0; name && i < 3; i++)
+        if (strcmp(name, law_names[i]) == 0) {
+            *law = (scm_init_law)i;
+            return 0;
+        }
+    return -1;
+}
+
+int scm_init_law_needs_d_eq_M(scm_init_law law)
+{
+    return law == SCM_INIT_LAW_XAVIER || law == SCM_INIT_LAW_XAVIER_UNIFORM;
+}
+
+/* The teacher's coordinates: row m of L is w*_m / sqrt(d) on the first M
+ * axes (the axes themselves for a diagonal T). */
+static scm_status teacher_rows(const scm_model *m, double *L, scm_error *err)
+{
+    const int M = m->M;
+    int diag = 1;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < M; j++)
+            if (i != j && m->T[i * M + j] != 0.0)
+                diag = 0;
+    if (!diag)
+        return teacher_factor(m, L, err);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < M; j++)
+            L[i * M + j] = i == j ? sqrt(m->T[i * M + i] > 0.0 ? m->T[i * M + i] : 0.0) : 0.0;
+    return SCM_OK;
+}
+
+/* Uniform coordinates: w_k in R^d with iid U(-sqrt 3, sqrt 3) sigma
+ * coordinates, Q = W W^T / d, R_km = w_k . w*_m / d. */
+static scm_status init_uniform(const scm_model *m, long d, double sigma, unsigned long seed,
+                               double *Q, double *R, scm_error *err)
+{
+    const int K = m->K, M = m->M;
+    double *L = malloc(sizeof(double) * (size_t)M * (size_t)M);
+    double *w = malloc(sizeof(double) * (size_t)K * (size_t)d);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    scm_status st = SCM_OK;
+    if (!L || !w || !rng) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory sampling the initial state");
+        goto out;
+    }
+    if ((st = teacher_rows(m, L, err)))
+        goto out;
+    gsl_rng_set(rng, seed);
+    const double a = sqrt(3.0) * sigma;
+    for (long i = 0; i < (long)K * d; i++)
+        w[i] = a * (2.0 * gsl_rng_uniform(rng) - 1.0);
+    for (int k = 0; k < K; k++) {
+        for (int l = 0; l <= k; l++) {
+            double s = 0.0;
+            for (long j = 0; j < d; j++)
+                s += w[k * d + j] * w[l * d + j];
+            Q[k * K + l] = Q[l * K + k] = s / (double)d;
+        }
+        for (int n = 0; n < M; n++) {
+            double s = 0.0; /* w*_m = sqrt(d) L_m. on the first M axes */
+            for (int j = 0; j < M; j++)
+                s += w[k * d + j] * L[n * M + j];
+            R[k * M + n] = s / sqrt((double)d);
+        }
+    }
+out:
+    free(L);
+    free(w);
+    if (rng)
+        gsl_rng_free(rng);
+    return st;
+}
+
+scm_status scm_init_sample(const scm_model *m, scm_init_law law, long d, double sigma,
+                           unsigned long seed, double *Q, double *R, scm_error *err)
+{
+    if ((unsigned)law > SCM_INIT_LAW_XAVIER_UNIFORM)
+        return scm_error_set(err, SCM_EINVAL, "unknown init.law %d", (int)law);
+    if (scm_init_law_needs_d_eq_M(law) && d != m->M)
+        return scm_error_set(err, SCM_EINVAL, "init.law \"%s\" needs init.d = model.M = %d, got %ld",
+                             law_names[law], m->M, d);
+    if (law != SCM_INIT_LAW_XAVIER_UNIFORM)
+        return scm_init_random(m, d, sigma, seed, Q, R, err);
+    if (d < m->M)
+        return scm_error_set(err, SCM_EINVAL, "init.d = %ld must be >= M = %d", d, m->M);
+    if (!(sigma > 0.0 && isfinite(sigma)))
+        return scm_error_set(err, SCM_EINVAL, "init.sigma must be > 0, got %g", sigma);
+    return init_uniform(m, d, sigma, seed, Q, R, err);
+}

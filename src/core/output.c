@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -73,24 +75,44 @@ static scm_status write_direct(const char *path, const char *data, size_t len, s
               : scm_error_set(err, SCM_EIO, "cannot write '%s': %s", path, strerror(saved));
 }
 
-scm_status scm_output_write_atomic(const char *path, const char *data, size_t len,
-                                   scm_error *err)
+/* The signals that end a process by default at a user's or a scheduler's
+ * request.  They are blocked in the calling thread from the creation of a
+ * temporary file to its rename or removal: one that arrives meanwhile stays
+ * pending and takes effect when the mask is restored, after the cleanup, so
+ * that no OUT.tmpXXXXXX is left behind.  No global state: the mask is the
+ * thread's own and restored as it was.  (SIGKILL cannot be blocked; other
+ * threads keep their masks, and the commands write from the main thread
+ * once their workers are done.) */
+static void block_signals(sigset_t *old)
 {
-    int kind = output_kind(path, err);
-    if (kind < 0)
-        return SCM_EINVAL;
-    if (kind > 0)
-        return write_direct(path, data, len, err);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGQUIT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void restore_signals(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
+
+/* Write data to a new temporary file beside path, flushed to the disk and
+ * closed; *tmp gets its name (the caller frees it, and renames or removes
+ * the file).  On failure nothing is left and *tmp is NULL. */
+static scm_status write_temporary(const char *path, const char *data, size_t len, char **tmp,
+                                  scm_error *err)
+{
     size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp)
+    char *t = malloc(n);
+    *tmp = NULL;
+    if (!t)
         return scm_error_set(err, SCM_ENOMEM, "out of memory writing '%s'", path);
-    snprintf(tmp, n, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
+    snprintf(t, n, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(t);
     if (fd < 0) {
         scm_status st = scm_error_set(err, SCM_EIO, "cannot create a temporary file for '%s': %s",
                                       path, strerror(errno));
-        free(tmp);
+        free(t);
         return st;
     }
     /* mkstemp creates 0600; a result file is as readable as one fopen
@@ -108,17 +130,67 @@ scm_status scm_output_write_atomic(const char *path, const char *data, size_t le
         ok = (fclose(f) == 0) && ok;
     else
         close(fd);
-    if (ok && rename(tmp, path) != 0) {
-        saved = errno;
-        ok = 0;
-    }
     if (!ok) {
-        remove(tmp);
-        free(tmp);
+        remove(t);
+        free(t);
         return scm_error_set(err, SCM_EIO, "cannot write '%s': %s", path, strerror(saved));
     }
-    free(tmp);
+    *tmp = t;
     return SCM_OK;
+}
+
+scm_status scm_output_write_atomic(const char *path, const char *data, size_t len,
+                                   scm_error *err)
+{
+    return scm_output_write_many(1, &path, &data, &len, err);
+}
+
+scm_status scm_output_write_many(int n, const char *const *paths, const char *const *data,
+                                 const size_t *len, scm_error *err)
+{
+    if (n < 0)
+        return scm_error_set(err, SCM_EINVAL, "a negative number of files");
+    int *kind = malloc(sizeof *kind * (size_t)(n ? n : 1));
+    char **tmp = calloc((size_t)(n ? n : 1), sizeof *tmp);
+    scm_status st = kind && tmp ? SCM_OK : scm_error_set(err, SCM_ENOMEM, "out of memory");
+    for (int i = 0; !st && i < n; i++)
+        if ((kind[i] = output_kind(paths[i], err)) < 0)
+            st = SCM_EINVAL;
+    for (int i = 0; !st && i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (scm_output_same_file(paths[i], paths[j])) {
+                st = scm_error_set(err, SCM_EINVAL, "output '%s' is named twice", paths[i]);
+                break;
+            }
+    if (st) {
+        free(kind);
+        free(tmp);
+        return st;
+    }
+    sigset_t old;
+    block_signals(&old);
+    for (int i = 0; !st && i < n; i++)
+        if (kind[i] == 0)
+            st = write_temporary(paths[i], data[i], len[i], &tmp[i], err);
+    for (int i = 0; !st && i < n; i++)
+        if (tmp[i] && rename(tmp[i], paths[i]) != 0)
+            st = scm_error_set(err, SCM_EIO, "cannot write '%s': %s", paths[i], strerror(errno));
+        else if (tmp[i]) {
+            free(tmp[i]);
+            tmp[i] = NULL;
+        }
+    for (int i = 0; i < n; i++)
+        if (tmp[i]) {
+            remove(tmp[i]);
+            free(tmp[i]);
+        }
+    restore_signals(&old);
+    for (int i = 0; !st && i < n; i++)
+        if (kind[i] > 0)
+            st = write_direct(paths[i], data[i], len[i], err);
+    free(kind);
+    free(tmp);
+    return st;
 }
 
 /* The exact decimal forms already made: fixed-point states repeat a few

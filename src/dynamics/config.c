@@ -274,7 +274,7 @@ static scm_status parse_model(const cJSON *root, scm_config *c, scm_error *err)
 
 static scm_status parse_init(const cJSON *root, scm_config *c, scm_error *err)
 {
-    static const char *const keys[] = {"type", "d", "sigma", "seed", "scale", "Q", "R", NULL};
+    static const char *const keys[] = {"type", "law", "d", "sigma", "seed", "scale", "Q", "R", NULL};
     const cJSON *s = NULL;
     scm_status st;
     double x;
@@ -291,9 +291,19 @@ static scm_status parse_init(const cJSON *root, scm_config *c, scm_error *err)
         c->init = SCM_INIT_RANDOM;
         if (s && (cJSON_GetObjectItemCaseSensitive(s, "Q") || cJSON_GetObjectItemCaseSensitive(s, "R")))
             return scm_error_set(err, SCM_EINVAL, "'init.Q' and 'init.R' are only for init.type \"given\"");
-        if ((st = get_integer(s, "init", "d", 1000, 1, 1e9, &x, err)))
+        const char *law = NULL;
+        if ((st = get_string(s, "init", "law", "gaussian", &law, err)))
+            return st;
+        if (scm_init_law_find(law, &c->law))
+            return scm_error_set(err, SCM_EINVAL, "'init.law' must be \"gaussian\", \"xavier\" or "
+                                 "\"xavier_uniform\", got \"%s\"", law);
+        const int d_eq_M = scm_init_law_needs_d_eq_M(c->law);
+        if ((st = get_integer(s, "init", "d", d_eq_M ? c->M : 1000, 1, 1e9, &x, err)))
             return st;
         c->d = (long)x;
+        if (d_eq_M && c->d != c->M)
+            return scm_error_set(err, SCM_EINVAL, "'init.d' = %ld must equal model.M = %d under "
+                                 "init.law \"%s\" (d = M)", c->d, c->M, law);
         if (c->d < c->M)
             return scm_error_set(err, SCM_EINVAL, "'init.d' = %ld must be >= model.M = %d", c->d, c->M);
         if ((st = get_number(s, "init", "sigma", 1.0, &c->sigma, err)))
@@ -310,8 +320,8 @@ static scm_status parse_init(const cJSON *root, scm_config *c, scm_error *err)
     if (strcmp(type, "given") != 0)
         return scm_error_set(err, SCM_EINVAL, "'init.type' must be \"random\" or \"given\", got \"%s\"", type);
     c->init = SCM_INIT_GIVEN;
-    static const char *const unused[] = {"d", "sigma", "seed"};
-    for (int i = 0; i < 3; i++)
+    static const char *const unused[] = {"d", "sigma", "seed", "law"};
+    for (int i = 0; i < 4; i++)
         if (cJSON_GetObjectItemCaseSensitive(s, unused[i]))
             return scm_error_set(err, SCM_EINVAL, "'init.%s' is only for init.type \"random\"", unused[i]);
     const cJSON *Q = cJSON_GetObjectItemCaseSensitive(s, "Q");
@@ -518,6 +528,8 @@ static cJSON *used_json(const scm_config *c)
     cJSON *i = cJSON_AddObjectToObject(root, "init");
     if (c->init == SCM_INIT_RANDOM) {
         cJSON_AddStringToObject(i, "type", "random");
+        if (c->law != SCM_INIT_LAW_GAUSSIAN) /* absent: gaussian (files of before the key) */
+            cJSON_AddStringToObject(i, "law", scm_init_law_name(c->law));
         cJSON_AddNumberToObject(i, "d", (double)c->d);
         cJSON_AddNumberToObject(i, "sigma", c->sigma);
         cJSON_AddNumberToObject(i, "seed", (double)c->seed);
@@ -689,7 +701,7 @@ scm_status scm_config_initial_state(const scm_config *c, const scm_model *m, dou
                                     double *R, scm_error *err)
 {
     if (c->init == SCM_INIT_RANDOM) {
-        scm_status st = scm_init_random(m, c->d, c->sigma, c->seed, Q, R, err);
+        scm_status st = scm_init_sample(m, c->law, c->d, c->sigma, c->seed, Q, R, err);
         if (st)
             return st;
     } else {

@@ -216,6 +216,8 @@ static scm_status resolve(const scm_simulate_study_opts *cli, int have_eta, scm_
     if (cli->given & SCM_SIMULATE_GIVEN_T_MAX)
         p->t_max = cli->t_max;
     p->threads = cli->threads;
+    p->progress = cli->progress;
+    p->progress_ctx = cli->progress_ctx;
     p->given = cli->given;
     if (!have_eta)
         p->sim.eta = p->sim.mode == SCM_SIM_BATCH ? 0.02 * (double)p->sim.d : 0.05;
@@ -413,14 +415,22 @@ typedef struct {
     scm_status *sts;
     scm_error *errs;
     int t, T;
+    pthread_mutex_t *mu; /* the progress callback's */
+    int *done;
 } seed_job;
 
 static void *seed_worker(void *arg)
 {
     seed_job *j = arg;
-    for (int s = j->t; s < j->s->opts.seeds; s += j->T)
+    for (int s = j->t; s < j->s->opts.seeds; s += j->T) {
         if ((j->sts[s] = run_seed(j->s, s, j->runs + s, j->errs + s)))
             break;
+        if (j->s->opts.progress) {
+            pthread_mutex_lock(j->mu);
+            j->s->opts.progress(j->s->opts.progress_ctx, ++*j->done, j->s->opts.seeds);
+            pthread_mutex_unlock(j->mu);
+        }
+    }
     return NULL;
 }
 
@@ -435,11 +445,13 @@ static scm_status run_seeds(const scm_simulate_study *st, scm_simulate_seed *run
     seed_job *jobs = calloc((size_t)T, sizeof *jobs);
     pthread_t *th = calloc((size_t)T, sizeof *th);
     char *created = calloc((size_t)T, 1);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    int done = 0;
     scm_status rc = !sts || !errs || !jobs || !th || !created ? SCM_ENOMEM : SCM_OK;
     if (rc)
         scm_error_set(err, rc, "out of memory");
     for (int t = 0; !rc && t < T; t++) {
-        jobs[t] = (seed_job){st, runs, sts, errs, t, T};
+        jobs[t] = (seed_job){st, runs, sts, errs, t, T, &mu, &done};
         created[t] = t > 0 && pthread_create(&th[t], NULL, seed_worker, &jobs[t]) == 0;
     }
     for (int t = 0; !rc && t < T; t++) {

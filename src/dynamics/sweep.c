@@ -111,9 +111,12 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
         return scm_error_set(err, SCM_EINVAL, "%s: invalid JSON", source);
     const cJSON *arr = root;
     if (cJSON_IsObject(root)) {
-        arr = cJSON_GetObjectItemCaseSensitive(root, "families");
+        /* "fixed_points" first: a `scm fixed-points` result also has a
+         * "families" table (one entry per family, its minimum only), and
+         * runs are classified against every listed point */
+        arr = cJSON_GetObjectItemCaseSensitive(root, "fixed_points");
         if (!arr)
-            arr = cJSON_GetObjectItemCaseSensitive(root, "fixed_points");
+            arr = cJSON_GetObjectItemCaseSensitive(root, "families");
         if (!arr)
             arr = cJSON_GetObjectItemCaseSensitive(root, "points");
     }
@@ -122,7 +125,7 @@ scm_status scm_sweep_families_parse(const char *text, const char *source,
     if (!cJSON_IsArray(arr)) {
         st = scm_error_set(err, SCM_EINVAL,
                            "%s: expected an array of families (or an object with one under "
-                           "\"families\" or \"points\")",
+                           "\"fixed_points\", \"families\" or \"points\")",
                            source);
         goto out;
     }
@@ -329,7 +332,7 @@ scm_status scm_sweep_run_one(const scm_config *c, const scm_model *m, uint64_t b
     }
     rec->index = index;
     rec->seed = scm_sweep_seed(base, index);
-    if ((st = scm_init_random(m, c->d, c->sigma, rec->seed, Q0, R0, err)))
+    if ((st = scm_init_sample(m, c->law, c->d, c->sigma, rec->seed, Q0, R0, err)))
         goto out;
     if (c->scale != 1.0)
         scm_init_scale(m, c->scale, Q0, R0);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scm/flow.h"
+
 /* ---- classification ---------------------------------------------------- */
 
 void scm_sweep_opts_default(scm_sweep_opts *o)
@@ -84,6 +86,16 @@ void scm_sweep_classify(const scm_model *m, const double *Q, const double *R, do
     if (scm_model_count_anti(m, Q, R, o->dead_q, &rec->n_anti) != SCM_OK)
         rec->n_anti = -1;
 
+    /* A reported loss of exactly 0 is one traj.h zeroed (the state's own
+     * was negative): say so, and how far the state is from realisable. */
+    rec->eps_zeroed = rec->eps == 0.0;
+    rec->psd_gap = 0.0;
+    if (rec->eps_zeroed) {
+        double *Qp = malloc(sizeof(double) * (size_t)m->K * (size_t)m->K);
+        if (!Qp || scm_flow_realisable(m, Q, R, Qp, &rec->psd_gap) != SCM_OK)
+            rec->psd_gap = NAN;
+        free(Qp);
+    }
     rec->matched = 0;
     rec->family[0] = '\0';
     rec->k1 = -1;

@@ -27,6 +27,13 @@ char *scm_sweep_record_json(const scm_sweep_record *r)
         cJSON_AddStringToObject(o, "why", r->why);
     cJSON_AddNumberToObject(o, "t", r->t);
     cJSON_AddNumberToObject(o, "eps", r->eps);
+    if (r->eps_zeroed) {
+        cJSON_AddStringToObject(o, "eps_of", "global_minimum");
+        if (isfinite(r->psd_gap))
+            cJSON_AddNumberToObject(o, "psd_gap", r->psd_gap);
+        else
+            cJSON_AddNullToObject(o, "psd_gap");
+    }
     cJSON_AddNumberToObject(o, "max_F", r->max_F);
     cJSON_AddNumberToObject(o, "steps", (double)r->steps);
     cJSON_AddNumberToObject(o, "rhs", (double)r->rhs);
@@ -135,6 +142,14 @@ static const char *parse_numbers(const cJSON *o, scm_sweep_record *r)
         return "t";
     if (!get_num(o, "eps", 1, &r->eps))
         return "eps";
+    const cJSON *of = cJSON_GetObjectItemCaseSensitive(o, "eps_of");
+    r->eps_zeroed = of != NULL;
+    r->psd_gap = 0.0;
+    if (of && (!cJSON_IsString(of) || strcmp(of->valuestring, "global_minimum") != 0 ||
+               !(r->eps == 0.0)))
+        return "eps_of";
+    if (of && !get_num(o, "psd_gap", 1, &r->psd_gap))
+        return "psd_gap";
     if (!get_num(o, "max_F", 1, &r->max_F))
         return "max_F";
     if (!get_int(o, "steps", 0, 9e15, &r->steps))

@@ -293,88 +293,6 @@ static int cvode_jtimes(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Ve
     return 0;
 }
 
-/* CVODE's dense direct solver with the factorisation of linalg.h: the same
- * algorithm as SUNLinSol_Dense (LU with partial pivoting, in place in the
- * matrix CVODE passes, I - gamma J), which at n ~ 30 spends 4x the time in
- * its unvectorised loops (28% of the instructions of an erf sgd run at
- * K = M = 4 went to SUNDlsMat_denseGETRF/GETRS, docs/simulate.md section 5). */
-typedef struct {
-    long n, last_flag;
-    long *piv;
-} lu_content;
-
-static SUNLinearSolver_Type lu_gettype(SUNLinearSolver S)
-{
-    (void)S;
-    return SUNLINEARSOLVER_DIRECT;
-}
-
-static SUNLinearSolver_ID lu_getid(SUNLinearSolver S)
-{
-    (void)S;
-    return SUNLINEARSOLVER_CUSTOM;
-}
-
-static int lu_setup(SUNLinearSolver S, SUNMatrix A)
-{
-    lu_content *c = S->content;
-    if (SUNMatGetID(A) != SUNMATRIX_DENSE || SM_ROWS_D(A) != c->n || SM_COLUMNS_D(A) != c->n) {
-        c->last_flag = SUNLS_ILL_INPUT;
-        return SUNLS_ILL_INPUT;
-    }
-    c->last_flag = scm_linalg_lu(SM_DATA_D(A), c->n, c->piv);
-    return c->last_flag > 0 ? SUNLS_LUFACT_FAIL : SUNLS_SUCCESS; /* > 0: recoverable */
-}
-
-static int lu_solve(SUNLinearSolver S, SUNMatrix A, N_Vector x, N_Vector b, sunrealtype tol)
-{
-    (void)tol;
-    lu_content *c = S->content;
-    N_VScale(1.0, b, x);
-    scm_linalg_lu_solve(SM_DATA_D(A), c->n, c->piv, N_VGetArrayPointer(x));
-    c->last_flag = SUNLS_SUCCESS;
-    return SUNLS_SUCCESS;
-}
-
-static sunindextype lu_lastflag(SUNLinearSolver S) { return ((lu_content *)S->content)->last_flag; }
-
-static int lu_free(SUNLinearSolver S)
-{
-    if (!S)
-        return SUNLS_SUCCESS;
-    if (S->content) {
-        free(((lu_content *)S->content)->piv);
-        free(S->content);
-        S->content = NULL;
-    }
-    SUNLinSolFreeEmpty(S);
-    return SUNLS_SUCCESS;
-}
-
-/* The solver for n x n dense matrices; NULL when out of memory. */
-static SUNLinearSolver lu_new(long n, SUNContext ctx)
-{
-    SUNLinearSolver S = SUNLinSolNewEmpty(ctx);
-    if (!S)
-        return NULL;
-    S->ops->gettype = lu_gettype;
-    S->ops->getid = lu_getid;
-    S->ops->setup = lu_setup;
-    S->ops->solve = lu_solve;
-    S->ops->lastflag = lu_lastflag;
-    S->ops->free = lu_free;
-    lu_content *c = calloc(1, sizeof *c);
-    S->content = c;
-    if (c)
-        c->piv = malloc(sizeof *c->piv * (size_t)n);
-    if (!c || !c->piv) {
-        lu_free(S);
-        return NULL;
-    }
-    c->n = n;
-    return S;
-}
-
 /* The library never prints: CVODE's messages are kept for the error. */
 static void cvode_err(int code, const char *module, const char *function, char *msg, void *user)
 {
@@ -430,6 +348,30 @@ static scm_status state_loss(const traj_ctx *c, const double *Q, const double *R
     scm_flow_set_v(c->fl, c->rule->trains_v ? v : NULL);
     scm_status st = scm_flow_loss(c->fl, Q, R, eps);
     scm_flow_set_v(c->fl, NULL);
+    return st;
+}
+
+/* The loss that is reported (traj.h), >= 0: the state's own where that is
+ * >= 0; 0, the global minimum's, where it is negative (*proj: how far the
+ * state is from realisable); where the state has none (beyond the
+ * Cauchy-Schwarz bounds), that of the realisable state nearest (Q, R, v)
+ * (scm_flow_loss_realisable, *proj the projection's size).  *proj is also
+ * kept in the result's max_proj. */
+static scm_status reported_loss(const traj_ctx *c, scm_traj_result *res, const double *Q,
+                                const double *R, const double *v, double *eps, double *proj)
+{
+    scm_flow_set_v(c->fl, c->rule->trains_v ? v : NULL);
+    *proj = 0.0;
+    scm_status st = scm_flow_loss(c->fl, Q, R, eps);
+    if (st) {
+        st = scm_flow_loss_realisable(c->fl, Q, R, eps, proj);
+    } else if (*eps < 0.0) {
+        *eps = 0.0;
+        st = scm_flow_realisable(c->m, Q, R, c->Qs, proj); /* c->Qs: scratch */
+    }
+    scm_flow_set_v(c->fl, NULL);
+    if (!st)
+        res->max_proj = fmax(res->max_proj, *proj);
     return st;
 }
 
@@ -604,7 +546,7 @@ static scm_status run_cvode_setup(traj_run *r, scm_error *err)
                                 r->ctx);
     } else {
         r->J = SUNDenseMatrix(r->n, r->n, r->ctx);
-        r->LS = r->J ? lu_new(r->n, r->ctx) : NULL;
+        r->LS = r->J ? scm_nvecops_lu_new(r->n, r->ctx) : NULL;
     }
     if (!r->LS || CVodeSetLinearSolver(cv, r->LS, r->J) ||
         (gmres && o->analytic_jv && rule->jtimes && CVodeSetJacTimes(cv, NULL, cvode_jtimes)) ||
@@ -633,8 +575,11 @@ static void run_begin(traj_run *r)
     r->next = 0;
     r->ratio = o->n_out > 1 ? log(o->t_max / o->t_first) / (o->n_out - 1) : 0.0;
     r->rule->unpack(r->m, r->yv, r->Q, r->R, res->v);
+    double e0 = r->eps, p0;
+    if (reported_loss(&r->c, res, r->Q, r->R, res->v, &e0, &p0) != SCM_OK)
+        e0 = r->eps; /* the start passed the PSD check: cannot happen */
     if (o->record)
-        record_point(res, r->cap, r->K, r->M, 0.0, r->eps, r->Q, r->R, res->v);
+        record_point(res, r->cap, r->K, r->M, 0.0, e0, r->Q, r->R, res->v);
     r->t = 0.0;
     r->maxF = scm_linalg_max_abs(r->yd, r->n);
     /* res->Q, res->R, res->v always hold the last valid state (of time t). */
@@ -734,22 +679,39 @@ static int run_cvode_step(traj_run *r, sunrealtype *tret)
     return RUN_ON;
 }
 
-/* The interpolated output points passed by the step to tret. */
-static void run_record_outputs(traj_run *r, sunrealtype tret)
+/* The interpolated output points passed by the step to tret, each with
+ * the loss of its realisable state; an output point without one (CVODE's
+ * interpolation failing, a non-finite state) ends the run as a failure
+ * that names it (no point is recorded without a loss). */
+static int run_record_outputs(traj_run *r, sunrealtype tret)
 {
     const scm_traj_opts *o = r->o;
     traj_ctx *c = &r->c;
+    scm_traj_result *res = r->res;
     while (o->record && r->next < o->n_out && out_time(r, r->next) <= tret) {
-        double to = out_time(r, r->next), eo;
-        int ok = CVodeGetDky(r->cv, to, 0, r->yout) == CV_SUCCESS;
+        double to = out_time(r, r->next), eo, po;
+        int flag = CVodeGetDky(r->cv, to, 0, r->yout);
+        if (flag != CV_SUCCESS) {
+            scm_error_set(&res->err, SCM_ESOLVER,
+                          "CVODE cannot interpolate the output point t = %.6g (flag %d)", to, flag);
+            res->stop = SCM_STOP_FAILED;
+            return RUN_END;
+        }
         clean_state(c, r->yo);
-        memcpy(c->vs, r->res->v, sizeof(double) * (size_t)r->K);
+        memcpy(c->vs, res->v, sizeof(double) * (size_t)r->K);
         r->rule->unpack(r->m, r->yo, r->Q, r->R, c->vs);
-        if (!ok || state_loss(c, r->Q, r->R, c->vs, &eo) != SCM_OK)
-            eo = NAN;
-        record_point(r->res, r->cap, r->K, r->M, to, eo, r->Q, r->R, c->vs);
+        scm_status st = reported_loss(c, res, r->Q, r->R, c->vs, &eo, &po);
+        if (st) {
+            scm_error_set(&res->err, st, "no loss at the output point t = %.6g: %s", to,
+                          scm_status_str(st));
+            res->loose_failed = r->loose;
+            res->stop = SCM_STOP_FAILED;
+            return RUN_END;
+        }
+        record_point(res, r->cap, r->K, r->M, to, eo, r->Q, r->R, c->vs);
         r->next++;
     }
+    return RUN_ON;
 }
 
 /* Students that died at the new state (ReLU): recorded, and frozen at zero
@@ -889,8 +851,7 @@ static void run_loop(traj_run *r)
         sunrealtype tret;
         if (run_switch_stage(r) || run_stop_tests(r) || run_cvode_step(r, &tret))
             break;
-        run_record_outputs(r, tret);
-        if (run_check_state(r, tret))
+        if (run_record_outputs(r, tret) || run_check_state(r, tret))
             break;
         if (run_loose_estimate(r, tret))
             continue;
@@ -918,6 +879,20 @@ static void run_finish(traj_run *r)
             if (res->stop != SCM_STOP_FAILED) {
                 scm_error_set(&res->err, rs, "the right-hand side fails at the final t = %.6g: %s",
                               r->t, scm_status_str(rs));
+                res->stop = SCM_STOP_FAILED;
+            }
+        }
+    }
+    if (isfinite(r->eps)) {
+        /* the reported loss: the realisable state's (traj.h) */
+        double own = r->eps;
+        scm_status ls = reported_loss(c, res, res->Q, res->R, res->v, &r->eps, &res->eps_proj);
+        res->eps_zeroed = !ls && own < 0.0;
+        if (ls) {
+            r->eps = NAN;
+            if (res->stop != SCM_STOP_FAILED) {
+                scm_error_set(&res->err, ls, "no loss at the final state (t = %.6g): %s", r->t,
+                              scm_status_str(ls));
                 res->stop = SCM_STOP_FAILED;
             }
         }

@@ -21,6 +21,7 @@ void scm_certify_opts_default(scm_certify_opts *o)
     o->prec = 128;
     o->max_radius = 1e-8;
     o->mutate_dc = 0.0;
+    o->mutate_d2 = 0.0;
 }
 
 static scm_status opts_check(const scm_certify_opts *o, scm_error *err)
@@ -31,8 +32,8 @@ static scm_status opts_check(const scm_certify_opts *o, scm_error *err)
     if (!(o->max_radius > 0.0 && o->max_radius < 1.0))
         return scm_error_set(err, SCM_EINVAL, "certify: max_radius = %g, must be in (0, 1)",
                              o->max_radius);
-    if (!isfinite(o->mutate_dc))
-        return scm_error_set(err, SCM_EINVAL, "certify: mutate_dc must be finite");
+    if (!isfinite(o->mutate_dc) || !isfinite(o->mutate_d2))
+        return scm_error_set(err, SCM_EINVAL, "certify: mutate_dc and mutate_d2 must be finite");
     return SCM_OK;
 }
 
@@ -243,8 +244,8 @@ static void realisability(const scm_ansatz_inst *in, const scm_cert_eval *e, slo
 }
 
 /* The Krawczyk loop over growing radii; on success fills the box's loss,
- * angles and realisability. */
-static void prove_box(const scm_ansatz_inst *in, const scm_activation *act, const double *x,
+ * angles and realisability, then proves strictness (certify_hess.c). */
+static scm_status prove_box(const scm_ansatz_inst *in, const scm_activation *act, const double *x,
                       const scm_certify_opts *o, const double *Y, arb_srcptr F0, const arb_t eps0,
                       double r0, scm_certify_result *res)
 {
@@ -303,6 +304,7 @@ static void prove_box(const scm_ansatz_inst *in, const scm_activation *act, cons
     }
     scm_cert_eval_clear(&e);
     _arb_vec_clear(X, n);
+    return res->certified ? scm_cert_strictness(in, act, x, res->radius, o, res) : SCM_OK;
 }
 
 scm_status scm_certify_point(const scm_ansatz_inst *in, const scm_activation *act,
@@ -312,6 +314,8 @@ scm_status scm_certify_point(const scm_ansatz_inst *in, const scm_activation *ac
     memset(res, 0, sizeof *res);
     res->loss_lo = res->loss_hi = NAN;
     res->contraction = NAN;
+    res->lambda_lo = res->lambda_span_lo = res->lambda_perp_lo = NAN;
+    res->lambda_float = res->lambda_neg_hi = NAN;
     scm_status st = opts_check(o, err);
     if (st)
         return st;
@@ -363,7 +367,8 @@ scm_status scm_certify_point(const scm_ansatz_inst *in, const scm_activation *ac
         refuse(res, why);
         goto out;
     }
-    prove_box(in, act, x, o, Y, e.F, e.eps, r0, res);
+    if ((st = prove_box(in, act, x, o, Y, e.F, e.eps, r0, res)))
+        scm_error_set(err, st, "certify: the strictness proof failed (%s)", scm_status_str(st));
 out:
     scm_cert_eval_clear(&e);
     _arb_vec_clear(X, n);
@@ -390,5 +395,20 @@ cJSON *scm_certify_result_json(const scm_certify_result *res)
     }
     cJSON_AddNumberToObject(j, "residual_upper", res->res_hi);
     cJSON_AddNumberToObject(j, "sin2_angle_min", res->sin2_min);
+    if (!res->certified)
+        return j;
+    /* strictness: eigenvalues of d H (NaN prints as null) */
+    cJSON *h = cJSON_AddObjectToObject(j, "hessian");
+    if (h) {
+        cJSON_AddStringToObject(h, "normalisation", "d H (independent of d)");
+        cJSON_AddNumberToObject(h, "lambda_min_lower", res->lambda_lo);
+        cJSON_AddNumberToObject(h, "span_lower", res->lambda_span_lo);
+        cJSON_AddNumberToObject(h, "complement_lower", res->lambda_perp_lo);
+        cJSON_AddNumberToObject(h, "lambda_min_float", res->lambda_float);
+        cJSON_AddNumberToObject(h, "negative_upper", res->lambda_neg_hi);
+        cJSON_AddStringToObject(h, "negative_in", res->hess_where);
+        cJSON_AddNumberToObject(h, "pattern_spaces", res->hess_spaces);
+        cJSON_AddNumberToObject(h, "open_spaces", res->hess_open);
+    }
     return j;
 }

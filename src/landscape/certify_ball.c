@@ -700,3 +700,106 @@ scm_status scm_cert_eval_box(const scm_ansatz_inst *in, const scm_activation *ac
     arb_clear(b.c.pi);
     return st;
 }
+
+/* ---- the kernels with their second derivatives (the Hessian) ---- */
+
+int scm_cert_kind(const scm_activation *act)
+{
+    if (strcmp(act->name, "relu") == 0)
+        return 0;
+    if (strcmp(act->name, "erf") == 0)
+        return 1;
+    return strcmp(act->name, "linear") == 0 ? 2 : -1;
+}
+
+void scm_cert_pair2_init(scm_cert_pair2 *p)
+{
+    arb_ptr v[10] = {p->f, p->fa, p->fb, p->fc, p->aa, p->ab, p->ac, p->bb, p->bc, p->cc};
+    for (int i = 0; i < 10; i++)
+        arb_init(v[i]);
+}
+
+void scm_cert_pair2_clear(scm_cert_pair2 *p)
+{
+    arb_ptr v[10] = {p->f, p->fa, p->fb, p->fc, p->aa, p->ab, p->ac, p->bb, p->bc, p->cc};
+    for (int i = 0; i < 10; i++)
+        arb_clear(v[i]);
+}
+
+/* The same closed forms as the residual's (kern_pair), differentiated once
+ * more by forward mode with respect to (a, b, c) themselves: a dual ball
+ * with three derivatives per first derivative gives the second ones. */
+scm_status scm_cert_kernel2(int kind, const arb_t a, const arb_t b, const arb_t cv, slong prec,
+                            double mutate, scm_cert_pair2 *out, double *sin2_min)
+{
+    cbx c;
+    memset(&c, 0, sizeof c);
+    c.n = 3;
+    c.prec = prec;
+    c.mutate = mutate;
+    c.kind = kind;
+    c.sin2_min = 1.0;
+    arb_init(c.pi);
+    arb_const_pi(c.pi, prec);
+    dv va = dv_new(&c), vb = dv_new(&c), vc = dv_new(&c);
+    arb_set(va, a);
+    arb_one(va + 1);
+    arb_set(vb, b);
+    arb_one(vb + 2);
+    arb_set(vc, cv);
+    arb_one(vc + 3);
+    dpair p;
+    dpair_init(&c, &p);
+    scm_status st = kern_pair(&c, va, vb, vc, &p);
+    if (!st) {
+        arb_set(out->f, p.f);
+        arb_set(out->fa, p.fa);
+        arb_set(out->fb, p.fb);
+        arb_set(out->fc, p.fc);
+        arb_set(out->aa, p.fa + 1);
+        /* f_ab from both orders: two enclosures of one number */
+        if (!arb_intersection(out->ab, p.fa + 2, p.fb + 1, prec))
+            arb_set(out->ab, p.fa + 2);
+        if (!arb_intersection(out->ac, p.fa + 3, p.fc + 1, prec))
+            arb_set(out->ac, p.fa + 3);
+        arb_set(out->bb, p.fb + 2);
+        if (!arb_intersection(out->bc, p.fb + 3, p.fc + 2, prec))
+            arb_set(out->bc, p.fb + 3);
+        arb_set(out->cc, p.fc + 3);
+    }
+    if (sin2_min && c.sin2_min < *sin2_min)
+        *sin2_min = c.sin2_min;
+    dpair_clear(&c, &p);
+    dv_free(&c, va);
+    dv_free(&c, vb);
+    dv_free(&c, vc);
+    arb_clear(c.pi);
+    return st;
+}
+
+/* h(a) = f(a, a, a): kern_self gives h'/2 in closed form; its derivative
+ * (one dual) gives h''/2. */
+scm_status scm_cert_self2(int kind, const arb_t a, slong prec, arb_t h1, arb_t h2)
+{
+    cbx c;
+    memset(&c, 0, sizeof c);
+    c.n = 1;
+    c.prec = prec;
+    c.kind = kind;
+    c.sin2_min = 1.0;
+    arb_init(c.pi);
+    arb_const_pi(c.pi, prec);
+    dv va = dv_new(&c), f = dv_new(&c), ad = dv_new(&c);
+    arb_set(va, a);
+    arb_one(va + 1);
+    scm_status st = kern_self(&c, va, f, ad);
+    if (!st) {
+        arb_mul_2exp_si(h1, ad, 1);
+        arb_mul_2exp_si(h2, ad + 1, 1);
+    }
+    dv_free(&c, va);
+    dv_free(&c, f);
+    dv_free(&c, ad);
+    arb_clear(c.pi);
+    return st;
+}

@@ -9,6 +9,7 @@
 #include <arb_mat.h>
 
 #include "scm/ansatz.h"
+#include "scm/certify.h"
 #include "scm/kernel.h"
 
 /* One evaluation over a box of the ansatz scalars. */
@@ -38,5 +39,39 @@ void scm_cert_eval_clear(scm_cert_eval *e);
  * pair or the group. */
 scm_status scm_cert_eval_box(const scm_ansatz_inst *in, const scm_activation *act, arb_srcptr X,
                              slong prec, double mutate, scm_cert_eval *e);
+
+/* ---- the Hessian's kernels (certify_ball.c) and its certificate
+ * (certify_hess.c) ---- */
+
+/* 0 relu, 1 erf, 2 linear, -1 no ball kernel. */
+int scm_cert_kind(const scm_activation *act);
+
+/* A pair kernel f(a, b, c) with its first and second derivatives, balls. */
+typedef struct {
+    arb_t f, fa, fb, fc, aa, ab, ac, bb, bc, cc;
+} scm_cert_pair2;
+void scm_cert_pair2_init(scm_cert_pair2 *p);
+void scm_cert_pair2_clear(scm_cert_pair2 *p);
+
+/* The kernel of activation kind over the balls (a, b, c), from the same
+ * closed forms as the residual differentiated once more in forward mode.
+ * mutate as scm_cert_eval_box.  SCM_ESINGULAR if ab - c^2 (erf: with a, b
+ * shifted by 1) is not provably positive, SCM_EDEAD if a or b is not;
+ * *sin2_min (if not NULL) is lowered to the angle's sin^2 lower bound. */
+scm_status scm_cert_kernel2(int kind, const arb_t a, const arb_t b, const arb_t c, slong prec,
+                            double mutate, scm_cert_pair2 *out, double *sin2_min);
+
+/* h'(a) and h''(a) of the self term h(a) = f(a, a, a). */
+scm_status scm_cert_self2(int kind, const arb_t a, slong prec, arb_t h1, arb_t h2);
+
+/* Strictness of the certified zero in the box x +- r (certify_hess.c):
+ * the Hessian's pattern spaces (span and complement) in balls, each
+ * proved positive definite with a shift or negative by a Rayleigh
+ * quotient.  Sets res->strict, the lambda fields, hess_*, and the verdict
+ * (res->verdict, and res->reason when strictness is unproved).  Only
+ * SCM_ENOMEM or SCM_ESOLVER are errors. */
+scm_status scm_cert_strictness(const scm_ansatz_inst *in, const scm_activation *act,
+                               const double *x, double r, const scm_certify_opts *o,
+                               scm_certify_result *res);
 
 #endif

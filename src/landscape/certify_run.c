@@ -366,6 +366,11 @@ static scm_status fpfile_point(const builtins *b, const cJSON *root, const char 
     e->K = (int)jK->valuedouble;
     e->M = (int)jM->valuedouble;
     e->k1 = cJSON_IsNumber(k1) ? (int)k1->valuedouble : -1;
+    if (e->k1 < 0) { /* the point's own count of anti-aligned students */
+        scm_fp_structure fs;
+        if (scm_fp_classify(*in, x, &fs) == SCM_OK && isfinite(fs.n_anti))
+            e->k1 = (int)fs.n_anti;
+    }
     e->index = (int)index;
     e->ansatz_k1 = (int)ik->valuedouble;
     snprintf(e->ansatz, sizeof e->ansatz, "%s", an->valuestring);
@@ -388,23 +393,31 @@ scm_status scm_certify_fpfile(const char *path, long index, const scm_certify_op
         cJSON_Delete(root);
         return st;
     }
-    scm_certify_entry ent;
-    memset(&ent, 0, sizeof ent);
-    scm_ansatz_inst *in = NULL;
-    double x[512];
-    st = fpfile_point(&b, root, path, index, &in, x, 512, &ent, err);
-    scm_certify_entry *e = st ? NULL : list_add(out);
-    if (!st && !e)
-        st = scm_error_set(err, SCM_ENOMEM, "certify: out of memory");
-    if (!st) {
-        *e = ent;
-        st = scm_certify_point(in, &scm_act_relu, x, o, &e->r, err);
-        scm_blockflow *bf = scm_blockflow_alloc(in, &scm_act_relu);
-        if (bf)
-            scm_blockflow_residual(bf, x, NULL, &e->eps);
-        scm_blockflow_free(bf);
+    const cJSON *fps = cJSON_GetObjectItemCaseSensitive(root, "fixed_points");
+    long first = index, last = index;
+    if (index < 0) { /* every point of the file */
+        first = 0;
+        last = cJSON_IsArray(fps) ? cJSON_GetArraySize(fps) - 1 : 0;
     }
-    scm_ansatz_inst_free(in);
+    for (long i = first; !st && i <= last; i++) {
+        scm_certify_entry ent;
+        memset(&ent, 0, sizeof ent);
+        scm_ansatz_inst *in = NULL;
+        double x[512];
+        st = fpfile_point(&b, root, path, i, &in, x, 512, &ent, err);
+        scm_certify_entry *e = st ? NULL : list_add(out);
+        if (!st && !e)
+            st = scm_error_set(err, SCM_ENOMEM, "certify: out of memory");
+        if (!st) {
+            *e = ent;
+            st = scm_certify_point(in, &scm_act_relu, x, o, &e->r, err);
+            scm_blockflow *bf = scm_blockflow_alloc(in, &scm_act_relu);
+            if (bf)
+                scm_blockflow_residual(bf, x, NULL, &e->eps);
+            scm_blockflow_free(bf);
+        }
+        scm_ansatz_inst_free(in);
+    }
     builtins_free(&b);
     cJSON_Delete(root);
     return st;
@@ -417,10 +430,13 @@ cJSON *scm_certify_list_json(const scm_certify_list *l, const scm_certify_opts *
         cJSON_Delete(j);
         return NULL;
     }
-    cJSON_AddStringToObject(j, "method", "Krawczyk operator on the block residual in Arb balls");
+    cJSON_AddStringToObject(j, "method",
+                            "Krawczyk operator on the block residual in Arb balls; strictness: "
+                            "ball Cholesky (shifted) or Rayleigh quotient of the "
+                            "symmetry-adapted Hessian over the box");
     cJSON_AddNumberToObject(j, "prec_bits", (double)o->prec);
     cJSON_AddNumberToObject(j, "max_radius", o->max_radius);
-    int nc = 0;
+    int nc = 0, nmin = 0, nsad = 0;
     for (int i = 0; i < l->n; i++) {
         const scm_certify_entry *e = &l->e[i];
         cJSON *p = scm_certify_result_json(&e->r);
@@ -438,8 +454,12 @@ cJSON *scm_certify_list_json(const scm_certify_list *l, const scm_certify_opts *
             cJSON_AddStringToObject(p, "float_class", e->stability);
         cJSON_AddItemToArray(arr, p);
         nc += e->r.certified;
+        nmin += e->r.certified && e->r.strict == 1;
+        nsad += e->r.certified && e->r.strict == -1;
     }
     cJSON_AddNumberToObject(j, "n_points", l->n);
     cJSON_AddNumberToObject(j, "n_certified", nc);
+    cJSON_AddNumberToObject(j, "n_strict_minima", nmin);
+    cJSON_AddNumberToObject(j, "n_saddles", nsad);
     return j;
 }

@@ -77,7 +77,7 @@ static void add_state(cJSON *j, const scm_fp_table *t, int s)
     }
 }
 
-/* The "family_table" array: per family its lowest-loss minimum (loss null
+/* The "families" array: per family its lowest-loss minimum (loss null
  * when it has none) and the counts; "index" is the entry of
  * "fixed_points". */
 static cJSON *families_json(const scm_fp_table *t)
@@ -245,10 +245,10 @@ cJSON *scm_fp_table_json(const scm_fp_table *t)
     cJSON_AddNumberToObject(root, "points_above_residual", t->n_above);
     if (t->k1 >= 0)
         cJSON_AddNumberToObject(root, "k1", (double)t->k1);
-    /* not "families": scm_sweep_families_parse (sweep.c) reads an array
-     * "families" before "fixed_points", and would then classify runs against
-     * the minima alone */
-    cJSON_AddItemToObject(root, "family_table", families_json(t));
+    /* scm_sweep_families_parse (sweep.c) reads "fixed_points" before
+     * "families", so `scm sweep --families` classifies runs against every
+     * listed point, not the families' minima alone */
+    cJSON_AddItemToObject(root, "families", families_json(t));
     cJSON_AddItemToObject(root, "searches", searches_json(t));
     cJSON *arr = cJSON_AddArrayToObject(root, "fixed_points");
     for (int si = 0; si < t->nview; si++) {

@@ -277,6 +277,10 @@ scm_status scm_split_embed(const scm_model *m, const double *Q, const double *R,
     for (int j = 0; j < n; j++) {
         if (!isfinite(mu[j]))
             return scm_error_set(err, SCM_EINVAL, "split weight %d is not finite", j);
+        if (!(fabs(mu[j]) <= SCM_SPLIT_MU_MAX))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "split weight %d = %g is out of range: |mu| must be <= %g", j,
+                                 mu[j], SCM_SPLIT_MU_MAX);
         sum += mu[j];
     }
     if (!(fabs(sum - 1.0) <= 1e-12))

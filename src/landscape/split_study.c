@@ -203,14 +203,28 @@ scm_status scm_split_samples(const double *lam, int nl, long grid, const double 
         if (nw) {
             q->n = nw;
             double sum = 0.0;
-            for (int j = 0; j < nw; j++)
+            for (int j = 0; j < nw; j++) {
+                if (!(fabs(w[j]) <= SCM_SPLIT_MU_MAX))
+                    return scm_error_set(err, SCM_EINVAL,
+                                         "--weights: weight %d = %g is out of range: |mu| must "
+                                         "be <= %g (the weights cancel to 1 and would lose "
+                                         "about 2 log10|mu| digits of the split point's Hessian)",
+                                         j, w[j], SCM_SPLIT_MU_MAX);
                 sum += q->mu[j] = w[j];
+            }
             if (!(fabs(sum - 1.0) <= 1e-12))
                 return scm_error_set(err, SCM_EINVAL,
                                      "--weights must sum to 1, they sum to %.17g", sum);
             continue;
         }
         double l = nl ? lam[i] : grid > 1 ? -0.5 + 2.0 * i / (double)(grid - 1) : 0.5;
+        if (!(fabs(l) <= SCM_SPLIT_MU_MAX))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "--lambda %g is out of range: |lambda| must be <= %g (the "
+                                 "daughters' weights lambda and 1 - lambda cancel to 1 and "
+                                 "would lose about 2 log10|lambda| digits of the split point's "
+                                 "Hessian)",
+                                 l, SCM_SPLIT_MU_MAX);
         q->n = 2;
         q->mu[0] = l;
         q->mu[1] = 1.0 - l;

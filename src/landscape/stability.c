@@ -23,10 +23,15 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* NaN when n = 0 or an entry is NaN (a diverged trial: qsort needs an
+ * order). */
 static double median(double *x, int n)
 {
     if (n <= 0)
         return NAN;
+    for (int i = 0; i < n; i++)
+        if (isnan(x[i]))
+            return NAN;
     qsort(x, (size_t)n, sizeof *x, cmp_double);
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
@@ -34,8 +39,11 @@ static double median(double *x, int n)
 static double vmax(const double *x, int n)
 {
     double m = -INFINITY;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (isnan(x[i]))
+            return NAN; /* a diverged trial (fmax would drop it) */
         m = fmax(m, x[i]);
+    }
     return n ? m : NAN;
 }
 
@@ -114,7 +122,20 @@ const char *scm_stab_dest_str(scm_stab_dest d)
 
 const char *scm_verdict_str(scm_verdict v)
 {
-    return v == SCM_VERDICT_STABLE ? "stable" : v == SCM_VERDICT_UNSTABLE ? "unstable" : "undecided";
+    switch (v) {
+    case SCM_VERDICT_STABLE: return "stable";
+    case SCM_VERDICT_UNSTABLE: return "unstable";
+    case SCM_VERDICT_DIVERGED: return "diverged";
+    default: return "undecided";
+    }
+}
+
+int scm_stab_agree(scm_hverdict hv, scm_verdict v)
+{
+    if ((hv != SCM_HVERDICT_MIN && hv != SCM_HVERDICT_SADDLE) ||
+        (v != SCM_VERDICT_STABLE && v != SCM_VERDICT_UNSTABLE))
+        return -1;
+    return (hv == SCM_HVERDICT_MIN) == (v == SCM_VERDICT_STABLE);
 }
 
 const char *scm_hverdict_str(scm_hverdict v)
@@ -124,6 +145,7 @@ const char *scm_hverdict_str(scm_hverdict v)
     case SCM_HVERDICT_SADDLE: return "saddle";
     case SCM_HVERDICT_DEGENERATE: return "degenerate";
     case SCM_HVERDICT_INCONSISTENT: return "inconsistent";
+    case SCM_HVERDICT_NONFINITE: return "not_finite";
     default: return "none";
     }
 }
@@ -168,6 +190,11 @@ static scm_status hessian_part(const scm_model *m, scm_flow *fl, long d, const d
         memcpy(H, Hf, sizeof *H * (size_t)Kd * (size_t)Kd);
         res->hessian_fd_diff = NAN;
     }
+    for (long i = 0; i < Kd * Kd; i++)
+        if (!isfinite(H[i])) {
+            res->hverdict = SCM_HVERDICT_NONFINITE; /* no spectrum, no verdict */
+            goto out;
+        }
     if ((st = scm_stab_spectrum(H, (int)Kd, o->zero_rel_tol, ev, &res->counts))) {
         scm_error_set(err, st, "the Hessian's eigenvalues failed (%s)", scm_status_str(st));
         goto out;
@@ -177,7 +204,12 @@ static scm_status hessian_part(const scm_model *m, scm_flow *fl, long d, const d
     for (int i = 0; i < res->n_small; i++)
         res->eval_small[i] = ev[i];
     res->eval_max = ev[Kd - 1];
-    if (res->counts.n_neg > 0)
+    int finite = 1;
+    for (long i = 0; i < Kd; i++)
+        finite &= isfinite(ev[i]) != 0;
+    if (!finite)
+        res->hverdict = SCM_HVERDICT_NONFINITE;
+    else if (res->counts.n_neg > 0)
         res->hverdict = SCM_HVERDICT_SADDLE;
     else if (res->counts.n_zero == res->zm.total)
         res->hverdict = SCM_HVERDICT_MIN;
@@ -287,7 +319,9 @@ static scm_status stab_point(stab_ws *w, scm_error *err)
         (st = hessian_part(m, w->fl, d, w->W, w->Ws, o, res, err)))
         return st;
     if (o->jacobian && res->smooth.smooth) {
-        if (scm_fp_full_stability(w->fl, Q, R, &res->jac_re_max, &res->jac_re_min) == SCM_OK)
+        /* a spectrum with inf or NaN is not reported as one */
+        if (scm_fp_full_stability(w->fl, Q, R, &res->jac_re_max, &res->jac_re_min) == SCM_OK &&
+            isfinite(res->jac_re_max) && isfinite(res->jac_re_min))
             res->jacobian_done = 1;
     }
     return SCM_OK;
@@ -332,12 +366,23 @@ static void stab_trial_flow(stab_ws *w, scm_stab_row *row, const double *Q0, con
     scm_traj_result_free(&tr);
 }
 
+/* 1 if the n entries of x are finite. */
+static int all_finite(const double *x, long n)
+{
+    for (long i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
 /* Trial t of row: a Gaussian perturbation of the weights, o->n_steps GD
  * steps in weight space, and (with run_flow) the flow from the perturbed
  * overlaps.  d0, d1, de get the trial's distances and loss change; *ret
- * and *esc say whether it returned or escaped. */
+ * and *esc say whether it returned or escaped; *div that the perturbed
+ * state, the GD steps or their loss left the finite numbers (then neither
+ * a return nor an escape, and no flow run). */
 static void stab_trial(stab_ws *w, scm_stab_row *row, int t, double *d0, double *d1, double *de,
-                       double *fe, int *n_fe, int *ret, int *esc)
+                       double *fe, int *n_fe, int *ret, int *esc, int *div)
 {
     const scm_model *m = w->m;
     const scm_stab_opts *o = w->o;
@@ -348,15 +393,19 @@ static void stab_trial(stab_ws *w, scm_stab_row *row, int t, double *d0, double 
         Wp[i] = w->W[i] + gsl_ran_gaussian(w->rng, row->sigma);
     scm_weights_overlaps(m, d, Wp, w->Ws, Qp, Rp);
     d0[t] = dist_qr(K, M, w->Q, w->R, Qp, Rp);
+    *ret = *esc = 0;
+    *div = !isfinite(d0[t]);
     double *Q0 = w->FQ, *R0 = w->FR; /* the perturbed start for the flow */
     memcpy(Q0, Qp, sizeof *Q0 * (size_t)K * K);
     memcpy(R0, Rp, sizeof *R0 * (size_t)K * M);
-    scm_status gs = SCM_OK;
+    scm_status gs = *div ? SCM_ENAN : SCM_OK;
     for (int s = 0; s < o->n_steps && !gs; s++) {
         gs = scm_weights_grad(w->fl, d, Wp, w->Ws, NULL, w->G);
         if (!gs)
             for (long i = 0; i < Kd; i++)
                 Wp[i] -= o->eta * (double)d * w->G[i];
+        if (!gs && !all_finite(Wp, Kd))
+            gs = SCM_ENAN;
     }
     double e1 = NAN;
     if (!gs) {
@@ -365,10 +414,12 @@ static void stab_trial(stab_ws *w, scm_stab_row *row, int t, double *d0, double 
     }
     d1[t] = gs ? INFINITY : dist_qr(K, M, w->Q, w->R, Qp, Rp);
     de[t] = gs ? NAN : e1 - w->res->eps;
+    *div |= gs == SCM_ENAN || !isfinite(d1[t]) || !isfinite(de[t]);
     int grew = !(d1[t] <= d0[t]);
     row->n_grew += grew;
+    if (*div)
+        return;
     int same = 0;
-    *esc = 0;
     if (o->run_flow) {
         stab_trial_flow(w, row, Q0, R0, fe, n_fe, &same, esc);
     } else {
@@ -389,12 +440,13 @@ static void stab_row(stab_ws *w, scm_stab_row *row, double sigma)
     row->other_eps_min = INFINITY;
     row->other_eps_max = -INFINITY;
     double *d0 = w->buf, *d1 = w->buf + nt, *de = w->buf + 2 * nt, *fe = w->buf + 3 * nt;
-    int n_fe = 0, n_ret = 0, n_esc = 0;
+    int n_fe = 0, n_ret = 0, n_esc = 0, n_div = 0;
     for (int t = 0; t < nt; t++) {
-        int ret, esc;
-        stab_trial(w, row, t, d0, d1, de, fe, &n_fe, &ret, &esc);
+        int ret, esc, div;
+        stab_trial(w, row, t, d0, d1, de, fe, &n_fe, &ret, &esc, &div);
         n_ret += ret;
         n_esc += esc;
+        n_div += div;
     }
     row->dist0_max = vmax(d0, nt);
     row->dist_max = vmax(d1, nt);
@@ -403,9 +455,29 @@ static void stab_row(stab_ws *w, scm_stab_row *row, double sigma)
     row->dist_med = median(d1, nt);
     row->deps_med = median(de, nt);
     row->flow_eps_med = median(fe, n_fe);
-    row->verdict = n_esc > 0 ? SCM_VERDICT_UNSTABLE
+    row->verdict = n_div > 0   ? SCM_VERDICT_DIVERGED
+                   : n_esc > 0   ? SCM_VERDICT_UNSTABLE
                    : n_ret == nt ? SCM_VERDICT_STABLE
                                  : SCM_VERDICT_UNDECIDED;
+}
+
+void scm_stab_verdict_of_rows(const scm_stab_opts *o, scm_stab_result *res)
+{
+    int any_escape = 0, all_return = 1, rows_in = 0, diverged = 0;
+    for (int si = 0; si < res->n_rows; si++) {
+        const scm_stab_row *row = &res->rows[si];
+        if (row->sigma <= o->verdict_sigma_max) {
+            rows_in++;
+            diverged |= row->verdict == SCM_VERDICT_DIVERGED;
+            any_escape |= row->verdict == SCM_VERDICT_UNSTABLE;
+            all_return &= row->verdict == SCM_VERDICT_STABLE;
+        }
+    }
+    res->verdict = diverged                    ? SCM_VERDICT_DIVERGED
+                   : any_escape                ? SCM_VERDICT_UNSTABLE
+                   : rows_in > 0 && all_return ? SCM_VERDICT_STABLE
+                                               : SCM_VERDICT_UNDECIDED;
+    res->agree = scm_stab_agree(res->hverdict, res->verdict);
 }
 
 scm_status scm_stab_analyse(const scm_model *m, const double *Q, const double *R,
@@ -434,24 +506,11 @@ scm_status scm_stab_analyse(const scm_model *m, const double *Q, const double *R
     scm_traj_opts_default(&w.to);
     w.to.t_max = o->t_max;
     w.to.record = 0;
-    int any_escape = 0, all_return = 1, rows_in = 0;
     for (int si = 0; si < o->n_sigma; si++) {
-        scm_stab_row *row = &res->rows[si];
-        stab_row(&w, row, o->sigma[si]);
-        if (row->sigma <= o->verdict_sigma_max) {
-            rows_in++;
-            any_escape |= row->verdict == SCM_VERDICT_UNSTABLE;
-            all_return &= row->verdict == SCM_VERDICT_STABLE;
-        }
+        stab_row(&w, &res->rows[si], o->sigma[si]);
         res->n_rows = si + 1;
     }
-    res->verdict = any_escape ? SCM_VERDICT_UNSTABLE
-                   : rows_in > 0 && all_return ? SCM_VERDICT_STABLE
-                                               : SCM_VERDICT_UNDECIDED;
-    if (res->hverdict == SCM_HVERDICT_MIN || res->hverdict == SCM_HVERDICT_SADDLE) {
-        if (res->verdict != SCM_VERDICT_UNDECIDED)
-            res->agree = (res->hverdict == SCM_HVERDICT_MIN) == (res->verdict == SCM_VERDICT_STABLE);
-    }
+    scm_stab_verdict_of_rows(o, res);
 out:
     stab_ws_free(&w);
     return st;

@@ -23,10 +23,15 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* NaN when n = 0 or an entry is NaN (a diverged trial: qsort needs an
+ * order). */
 static double median(double *x, int n)
 {
     if (n <= 0)
         return NAN;
+    for (int i = 0; i < n; i++)
+        if (isnan(x[i]))
+            return NAN;
     qsort(x, (size_t)n, sizeof *x, cmp_double);
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
@@ -34,8 +39,11 @@ static double median(double *x, int n)
 static double vmax(const double *x, int n)
 {
     double m = -INFINITY;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (isnan(x[i]))
+            return NAN; /* a diverged trial (fmax would drop it) */
         m = fmax(m, x[i]);
+    }
     return n ? m : NAN;
 }
 
@@ -121,7 +129,7 @@ static void qr_row(qr_ws *w, scm_stab_row *row, double sigma)
     row->other_eps_min = INFINITY;
     row->other_eps_max = -INFINITY;
     double *d0 = w->buf, *de = w->buf + nt, *fe = w->buf + 2 * nt;
-    int n_fe = 0, n_ret = 0, n_esc = 0;
+    int n_fe = 0, n_ret = 0, n_esc = 0, n_div = 0;
     for (int t = 0; t < nt; t++) {
         for (long i = 0; i < Kd; i++)
             w->Wp[i] = w->W[i] + gsl_ran_gaussian(w->rng, sigma);
@@ -129,6 +137,10 @@ static void qr_row(qr_ws *w, scm_stab_row *row, double sigma)
         d0[t] = dist_qr(w);
         double e0 = NAN;
         de[t] = scm_flow_loss(w->fl, w->Qp, w->Rp, &e0) ? NAN : e0 - w->eps;
+        if (!isfinite(d0[t]) || !isfinite(de[t])) {
+            n_div++; /* the perturbed start is not a finite state: no flow */
+            continue;
+        }
         int same = 0, esc = 0;
         if (w->o->run_flow)
             qr_flow(w, row, fe, &n_fe, &same, &esc);
@@ -140,7 +152,8 @@ static void qr_row(qr_ws *w, scm_stab_row *row, double sigma)
     row->dist0_med = row->dist_med = median(d0, nt);
     row->deps_med = median(de, nt);
     row->flow_eps_med = median(fe, n_fe);
-    row->verdict = n_esc > 0     ? SCM_VERDICT_UNSTABLE
+    row->verdict = n_div > 0     ? SCM_VERDICT_DIVERGED
+                   : n_esc > 0   ? SCM_VERDICT_UNSTABLE
                    : n_ret == nt ? SCM_VERDICT_STABLE
                                  : SCM_VERDICT_UNDECIDED;
 }
@@ -183,24 +196,11 @@ scm_status scm_stab_perturb_qr(const scm_model *m, const double *Q, const double
     w.to.record = 0;
     w.to.analytic_jv = 2;
     w.to.krylov_dim = 20;
-    int any_escape = 0, all_return = 1, rows_in = 0;
     for (int si = 0; si < o->n_sigma; si++) {
-        scm_stab_row *row = &r->rows[si];
-        qr_row(&w, row, o->sigma[si]);
-        if (row->sigma <= o->verdict_sigma_max) {
-            rows_in++;
-            any_escape |= row->verdict == SCM_VERDICT_UNSTABLE;
-            all_return &= row->verdict == SCM_VERDICT_STABLE;
-        }
+        qr_row(&w, &r->rows[si], o->sigma[si]);
         r->n_rows = si + 1;
     }
-    r->verdict = any_escape                 ? SCM_VERDICT_UNSTABLE
-                 : rows_in > 0 && all_return ? SCM_VERDICT_STABLE
-                                             : SCM_VERDICT_UNDECIDED;
-    r->agree = -1;
-    if ((r->hverdict == SCM_HVERDICT_MIN || r->hverdict == SCM_HVERDICT_SADDLE) &&
-        r->verdict != SCM_VERDICT_UNDECIDED)
-        r->agree = (r->hverdict == SCM_HVERDICT_MIN) == (r->verdict == SCM_VERDICT_STABLE);
+    scm_stab_verdict_of_rows(o, r);
     qr_ws_free(&w);
     return SCM_OK;
 }

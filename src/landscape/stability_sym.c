@@ -53,7 +53,11 @@ static void fill_hessian(const scm_symstab_result *h, long predicted, scm_stab_r
         for (long k = 0; k < h->eig[i].mult && r->n_small < SCM_STAB_N_SMALL; k++)
             r->eval_small[r->n_small++] = h->eig[i].value;
     r->eval_max = h->n ? h->eig[h->n - 1].value : NAN;
-    r->hverdict = h->n_neg > 0            ? SCM_HVERDICT_SADDLE
+    int finite = isfinite(r->eval_max) != 0;
+    for (int i = 0; i < h->n; i++)
+        finite &= isfinite(h->eig[i].value) != 0;
+    r->hverdict = !finite                 ? SCM_HVERDICT_NONFINITE
+                  : h->n_neg > 0            ? SCM_HVERDICT_SADDLE
                   : h->n_zero == predicted ? SCM_HVERDICT_MIN
                   : h->n_zero > predicted  ? SCM_HVERDICT_DEGENERATE
                                            : SCM_HVERDICT_INCONSISTENT;
@@ -83,7 +87,8 @@ static scm_status sym_spectra(scm_stabpoint *sp, const scm_model *m, const scm_a
         return scm_error_set(err, SCM_ENOMEM, "out of memory");
     scm_ansatz_project(in, sp->Q, sp->R, x, NULL);
     scm_error je;
-    if (scm_stab_symmetric_jacobian(in, m->act, x, &so, &s->jac, &je) == SCM_OK && s->jac.n) {
+    if (scm_stab_symmetric_jacobian(in, m->act, x, &so, &s->jac, &je) == SCM_OK && s->jac.n &&
+        isfinite(s->jac.eig[0].value) && isfinite(s->jac.eig[s->jac.n - 1].value)) {
         r->jacobian_done = 1;
         r->jac_re_min = s->jac.eig[0].value;
         r->jac_re_max = s->jac.eig[s->jac.n - 1].value;
@@ -140,10 +145,7 @@ static scm_status perturbation(const scm_model *m, const scm_stabpoint *sp,
         r->n_rows = t->n_rows;
         memcpy(r->rows, t->rows, sizeof r->rows);
         r->verdict = t->verdict;
-        r->agree = -1;
-        if ((r->hverdict == SCM_HVERDICT_MIN || r->hverdict == SCM_HVERDICT_SADDLE) &&
-            r->verdict != SCM_VERDICT_UNDECIDED)
-            r->agree = (r->hverdict == SCM_HVERDICT_MIN) == (r->verdict == SCM_VERDICT_STABLE);
+        r->agree = scm_stab_agree(r->hverdict, r->verdict);
     }
     free(t);
     return st;

@@ -35,6 +35,11 @@ typedef struct {
     long *cnt, *done;
     char fam_made[PATH_LEN];
     char cfg[PATH_LEN], runsf[PATH_LEN], sumf[PATH_LEN];
+    /* per K, computed before the first write (prepare_k): the enumerated
+     * families file (path, text; NULL when given or not enumerable) and
+     * the configuration file's path and text */
+    char *fam_path[SCM_COMPARE_MAX_K], *fam_text[SCM_COMPARE_MAX_K];
+    char *cfg_path[SCM_COMPARE_MAX_K], *cfg_text[SCM_COMPARE_MAX_K];
 } compare_state;
 
 void scm_compare_opts_default(scm_compare_opts *o)
@@ -133,9 +138,28 @@ static scm_status check_eps_root(compare_state *s, const cJSON *root, const scm_
     return st;
 }
 
-/* The families of K into s->fam_made, as `scm fixed-points --K K --M M
- * --activation NAME --polish-max-K 0 --max-residual 1e-9 -q -o FILE`. */
-static scm_status enumerate(compare_state *s, const scm_config *c, long K, scm_error *err)
+/* json printed as scm_output_write_json writes it (with a final newline),
+ * or NULL on no memory. */
+static char *json_text(const cJSON *json, int compact)
+{
+    char *t = scm_output_print(json, compact);
+    size_t n = t ? strlen(t) : 0;
+    char *r = t ? malloc(n + 2) : NULL;
+    if (r) {
+        memcpy(r, t, n);
+        r[n] = '\n';
+        r[n + 1] = '\0';
+    }
+    cJSON_free(t);
+    return r;
+}
+
+/* The families of K (the j-th) as the text of s->fam_made into
+ * s->fam_text[j], as `scm fixed-points --K K --M M --activation NAME
+ * --polish-max-K 0 --max-residual 1e-9 -q -o FILE` writes it; nothing is
+ * written here. */
+static scm_status enumerate(compare_state *s, const scm_config *c, long K, int j,
+                            scm_error *err)
 {
     const scm_compare_opts *o = s->o;
     scm_fp_table_opts fo;
@@ -165,8 +189,8 @@ static scm_status enumerate(compare_state *s, const scm_config *c, long K, scm_e
             scm_fp_table_free(t);
             return st;
         }
-        if (!st)
-            st = scm_output_write_json(s->fam_made, root, 0, err);
+        if (!st && !(s->fam_text[j] = json_text(root, 0)))
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory");
         cJSON_Delete(root);
     }
     if (!st && !scm_fp_table_residual_ok(t))
@@ -446,7 +470,110 @@ static scm_status precheck(compare_state *s, scm_error *err)
     return st;
 }
 
-/* Everything of K j: config, families, sweep, report entries. */
+/* The existing runs file of K (s->runsf) must be this comparison's: its
+ * first line the header the sweep of c with families fams writes (a cut
+ * prefix of it, or an empty file, is resumed too).  Checked before any
+ * file is written; the records are checked when the sweep opens it. */
+static scm_status check_runs_header(compare_state *s, const scm_config *c,
+                                    const scm_sweep_families *fams, long K, scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    FILE *f = fopen(s->runsf, "rb");
+    if (!f)
+        return SCM_OK; /* none (or unreadable: the sweep will say) */
+    scm_sweep_opts so;
+    scm_sweep_opts_default(&so);
+    so.certify = o->certify;
+    char *want = scm_sweep_header_json_opts(c, o->have_seed ? o->seed : (uint64_t)c->seed,
+                                            o->runs, 0, 1, fams, &so);
+    size_t wl = want ? strlen(want) : 0, n;
+    char *got = want ? malloc(wl + 2) : NULL;
+    scm_status st = SCM_OK;
+    if (!got) {
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+    } else {
+        n = fread(got, 1, wl + 1, f);
+        int complete = n == wl + 1 && got[wl] == '\n';
+        int prefix = n <= wl && memcmp(got, want, n) == 0; /* cut, or empty */
+        if (!(complete && memcmp(got, want, wl) == 0) && !prefix)
+            st = fail(s, SCM_COMPARE_PART_SWEEP, 1, K,
+                      scm_error_set(err, SCM_EINVAL,
+                                    "K = %ld: '%s' is not this comparison's runs file (its first "
+                                    "line is not this sweep's header: config, seed, runs, "
+                                    "families or the classification options differ); use "
+                                    "another -o PREFIX or remove it",
+                                    K, s->runsf));
+    }
+    fclose(f);
+    free(want);
+    free(got);
+    return st;
+}
+
+/* K j before anything is written: its configuration (text kept), its
+ * families enumerated in memory (text kept) and checked, and its runs
+ * file's header. */
+static scm_status prepare_k(compare_state *s, int j, scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    const long K = o->K[j];
+    scm_config *c = NULL;
+    scm_status st = load_k(s, j, &c, err);
+    if (st)
+        return st;
+    scm_sweep_families fams = {0, NULL, NULL};
+    if (!o->families[j] && enumerable(c)) {
+        snprintf(s->fam_made, sizeof s->fam_made, "%s.K%ld.families.json", o->prefix, K);
+        scm_compare_note(o, K, "K = %ld, M = %ld: enumerating the families into %s", K, o->M,
+                         s->fam_made);
+        if (!(s->fam_path[j] = malloc(strlen(s->fam_made) + 1)))
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+        else
+            strcpy(s->fam_path[j], s->fam_made);
+        if (!st)
+            st = enumerate(s, c, K, j, err);
+        if (!st && (st = scm_sweep_families_parse(s->fam_text[j], s->fam_made, &fams, err)))
+            fail(s, SCM_COMPARE_PART_ENUMERATION, 0, K, st);
+    } else if (o->families[j] && (st = scm_sweep_families_load(o->families[j], &fams, err))) {
+        fail(s, SCM_COMPARE_PART_COMPARE, 1, K, st);
+    }
+    if (!st)
+        st = check_runs_header(s, c, &fams, K, err);
+    if (!st) {
+        s->cfg_text[j] = json_text(c->used, 0);
+        s->cfg_path[j] = malloc(strlen(s->cfg) + 1);
+        if (!s->cfg_text[j] || !s->cfg_path[j])
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+        else
+            strcpy(s->cfg_path[j], s->cfg);
+    }
+    scm_sweep_families_free(&fams);
+    scm_config_free(c);
+    return st;
+}
+
+/* The families and configuration files of every K, all or none. */
+static scm_status write_prepared(compare_state *s, scm_error *err)
+{
+    const int nK = s->o->nK;
+    const char *paths[2 * SCM_COMPARE_MAX_K], *data[2 * SCM_COMPARE_MAX_K];
+    size_t len[2 * SCM_COMPARE_MAX_K];
+    int n = 0;
+    for (int j = 0; j < nK; j++) {
+        if (s->fam_text[j]) {
+            paths[n] = s->fam_path[j];
+            data[n] = s->fam_text[j];
+            len[n++] = strlen(s->fam_text[j]);
+        }
+        paths[n] = s->cfg_path[j];
+        data[n] = s->cfg_text[j];
+        len[n++] = strlen(s->cfg_text[j]);
+    }
+    scm_status st = scm_output_write_many(n, paths, data, len, err);
+    return st ? fail(s, SCM_COMPARE_PART_COMPARE, st == SCM_EINVAL, -1, st) : SCM_OK;
+}
+
+/* The sweep and report entries of K j, its files written. */
 static scm_status do_k(compare_state *s, int j, scm_error *err)
 {
     const scm_compare_opts *o = s->o;
@@ -455,21 +582,7 @@ static scm_status do_k(compare_state *s, int j, scm_error *err)
     scm_status st = load_k(s, j, &c, err);
     if (st)
         return st;
-    const char *fam_path = o->families[j];
-    if (!fam_path && enumerable(c)) {
-        snprintf(s->fam_made, sizeof s->fam_made, "%s.K%ld.families.json", o->prefix, K);
-        scm_compare_note(o, K, "K = %ld, M = %ld: enumerating the families into %s", K, o->M,
-                         s->fam_made);
-        if ((st = enumerate(s, c, K, err)))
-            goto out;
-        fam_path = s->fam_made;
-    }
-    if (fam_path && (st = check_eps_stop(s, fam_path, c, K, err)))
-        goto out;
-    if ((st = scm_output_write_json(s->cfg, c->used, 0, err))) {
-        fail(s, SCM_COMPARE_PART_COMPARE, 0, K, st);
-        goto out;
-    }
+    const char *fam_path = o->families[j] ? o->families[j] : s->fam_path[j];
     scm_compare_note(o, K, "K = %ld, M = %ld: %s", K, o->M, s->runsf);
     if ((st = sweep(s, K, fam_path, err)))
         goto out;
@@ -533,6 +646,7 @@ static void assemble(compare_state *s, cJSON *report)
 {
     const scm_compare_opts *o = s->o;
     cJSON_AddStringToObject(report, "command", "compare");
+    scm_compare_report_stamp(report); /* scmode_version, status (compare_report.c) */
     cJSON_AddNumberToObject(report, "M", (double)o->M);
     cJSON *kc = cJSON_AddArrayToObject(report, "K");
     for (int j = 0; j < o->nK; j++)
@@ -580,7 +694,14 @@ scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, s
     s.hist_arr = cJSON_CreateArray();
     s.trace_arr = cJSON_CreateArray();
     s.files_arr = cJSON_CreateArray();
+    /* everything that can be refused or computed without a sweep first,
+     * for every K; then the families and configurations, all or none;
+     * then the sweeps */
     st = precheck(&s, err);
+    for (int j = 0; j < o->nK && !st; j++)
+        st = prepare_k(&s, j, err);
+    if (!st)
+        st = write_prepared(&s, err);
     for (int j = 0; j < o->nK && !st; j++)
         st = do_k(&s, j, err);
     if (!st) {
@@ -597,6 +718,12 @@ out:
     cJSON_Delete(s.files_arr);
     free(s.cnt);
     free(s.done);
+    for (int j = 0; j < SCM_COMPARE_MAX_K; j++) {
+        free(s.fam_path[j]);
+        free(s.fam_text[j]);
+        free(s.cfg_path[j]);
+        free(s.cfg_text[j]);
+    }
     return st;
 }
 

@@ -304,7 +304,7 @@ scm_status scm_compare_traces(const char *runs_path, int n, const scm_config *c,
     for (int q = 0; m && Q0 && R0 && q < nt; q++) {
         const long t = tidx[q];
         scm_traj_result tr;
-        if (scm_init_random(m, c->d, c->sigma, scm_sweep_seed(base, t), Q0, R0, &err))
+        if (scm_init_sample(m, c->law, c->d, c->sigma, scm_sweep_seed(base, t), Q0, R0, &err))
             break;
         if (c->scale != 1.0)
             scm_init_scale(m, c->scale, Q0, R0);

@@ -2,12 +2,14 @@
  * the tables of PREFIX.json (fractions with Wilson intervals, classes,
  * anti-aligned counts, families reached with their stability, unconverged
  * runs by the point they sit near, the families given) as the text of
- * PREFIX.md. */
+ * PREFIX.md; and the stamp of PREFIX.json (scmode_version, status) that the
+ * other commands' results carry. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "scm_version.h"
 #include "studies/compare_internal.h"
 
 #define md_printf scm_compare_md_printf
@@ -264,4 +266,40 @@ char *scm_compare_markdown(const scm_compare_result *res, const char *prefix)
         return NULL;
     }
     return b.p;
+}
+
+/* Put item (named name) at position pos of object o, replacing an item of
+ * that name. */
+static void put_at(cJSON *o, const char *name, cJSON *item, int pos)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(o, name);
+    if (!cJSON_AddItemToObject(o, name, item)) {
+        cJSON_Delete(item);
+        return;
+    }
+    cJSON_DetachItemViaPointer(o, item); /* keeps its name */
+    if (!cJSON_InsertItemInArray(o, pos, item))
+        cJSON_AddItemToObject(o, name, item);
+}
+
+void scm_compare_report_stamp(cJSON *report)
+{
+    if (!report)
+        return;
+    cJSON *v = cJSON_CreateString(SCM_VERSION), *s = cJSON_CreateString("ok");
+    if (!v || !s) {
+        cJSON_Delete(v);
+        cJSON_Delete(s);
+        return;
+    }
+    put_at(report, "scmode_version", v, 0);
+    int pos = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, report)
+    {
+        pos++;
+        if (it->string && strcmp(it->string, "command") == 0)
+            break;
+    }
+    put_at(report, "status", s, pos);
 }

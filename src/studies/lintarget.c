@@ -140,8 +140,17 @@ scm_status scm_lintarget_run(double t, double alpha, long d, unsigned long seed,
                              int n_out, scm_traj_result *res, scm_error *err)
 {
     memset(res, 0, sizeof *res);
-    if (!(alpha > 0.0 && isfinite(alpha)))
-        return scm_error_set(err, SCM_EINVAL, "alpha must be > 0, got %g", alpha);
+    if (!(alpha >= SCM_LINTARGET_ALPHA_MIN && alpha < 1e100))
+        return scm_error_set(err, SCM_EINVAL,
+                             "alpha = %g is out of range: the run's tolerances scale as alpha^2 "
+                             "(atol 1e-4 alpha^2, dead_tol 1e-6 alpha^2) and must stay normal "
+                             "doubles, so alpha must be >= %g",
+                             alpha, SCM_LINTARGET_ALPHA_MIN);
+    if (!(t_max > SCM_LINTARGET_T_FIRST && t_max <= SCM_LINTARGET_T_MAX_MAX))
+        return scm_error_set(err, SCM_EINVAL,
+                             "t_max = %g is out of range: it must exceed the first recorded time "
+                             "%g and be <= %g",
+                             t_max, SCM_LINTARGET_T_FIRST, SCM_LINTARGET_T_MAX_MAX);
     const double v0[2] = {alpha, -alpha};
     scm_model *m = scm_lintarget_model(2, t, v0, err);
     if (!m)
@@ -153,7 +162,7 @@ scm_status scm_lintarget_run(double t, double alpha, long d, unsigned long seed,
         scm_traj_opts o;
         scm_traj_opts_default(&o);
         o.t_max = t_max;
-        o.t_first = 1e-3;
+        o.t_first = SCM_LINTARGET_T_FIRST;
         o.n_out = n_out;
         o.grad_stop = 0.0; /* the start is near a fixed point (all zero) */
         o.dead_tol = 1e-6 * alpha * alpha; /* the start has Q_kk ~ alpha^2 */
@@ -161,6 +170,8 @@ scm_status scm_lintarget_run(double t, double alpha, long d, unsigned long seed,
         scm_flow *fl = scm_flow_alloc(m);
         st = fl ? scm_flow_loss(fl, Q, R, &eps0) : SCM_ENOMEM;
         scm_flow_free(fl);
+        if (st)
+            scm_error_set(err, st, "the loss at the initial state: %s", scm_status_str(st));
         o.eps_stop = st ? 0.0 : 1e-10 * eps0;
         /* tolerances relative to the start's tiny scale */
         o.atol = fmin(o.atol, 1e-4 * alpha * alpha);

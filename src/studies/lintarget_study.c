@@ -170,7 +170,13 @@ static scm_status study_alpha(const scm_lintarget_study_opts *o,
     scm_model *m = scm_lintarget_model(2, o->t, v0, NULL);
     if (!m)
         snprintf(e.msg, sizeof e.msg, "out of memory");
-    st = m ? scm_lintarget_phases_detect(m, &r, po, &w->ph, &e) : SCM_ENOMEM;
+    /* a failed run is a row with its reason and no phases (it may have
+     * stopped before its record has the points the detection needs) */
+    const scm_lintarget_phases none = {NAN, NAN, NAN, NAN, NAN, NAN};
+    w->ph = none;
+    st = !m ? SCM_ENOMEM
+         : r.stop == SCM_STOP_FAILED ? SCM_OK
+                                     : scm_lintarget_phases_detect(m, &r, po, &w->ph, &e);
     scm_model_free(m);
     if (st) {
         scm_traj_result_free(&r);
@@ -234,13 +240,45 @@ static scm_status check_opts(const scm_lintarget_study_opts *o, scm_error *err)
         o->n_c > SCM_LINTARGET_STUDY_MAX)
         return scm_error_set(err, SCM_EINVAL, "the study takes 0 .. %d alphas and cs",
                              SCM_LINTARGET_STUDY_MAX);
-    for (int i = 0; i < o->n_alpha; i++)
-        if (!(o->alpha[i] > 0.0 && o->alpha[i] < 1.0))
+    if (!(o->t >= SCM_LINTARGET_T_MIN && o->t <= SCM_LINTARGET_T_MAXT))
+        return scm_error_set(err, SCM_EINVAL,
+                             "t = %g is out of range [%g, %g]: t only sets the units (time "
+                             "scales as 1/sqrt(t)); above %g the dynamics runs faster than "
+                             "the first recorded time %g resolves, below %g the state's "
+                             "products underflow",
+                             o->t, SCM_LINTARGET_T_MIN, SCM_LINTARGET_T_MAXT,
+                             SCM_LINTARGET_T_MAXT, SCM_LINTARGET_T_FIRST, SCM_LINTARGET_T_MIN);
+    const double amax = fmin(1.0, pow(o->t, 0.25));
+    for (int i = 0; i < o->n_alpha; i++) {
+        const double a = o->alpha[i];
+        if (!(a > 0.0 && a < amax))
             return scm_error_set(err, SCM_EINVAL,
-                                 "alpha must be in (0, 1) (small initialisation), got %g",
-                                 o->alpha[i]);
-    if (o->n_out < 1)
-        return scm_error_set(err, SCM_EINVAL, "n_out must be >= 1, got %d", o->n_out);
+                                 "alpha = %g is not a small initialisation: alpha must be in "
+                                 "(0, %g) (below 1 and t^(1/4), the initial output coefficients "
+                                 "alpha^2 below the target's sqrt(t))",
+                                 a, amax);
+        if (!(a >= SCM_LINTARGET_ALPHA_MIN))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "alpha = %g is below %g: the run's tolerances scale as alpha^2 "
+                                 "and would leave the normal doubles",
+                                 a, SCM_LINTARGET_ALPHA_MIN);
+    }
+    for (int i = 0; i < o->n_c; i++)
+        if (!(fabs(o->c[i]) <= SCM_LINTARGET_C_MAX))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "c = %g is out of range: |c| must be <= %g (the loss at the "
+                                 "saddle is a difference of terms of size c^2 and loses "
+                                 "2 log10|c| digits)",
+                                 o->c[i], SCM_LINTARGET_C_MAX);
+    if (!(o->t_max > SCM_LINTARGET_T_FIRST && o->t_max <= SCM_LINTARGET_T_MAX_MAX))
+        return scm_error_set(err, SCM_EINVAL,
+                             "t_max = %g is out of range: it must exceed the first recorded "
+                             "time %g and be <= %g",
+                             o->t_max, SCM_LINTARGET_T_FIRST, SCM_LINTARGET_T_MAX_MAX);
+    if (o->n_out < 3 || o->n_out > 1000000)
+        return scm_error_set(err, SCM_EINVAL, "n_out must be in [3, 1000000], got %d", o->n_out);
+    if (o->d < 3 || o->d > 100000000)
+        return scm_error_set(err, SCM_EINVAL, "d must be in [3, 1e8], got %ld", o->d);
     return SCM_OK;
 }
 
@@ -249,8 +287,10 @@ scm_status scm_lintarget_study_run(const scm_lintarget_study_opts *o, scm_lintar
 {
     memset(s, 0, sizeof *s);
     scm_status st = check_opts(o, err);
-    if (st)
+    if (st) {
+        s->refused = 1;
         return st;
+    }
     scm_lintarget_phase_opts po;
     scm_lintarget_phase_opts_default(&po);
     cJSON *root = study_root(o, &po);

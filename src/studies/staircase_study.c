@@ -145,7 +145,7 @@ static scm_status run_one(study_ctx *x, scm_stair_study_row *r, const double *Q,
     scm_traj_opts to;
     scm_traj_opts_default(&to);
     to.t_max = o->t_max;
-    to.t_first = 1e-2;
+    to.t_first = SCM_STAIR_T_FIRST;
     to.n_out = (int)o->n_out;
     to.eps_stop = 1e-10;
     to.grad_stop = 0;
@@ -247,6 +247,44 @@ static void fit_all(scm_stair_study *s)
     s->n_fits = nf;
 }
 
+/* The teacher, the rule's ratio, the run length and the thresholds: within
+ * the ranges of staircase.h, named when not. */
+static scm_status check_scales(const scm_stair_study_opts *o, scm_error *err)
+{
+    for (long m = 0; m < o->M; m++) {
+        if (!(o->T_diag[m] >= SCM_STAIR_T_MIN && o->T_diag[m] <= SCM_STAIR_T_MAX))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "T_diag[%ld] = %g is out of range [%g, %g] (outside it the "
+                                 "flow's time scales leave what the record resolves)",
+                                 m, o->T_diag[m], SCM_STAIR_T_MIN, SCM_STAIR_T_MAX);
+        if (!(fabs(o->vstar[m]) <= SCM_STAIR_VSTAR_MAX))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "vstar[%ld] = %g is out of range: |v*_m| must be <= %g (the "
+                                 "loss and the flow scale as v*^2)",
+                                 m, o->vstar[m], SCM_STAIR_VSTAR_MAX);
+    }
+    if (o->rule->trains_v &&
+        !(o->rp.lr_v_ratio >= SCM_STAIR_LR_MIN && o->rp.lr_v_ratio <= SCM_STAIR_LR_MAX))
+        return scm_error_set(err, SCM_EINVAL,
+                             "lr_v_ratio = %g is out of range [%g, %g] (the two layers' time "
+                             "scales must both be resolved)",
+                             o->rp.lr_v_ratio, SCM_STAIR_LR_MIN, SCM_STAIR_LR_MAX);
+    if (!(o->t_max > SCM_STAIR_T_FIRST && o->t_max <= SCM_STAIR_T_MAX_MAX))
+        return scm_error_set(err, SCM_EINVAL,
+                             "t_max = %g is out of range: it must exceed the first recorded "
+                             "time %g and be <= %g",
+                             o->t_max, SCM_STAIR_T_FIRST, SCM_STAIR_T_MAX_MAX);
+    if (!(o->so.rate_tol > 0.0 && isfinite(o->so.rate_tol) && o->so.min_dur > 0.0 &&
+          isfinite(o->so.min_dur) && o->match_tol > 0.0 && isfinite(o->match_tol)))
+        return scm_error_set(err, SCM_EINVAL,
+                             "rate_tol, min_dur and match_tol must be > 0 and finite (got %g, "
+                             "%g, %g)",
+                             o->so.rate_tol, o->so.min_dur, o->match_tol);
+    if (!(o->atol_rel > 0.0 && isfinite(o->atol_rel) && o->rtol > 0.0 && o->rtol < 1.0))
+        return scm_error_set(err, SCM_EINVAL, "atol_rel must be > 0 and rtol in (0, 1)");
+    return SCM_OK;
+}
+
 static scm_status check_opts(const scm_stair_study_opts *o, scm_error *err)
 {
     if (o->K < 1 || o->K > SCM_STAIR_STUDY_MAX_M || o->M < 1 || o->M > SCM_STAIR_STUDY_MAX_M)
@@ -256,15 +294,19 @@ static scm_status check_opts(const scm_stair_study_opts *o, scm_error *err)
         return scm_error_set(err, SCM_EINVAL, "1 .. %d alphas, got %d",
                              SCM_STAIR_STUDY_MAX_ALPHA, o->n_alpha);
     for (int a = 0; a < o->n_alpha; a++)
-        if (!(o->alpha[a] > 0.0 && isfinite(o->alpha[a])))
-            return scm_error_set(err, SCM_EINVAL, "alpha must be > 0, got %g", o->alpha[a]);
+        if (!(o->alpha[a] >= SCM_STAIR_ALPHA_MIN && o->alpha[a] <= SCM_STAIR_ALPHA_MAX))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "alpha = %g is out of range [%g, %g]: the state starts at "
+                                 "alpha^2 and the run's tolerances scale as alpha^2 / d; below "
+                                 "the range the runs fail at the PSD boundary or at t = 0",
+                                 o->alpha[a], SCM_STAIR_ALPHA_MIN, SCM_STAIR_ALPHA_MAX);
     if (o->d < o->M)
         return scm_error_set(err, SCM_EINVAL, "d = %ld is below M = %ld", o->d, o->M);
     if (!o->act || (o->rule != &scm_rule_gd && o->rule != &scm_rule_two_layer))
         return scm_error_set(err, SCM_EINVAL, "an activation and the rule gd or two_layer");
     if (o->n_out < 2 || o->n_out > 1000000 || o->threads < 1)
         return scm_error_set(err, SCM_EINVAL, "n_out must be in [2, 1e6] and threads >= 1");
-    return SCM_OK;
+    return check_scales(o, err);
 }
 
 /* The model of the study: T = diag(T_diag), v = 1, v* = vstar. */

@@ -43,3 +43,4 @@ case_ simulate_batch "$SCM" simulate simulate_erf_k4.json --no-plot --mode batch
 case_ lintarget "$SCM" lintarget --alpha 1e-3 --c 0.5 -o lin
 case_ split "$SCM" split --K 3 --M 3 --index 2 --neuron 1 --lambda-grid 3 -o split.json
 case_ staircase "$SCM" staircase --K 2 --M 2 --alpha 1e-3,1e-4 -o stair.json
+case_ certify "$SCM" certify --K 6 --M 6 --k1 1 -o certify.json

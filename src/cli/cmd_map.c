@@ -1,0 +1,284 @@
+/* cmd_map.c: `scm map`: the map of global convergence over (M, K - M), one
+ * sweep per cell as `scm compare` runs it (scm_map_run, map.h); here are
+ * the options, the messages of its events, the files PREFIX.json and
+ * PREFIX.csv, the table on stdout and the figures (scripts/plot_map.py). */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_plot.h"
+#include "cli_util.h"
+#include "commands.h"
+#include "scm/map.h"
+#include "scm/output.h"
+#include "scm/sweepfile.h"
+#include "sweep_exec.h"
+
+#define ME "scm map"
+#define MAX_SETS 200
+
+static void map_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: scm map --M LIST --dK LIST --runs N [CONFIG.json] [--law LAW] [--seed S]\n"
+            "               [--threads T] [--set key=value]... [--no-stability]\n"
+            "               [--certify | --certify-global] [--no-plots] [-o PREFIX] [--quiet]\n"
+            "\n"
+            "The map of global convergence: for every M of --M and dK of --dK one sweep\n"
+            "of N random starts with K = M + dK students, run as `scm compare --M M --K\n"
+            "M+dK,... -o PREFIX.M<M>` runs it (config, families enumerated once per cell,\n"
+            "runs file PREFIX.M<M>.K<K>.runs.jsonl resumed when the command is run again,\n"
+            "summary; the same files whatever --threads or the MPI ranks).  LIST: integers\n"
+            "and ranges lo:hi[:step], comma-separated (6:40:2,50).  Writes PREFIX.json and\n"
+            "PREFIX.csv: per cell the fraction reaching the global minimum, per family\n"
+            "reached (k1, plateau loss, stability verdict) and not converged, with 95%%\n"
+            "Wilson intervals, the median time to convergence; per M the smallest dK\n"
+            "with a global fraction >= 0.99.  Then the figures PREFIX.heatmap.png,\n"
+            "PREFIX.global.png, PREFIX.families.png, PREFIX.time.png (plot_map.py;\n"
+            "--no-plots skips them).  Default PREFIX: map.\n"
+            "\n"
+            "--law gaussian (default: N(0, sigma^2 I_d), d = init.d), xavier (d = M,\n"
+            "w ~ N(0, I/d) in the weight-space convention), xavier_uniform (d = M,\n"
+            "uniform coordinates of the same variance): the initialisation law\n"
+            "(init.law; init.d is set to M under the xavier laws).  init.scale\n"
+            "(--set init.scale=0.01) gives a small-scale start under any law.\n"
+            "\n"
+            "exit status: 0 done, 1 a failure while running (the cells done stay and\n"
+            "the command resumes), 2 bad input (refused before any file is written),\n"
+            "4 a file could not be written.\n");
+}
+
+typedef struct {
+    const char *config, *seed, *threads, *Ms, *dKs, *law;
+    const char *sets[MAX_SETS];
+    int quiet, no_plots;
+} map_cli;
+
+/* Parse argv into o and c: 0, -1 after --help, or the exit status 2. */
+static int map_parse(int argc, char **argv, scm_map_opts *o, map_cli *c)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            map_usage(stdout);
+            return -1;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            c->quiet = 1;
+        } else if (strcmp(a, "--no-stability") == 0) {
+            o->no_stability = 1;
+        } else if (strcmp(a, "--no-plots") == 0) {
+            c->no_plots = 1;
+        } else if (strcmp(a, "--certify") == 0 || strcmp(a, "--certify-global") == 0) {
+            int want = strcmp(a, "--certify") == 0 ? 1 : 2;
+            if (o->certify && o->certify != want) {
+                fprintf(stderr, ME ": --certify and --certify-global exclude each other\n");
+                return 2;
+            }
+            o->certify = want;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            if (i + 1 >= argc) {
+                fprintf(stderr, ME ": option %s needs an argument\n", a);
+                return 2;
+            }
+            const char *v = argv[++i];
+            if (strcmp(a, "--M") == 0)
+                c->Ms = v;
+            else if (strcmp(a, "--dK") == 0)
+                c->dKs = v;
+            else if (strcmp(a, "--runs") == 0) {
+                if (!cli_parse_long(v, 1, 1000000000L, &o->runs)) {
+                    fprintf(stderr, ME ": --runs must be an integer in [1, 1e9], got '%s'\n", v);
+                    return 2;
+                }
+            } else if (strcmp(a, "--law") == 0)
+                c->law = v;
+            else if (strcmp(a, "--seed") == 0)
+                c->seed = v;
+            else if (strcmp(a, "--threads") == 0)
+                c->threads = v;
+            else if (strcmp(a, "-o") == 0)
+                o->prefix = v;
+            else if (strcmp(a, "--set") == 0) {
+                if (o->nsets >= MAX_SETS) {
+                    fprintf(stderr, ME ": too many --set options\n");
+                    return 2;
+                }
+                c->sets[o->nsets++] = v;
+            } else {
+                fprintf(stderr, ME ": unknown option '%s' (see scm map --help)\n", a);
+                return 2;
+            }
+        } else if (!c->config) {
+            c->config = a;
+        } else {
+            fprintf(stderr, ME ": more than one config file\n");
+            return 2;
+        }
+    }
+    if (!c->Ms || !c->dKs || o->runs < 0) {
+        fprintf(stderr, ME ": --M, --dK and --runs are required\n");
+        map_usage(stderr);
+        return 2;
+    }
+    scm_error err;
+    if (scm_map_parse_list(c->Ms, "--M", 1, 100000, o->M, SCM_MAP_MAX_M, &o->nM, &err) ||
+        scm_map_parse_list(c->dKs, "--dK", 0, SCM_COMPARE_MAX_K, o->dK, SCM_MAP_MAX_DK, &o->ndK,
+                           &err)) {
+        fprintf(stderr, ME ": %s\n", err.msg);
+        return 2;
+    }
+    o->law_given = c->law != NULL;
+    if (c->law && scm_init_law_find(c->law, &o->law)) {
+        fprintf(stderr, ME ": --law must be gaussian, xavier or xavier_uniform, got '%s'\n", c->law);
+        return 2;
+    }
+    return 0;
+}
+
+typedef struct {
+    int quiet, progress, threads;
+    const cli_executor *ex;
+    cli_progress pc;
+} map_print;
+
+static void on_event(const scm_compare_event *e, void *user)
+{
+    map_print *p = user;
+    if (e->kind == SCM_COMPARE_NOTE) {
+        if (!p->quiet)
+            fprintf(stderr, ME ": %s\n", e->text);
+    } else if (e->kind == SCM_COMPARE_SWEEP_START) {
+        long ndone = scm_sweep_file_resumed(e->sweep);
+        p->pc.done0 = ndone;
+        p->pc.t0 = p->pc.last = cli_now();
+        if (!p->quiet && ndone > 0)
+            fprintf(stderr, ME ": resuming '%s' after %ld of %ld runs\n", e->path, ndone,
+                    scm_sweep_file_total(e->sweep));
+    } else if (e->kind == SCM_COMPARE_SWEEP_RECORD) {
+        if (p->progress)
+            cli_sweep_progress(e->sweep, &p->pc, 0);
+    } else {
+        if (e->ran && p->progress)
+            cli_sweep_progress(e->sweep, &p->pc, 1);
+        if (e->status)
+            fprintf(stderr, "scm sweep: %s\n", e->err->msg);
+        if (e->run_ok && !p->quiet)
+            fprintf(stderr, ME ": K = %ld: %ld new runs in %.1f s\n", e->K,
+                    scm_sweep_file_total(e->sweep) - p->pc.done0, cli_now() - p->pc.t0);
+    }
+}
+
+/* The table on stdout: per cell the global fraction, not converged, the
+ * most frequent other family. */
+static void print_table(const cJSON *map)
+{
+    printf("%5s %5s %4s  %-24s %-24s %s\n", "M", "K", "dK", "global [95%]", "not converged",
+           "median t");
+    const cJSON *cell;
+    cJSON_ArrayForEach(cell, cJSON_GetObjectItemCaseSensitive(map, "cells"))
+    {
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(cell, "global");
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(cell, "not_converged");
+        const cJSON *gw = cJSON_GetObjectItemCaseSensitive(g, "wilson95");
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(cell, "median_t_converged");
+        char gs[64], ns[64];
+        snprintf(gs, sizeof gs, "%.3f [%.3f, %.3f]",
+                 cJSON_GetObjectItemCaseSensitive(g, "fraction")->valuedouble,
+                 cJSON_GetArrayItem(gw, 0)->valuedouble, cJSON_GetArrayItem(gw, 1)->valuedouble);
+        snprintf(ns, sizeof ns, "%.0f", cJSON_GetObjectItemCaseSensitive(n, "count")->valuedouble);
+        printf("%5.0f %5.0f %4.0f  %-24s %-24s %.4g\n",
+               cJSON_GetObjectItemCaseSensitive(cell, "M")->valuedouble,
+               cJSON_GetObjectItemCaseSensitive(cell, "K")->valuedouble,
+               cJSON_GetObjectItemCaseSensitive(cell, "dK")->valuedouble, gs, ns,
+               cJSON_IsNumber(t) ? t->valuedouble : NAN);
+    }
+}
+
+/* PREFIX.json and PREFIX.csv: 0 or the exit status. */
+static int write_outputs(const scm_map_result *res, const char *prefix, char *path, size_t len)
+{
+    scm_error err;
+    char csv[4200];
+    snprintf(csv, sizeof csv, "%s.csv", prefix);
+    snprintf(path, len, "%s.json", prefix);
+    if (scm_output_write_json(path, res->map, 0, &err) ||
+        scm_output_write_atomic(csv, res->csv, strlen(res->csv), &err)) {
+        fprintf(stderr, ME ": %s\n", err.msg);
+        return CLI_EXIT_IO;
+    }
+    return 0;
+}
+
+int scm_cmd_map(int argc, char **argv, const cli_executor *ex)
+{
+    scm_map_opts o;
+    scm_map_opts_default(&o);
+    map_cli c;
+    memset(&c, 0, sizeof c);
+    c.threads = "1";
+    int rc = map_parse(argc, argv, &o, &c);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    long nthreads, seed = 0;
+    char why[256];
+    if (!cli_parse_long(c.threads, 1, 1024, &nthreads)) {
+        fprintf(stderr, ME ": --threads must be an integer in [1, 1024], got '%s'\n", c.threads);
+        return 2;
+    }
+    if (ex->check_fn((int)nthreads, why, sizeof why) != 0) {
+        fprintf(stderr, ME ": %s\n", why);
+        return 2;
+    }
+    if (c.seed && !cli_parse_long(c.seed, 0, 9007199254740991L, &seed)) {
+        fprintf(stderr, ME ": --seed must be an integer in [0, 2^53), got '%s'\n", c.seed);
+        return 2;
+    }
+    if (!o.prefix)
+        o.prefix = "map";
+    char *text = NULL;
+    size_t tlen = 0;
+    if (c.config && !(text = cli_read_all(c.config, &tlen))) {
+        fprintf(stderr, ME ": cannot read '%s': %s\n", c.config, strerror(errno));
+        return 2;
+    }
+    char path[4200];
+    const char *ins[1] = {c.config};
+    snprintf(path, sizeof path, "%s.json", o.prefix);
+    int bad = cli_check_output(ME, path, ins, 1);
+    snprintf(path, sizeof path, "%s.csv", o.prefix);
+    if (bad || cli_check_output(ME, path, ins, 1)) {
+        free(text);
+        return 2;
+    }
+    o.config_text = text;
+    o.config_name = c.config;
+    o.sets = c.sets;
+    o.have_seed = c.seed != NULL;
+    o.seed = (uint64_t)seed;
+    o.threads = (int)nthreads;
+    o.exec = ex->sweep_fn;
+    map_print pr = {c.quiet, !c.quiet && isatty(2), (int)nthreads, ex, {0, 0.0, 0.0}};
+    o.event = on_event;
+    o.event_user = &pr;
+    scm_map_result res;
+    scm_error err;
+    if (scm_map_run(&o, &res, &err)) {
+        fprintf(stderr, ME ": %s\n", err.msg);
+        if (res.failed_M >= 0)
+            fprintf(stderr, ME ": the row M = %ld failed\n", res.failed_M);
+        rc = res.failed_input ? 2 : err.code == SCM_EIO ? CLI_EXIT_IO : 1;
+    } else if (!(rc = write_outputs(&res, o.prefix, path, sizeof path))) {
+        if (!c.quiet) {
+            print_table(res.map);
+            fprintf(stderr, ME ": wrote %s.json and %s.csv\n", o.prefix, o.prefix);
+        }
+        rc = c.no_plots ? 0 : cli_plot(ME, "plot_map.py", path, NULL, c.quiet);
+    }
+    scm_map_result_free(&res);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# test_map.sh SCM: `scm map` (docs/map.md) at a tiny size.
+#  1. every cell equals `scm compare` at that (M, K): the runs files byte for
+#     byte, and the map's global / family / not-converged counts equal those
+#     counted from the compare's runs file (under the Gaussian law and
+#     xavier_uniform, M = 3, 4, dK = 0, 1, 24 runs);
+#  2. the same map.json, map.csv and runs files with 1 and 2 threads;
+#  3. a map killed (SIGKILL) inside a sweep and run again ends byte-identical
+#     to the uninterrupted one (at least one kill must land mid-sweep);
+#  4. bad input (ranges, --runs 0, an unknown law, a config key) exits 2 and
+#     writes nothing.
+set -u
+SCM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+PY=/usr/bin/python3
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+ko() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+check() { if eval "$1"; then ok; else ko "$2"; fi; }
+cd "$W"
+
+# counts of a runs file: global, not_converged, and every other class
+counts() {
+    $PY - "$1" <<'EOF'
+import json, sys, collections
+c = collections.Counter()
+for i, l in enumerate(open(sys.argv[1])):
+    if i:
+        r = json.loads(l)
+        c[r["class"]] += 1
+print(json.dumps(sorted(c.items())))
+EOF
+}
+# the same counts from a map.json cell
+map_counts() {
+    $PY - "$1" "$2" "$3" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+c = [x for x in m["cells"] if x["M"] == int(sys.argv[2]) and x["K"] == int(sys.argv[3])][0]
+d = {"global_minimum/k1=0": c["global"]["count"], "not_converged": c["not_converged"]["count"]}
+for f in c["families"]:
+    d[f["class"]] = f["count"]
+print(json.dumps(sorted((k, v) for k, v in d.items() if v)))
+EOF
+}
+
+# 1. cell by cell against scm compare
+for law in gaussian xavier_uniform; do
+    mkdir -p "eq_$law" && cd "eq_$law"
+    "$SCM" map --M 3,4 --dK 0:1 --runs 24 --law $law --no-plots -q -o m
+    check "[ $? -eq 0 ]" "map ($law)"
+    for M in 3 4; do
+        extra=""
+        [ $law != gaussian ] && extra="--set init.law=$law --set init.d=$M"
+        "$SCM" compare --M $M --K $M,$((M + 1)) --runs 24 --no-plots --traces 0 -q -o c$M $extra
+        check "[ $? -eq 0 ]" "compare M = $M ($law)"
+        for K in $M $((M + 1)); do
+            check "cmp -s m.M$M.K$K.runs.jsonl c$M.K$K.runs.jsonl" \
+                "$law M = $M K = $K: map's runs file differs from compare's"
+            check "cmp -s m.M$M.K$K.summary.json c$M.K$K.summary.json" \
+                "$law M = $M K = $K: summaries differ"
+            a=$(counts c$M.K$K.runs.jsonl)
+            b=$(map_counts m.json $M $K)
+            check "[ '$a' = '$b' ]" "$law M = $M K = $K: compare $a, map $b"
+        done
+    done
+    check "grep -q '\"law\":.*\"$law\"' m.json" "$law not recorded in map.json"
+    [ $law != gaussian ] && check "grep -q '\"law\":.*\"$law\"' m.M3.K3.config.json" \
+        "$law not recorded in the cell's config"
+    check "[ \$(grep -c '^$law,' m.csv) -ge 8 ]" "map.csv rows of $law"
+    cd "$W"
+done
+
+# 2. threads
+mkdir t1 t2
+(cd t1 && "$SCM" map --M 3,4 --dK 0,1 --runs 30 --law xavier --threads 1 --no-plots -q -o m > out)
+check "[ $? -eq 0 ]" "map --threads 1"
+(cd t2 && "$SCM" map --M 3,4 --dK 0,1 --runs 30 --law xavier --threads 2 --no-plots -q -o m > out)
+check "[ $? -eq 0 ]" "map --threads 2"
+for f in $(cd t1 && ls); do
+    check "cmp -s t1/$f t2/$f" "$f differs between 1 and 2 threads"
+done
+check "[ \$(ls t1 | wc -l) -ge 19 ]" "files of the map: $(ls t1 | wc -l)"
+
+# the same under scm-mpi on 2 ranks, when it and mpirun are there
+SCMM="$(dirname "$SCM")/scm-mpi"
+if [ -x "$SCMM" ] && command -v mpirun > /dev/null; then
+    mkdir mp
+    (cd mp && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 \
+        --allow-run-as-root --oversubscribe "$SCMM" map --M 3,4 --dK 0,1 --runs 30 --law xavier \
+        --no-plots -q -o m > out 2> err)
+    mrc=$?
+    check "[ $mrc -eq 0 ]" "scm-mpi map exit $mrc: $(head -3 mp/err)"
+    if [ "$mrc" -eq 0 ]; then
+        for f in $(cd t1 && ls | grep -v '^out$'); do
+            check "cmp -s t1/$f mp/$f" "$f differs between scm --threads 1 and scm-mpi -np 2"
+        done
+    fi
+fi
+
+# the figures (when matplotlib is there), and a file that is not a map refused
+if $PY -c 'import matplotlib' 2>/dev/null; then
+    $PY "$SRC/scripts/plot_map.py" t1/m.json t1/fig > /dev/null
+    check "[ $? -eq 0 ]" "plot_map.py"
+    for f in heatmap global families time; do
+        check "[ -s t1/fig.$f.png ] && [ \"\$(head -c 4 t1/fig.$f.png | tail -c 3)\" = PNG ]" \
+            "plot_map.py drew no $f figure"
+    done
+    rm -f t1/fig.*.png
+    $PY "$SRC/scripts/plot_map.py" t1/m.M3.K3.summary.json t1/fig 2> err.txt
+    check "[ $? -eq 2 ] && grep -q 'not a map' err.txt" "plot_map.py on a summary: $(cat err.txt)"
+fi
+
+# 3. kill and run again
+mkdir k
+hits=0
+for delay in 0.3 0.8 1.5 2.5 4; do
+    (cd k && exec "$SCM" map --M 3,4 --dK 0,1 --runs 30 --law xavier --threads 2 --no-plots -q -o m > out 2>&1) &
+    pid=$!
+    sleep $delay
+    kill -KILL $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    [ $? -eq 137 ] && hits=$((hits + 1))
+done
+(cd k && "$SCM" map --M 3,4 --dK 0,1 --runs 30 --law xavier --threads 2 --no-plots -q -o m > out)
+check "[ $? -eq 0 ]" "map resumed"
+check "[ $hits -ge 1 ]" "no kill landed while the map ran"
+for f in $(cd t1 && ls | grep -v '^out$'); do
+    check "cmp -s t1/$f k/$f" "$f differs after kills and a resume"
+done
+
+# 4. bad input: exit 2, nothing written
+bad() {
+    rm -rf b && mkdir b && cd b
+    "$SCM" map "$@" --no-plots -q -o m > out 2> err
+    rc=$?
+    check "[ $rc -eq 2 ]" "map $* exited $rc, want 2"
+    check "[ \$(ls | grep -v '^out$' | grep -v '^err$' | wc -l) -eq 0 ]" "map $* wrote $(ls)"
+    check "grep -q -- \"\$EXPECT\" err" "map $*: no message naming '$EXPECT': $(cat err | head -2)"
+    cd "$W"
+}
+EXPECT="empty" bad --M 5:3 --dK 0 --runs 4
+EXPECT="step" bad --M 3:5:0 --dK 0 --runs 4
+EXPECT="twice" bad --M 3,3 --dK 0 --runs 4
+EXPECT="out of" bad --M 3 --dK -1 --runs 4
+EXPECT="not an integer" bad --M x --dK 0 --runs 4
+EXPECT="--runs" bad --M 3 --dK 0 --runs 0
+EXPECT="--law" bad --M 3 --dK 0 --runs 4 --law lecun
+EXPECT="init.law" bad --M 3 --dK 0 --runs 4 --set init.law=xavier
+EXPECT="init.d" bad --M 3 --dK 0 --runs 4 --law xavier --set init.d=10
+EXPECT="init.d" bad --M 3,12 --dK 0 --runs 4 --set init.d=10
+EXPECT="model.activation" bad --M 3 --dK 0 --runs 4 --set model.activation=tanh2
+EXPECT="required" bad --M 3 --runs 4
+printf '{"init": {"law": "lecun"}}' > "$W/badlaw.json"
+EXPECT="init.law" bad "$W/badlaw.json" --M 3 --dK 0 --runs 4
+printf '{"init": {"law": "xavier"}}' > "$W/xlaw.json"
+EXPECT="contradicts" bad "$W/xlaw.json" --M 3 --dK 0 --runs 4 --law gaussian
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
