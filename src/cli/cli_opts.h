@@ -68,39 +68,6 @@ void cli_help(const cli_cmd *c, FILE *f);
 int cli_usage_error(const char *me, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
-/* Table entries by kind (every field given: -Wmissing-field-initializers). */
-#define CLI_O(names, kind, dst, lo, hi, arg, help) {names, kind, dst, lo, hi, arg, help, NULL, NULL, NULL}
-#define CLI_F(names, dst, help) {names, CLI_FLAG, dst, 1, 0, NULL, help, NULL, NULL, NULL}
-#define CLI_C(names, dst, choices, arg, help) {names, CLI_CHOICE, dst, 0, 0, arg, help, choices, NULL, NULL}
-#define CLI_L(names, dst, positive, cap, count, arg, help)                                        \
-    {names, CLI_LIST, dst, positive, cap, arg, help, NULL, count, NULL}
-#define CLI_FN_(names, fn, dst, arg, help) {names, CLI_FN, dst, 0, 0, arg, help, NULL, NULL, fn}
-
-/* The exit statuses at the end of a --help: what 0 and 1 (and 3) mean
- * for the command, then 2 and 4 as for every command (docs/architecture.md). */
-#define CLI_EXIT_TEXT(zero_one)                                                                    \
-    "exit status: " zero_one ",\n2 bad input or usage (nothing written), 4 an output could not be "  \
-    "written\n(nothing half-made is left).\n"
-
-/* The options every command spells the same way. */
-#define CLI_OPT_QUIET(dst, what) {"-q|--quiet", CLI_FLAG, (dst), 1, 0, NULL, (what), NULL, NULL, NULL}
-#define CLI_OPT_THREADS(dst)                                                                       \
-    {"--threads", CLI_INT, (dst), 1, 1024, "T",                                                    \
-     "threads (default: the processors online, at most 16);\nthe result does not depend on T",   \
-     NULL, NULL, NULL}
-#define CLI_OPT_ACTIVATION(dst)                                                                    \
-    {"--activation", CLI_STR, (dst), 0, 0, "NAME", "relu (default), erf or linear", NULL, NULL, NULL}
-#define CLI_OPT_SET(strs)                                                                          \
-    {"--set", CLI_STRS, (strs), 0, 0, "key=value",                                                 \
-     "override a config key (value: JSON or a string),\ne.g. --set model.K=4 (repeatable)", NULL,  \
-     NULL, NULL}
-#define CLI_OPT_UNSET(strs)                                                                        \
-    {"--unset", CLI_STRS, (strs), 0, 0, "key",                                                     \
-     "remove a config key (its default applies), e.g.\n--unset integrator.t_max (repeatable)",     \
-     NULL, NULL, NULL}
-#define CLI_OPT_LINE(text) {"", CLI_TEXT, NULL, 0, 0, NULL, (text), NULL, NULL, NULL}
-#define CLI_OPT_END {NULL, CLI_END, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL}
-
 #endif
     ;
 
