@@ -564,7 +564,8 @@ for args in "fixed-points --K 3 --M 3 -q -o $W/nodir/f.json" "stability --K 3 --
     "split --K 3 --M 3 --index 2 --neuron 1 --lambda-grid 3 -q -o $W/nodir/s.json" \
     "staircase --K 2 --M 2 --alpha 1e-3 -q -o $W/nodir/s.json" "lintarget --alpha 1e-2 --c 0.5 -q --prefix $W/nodir/lt" \
     "simulate $W/simp.json --no-plot -q --prefix $W/nodir/s" "crosscheck --K 2 --M 2 --runs 2 -q -o $W/nodir/x.json" \
-    "sweep $W/sw6.json --runs 2 -q -o $W/nodir/r.jsonl" "compare --M 2 --K 2 --runs 2 --no-plots --no-stability -q --prefix $W/nodir/c"; do
+    "sweep $W/sw6.json --runs 2 -q -o $W/nodir/r.jsonl" "compare --M 2 --K 2 --runs 2 --no-plots --no-stability -q --prefix $W/nodir/c" \
+    "certify --K 3 --M 3 --k1 1 -o $W/nodir/c.json" "map --M 2 --dK 0 --runs 2 --no-stability --no-plots -q -o $W/nodir/m"; do
     "$SCM" $args > /dev/null 2> "$W/e"
     rc=$?
     check "[ $rc -eq 4 ] && grep -q 'nodir' '$W/e'" "scm $args: exit $rc, want 4: $(cat "$W/e")"
@@ -577,6 +578,9 @@ check "[ $? -ne 0 ] && [ ! -e lt.phases.csv ] && [ ! -e lt.traces.csv ] && [ -z 
 mkdir sm.csv
 "$SCM" simulate "$W/simp.json" --no-plot -q --prefix sm 2> "$W/e"
 check "[ $? -ne 0 ] && [ ! -e sm.json ]" "simulate: a half-made set of files: $(ls) $(cat "$W/e")"
+mkdir mp.csv
+"$SCM" map --M 2 --dK 0 --runs 2 --no-stability --no-plots -q -o mp 2> "$W/e"
+check "[ $? -ne 0 ] && [ ! -e mp.json ] && [ -z \"\$(ls | grep tmp)\" ]" "map: a half-made set of files: $(ls) $(cat "$W/e")"
 cd "$W"
 check "'$SCM' run --help | grep -q '4 an output could not be'" "run --help documents exit status 4"
 

@@ -152,7 +152,7 @@ int scm_cmd_certify(int argc, char **argv)
         cJSON *j = scm_certify_list_json(&l, &o);
         if (!j || scm_output_write_json(out, j, 0, &err)) {
             fprintf(stderr, "%s: %s\n", ME, j ? err.msg : "out of memory");
-            rc = 1;
+            rc = j ? CLI_EXIT_IO : 1;
         } else
             fprintf(stderr, "wrote %s\n", out);
         cJSON_Delete(j);
