@@ -12,6 +12,9 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 EXP=$SRC/tests/golden/expected
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
+# progress lines appear only after a few seconds: a slow machine (or a
+# sanitizer build) must not change stderr
+export SCM_PROGRESS_SECONDS=1e30
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 
