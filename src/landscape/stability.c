@@ -12,6 +12,7 @@
 #include "scm/fixedpoint.h"
 #include "scm/traj.h"
 #include "scm/weights.h"
+#include "stability_internal.h"
 
 /* ---- small helpers ---- */
 
@@ -25,7 +26,7 @@ static int cmp_double(const void *a, const void *b)
 
 /* NaN when n = 0 or an entry is NaN (a diverged trial: qsort needs an
  * order). */
-static double median(double *x, int n)
+double scm_stab_median(double *x, int n)
 {
     if (n <= 0)
         return NAN;
@@ -36,7 +37,7 @@ static double median(double *x, int n)
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-static double vmax(const double *x, int n)
+double scm_stab_vmax(const double *x, int n)
 {
     double m = -INFINITY;
     for (int i = 0; i < n; i++) {
@@ -448,13 +449,13 @@ static void stab_row(stab_ws *w, scm_stab_row *row, double sigma)
         n_esc += esc;
         n_div += div;
     }
-    row->dist0_max = vmax(d0, nt);
-    row->dist_max = vmax(d1, nt);
-    row->deps_max = vmax(de, nt);
-    row->dist0_med = median(d0, nt);
-    row->dist_med = median(d1, nt);
-    row->deps_med = median(de, nt);
-    row->flow_eps_med = median(fe, n_fe);
+    row->dist0_max = scm_stab_vmax(d0, nt);
+    row->dist_max = scm_stab_vmax(d1, nt);
+    row->deps_max = scm_stab_vmax(de, nt);
+    row->dist0_med = scm_stab_median(d0, nt);
+    row->dist_med = scm_stab_median(d1, nt);
+    row->deps_med = scm_stab_median(de, nt);
+    row->flow_eps_med = scm_stab_median(fe, n_fe);
     row->verdict = n_div > 0   ? SCM_VERDICT_DIVERGED
                    : n_esc > 0   ? SCM_VERDICT_UNSTABLE
                    : n_ret == nt ? SCM_VERDICT_STABLE

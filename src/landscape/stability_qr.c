@@ -16,36 +16,7 @@
 #include "scm/stabpoint.h"
 #include "scm/traj.h"
 #include "scm/weights.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* NaN when n = 0 or an entry is NaN (a diverged trial: qsort needs an
- * order). */
-static double median(double *x, int n)
-{
-    if (n <= 0)
-        return NAN;
-    for (int i = 0; i < n; i++)
-        if (isnan(x[i]))
-            return NAN;
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
-static double vmax(const double *x, int n)
-{
-    double m = -INFINITY;
-    for (int i = 0; i < n; i++) {
-        if (isnan(x[i]))
-            return NAN; /* a diverged trial (fmax would drop it) */
-        m = fmax(m, x[i]);
-    }
-    return n ? m : NAN;
-}
+#include "stability_internal.h"
 
 typedef struct {
     const scm_model *m;
@@ -147,11 +118,11 @@ static void qr_row(qr_ws *w, scm_stab_row *row, double sigma)
         n_ret += same;
         n_esc += esc;
     }
-    row->dist0_max = row->dist_max = vmax(d0, nt);
-    row->deps_max = vmax(de, nt);
-    row->dist0_med = row->dist_med = median(d0, nt);
-    row->deps_med = median(de, nt);
-    row->flow_eps_med = median(fe, n_fe);
+    row->dist0_max = row->dist_max = scm_stab_vmax(d0, nt);
+    row->deps_max = scm_stab_vmax(de, nt);
+    row->dist0_med = row->dist_med = scm_stab_median(d0, nt);
+    row->deps_med = scm_stab_median(de, nt);
+    row->flow_eps_med = scm_stab_median(fe, n_fe);
     row->verdict = n_div > 0     ? SCM_VERDICT_DIVERGED
                    : n_esc > 0   ? SCM_VERDICT_UNSTABLE
                    : n_ret == nt ? SCM_VERDICT_STABLE
