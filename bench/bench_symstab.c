@@ -37,6 +37,15 @@ static double now(void)
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
+/* CPU seconds of the process (all threads): on a shared, loaded machine
+ * the wall time of a parallel phase is at least this over the threads. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
 typedef struct {
     const scm_ansatz_inst *in;
     const double *x;
@@ -300,13 +309,15 @@ static int bench(int M, int threads)
                "%.3f ms (best of 20)\n",
                f.p[i1].eps, 1e3 * sym_time(&f.p[i1], 20));
     t0 = now();
+    double c0 = cpu_now();
     classify_all(f.p, f.np, threads);
     t1 = now();
+    double c1 = cpu_now();
     int nmin = 0;
     for (int i = 0; i < f.np; i++)
         nmin += strcmp(f.p[i].verdict, "saddle") != 0;
-    printf("all %d points classified on %d threads: %.3f s (%d not saddles)\n", f.np, threads,
-           t1 - t0, nmin);
+    printf("all %d points classified on %d threads: %.3f s wall, %.3f s CPU (%d not saddles)\n",
+           f.np, threads, t1 - t0, c1 - c0, nmin);
     fams_free(&f);
     for (int K = 20; K <= 30; K += 10) {
         grow(K, 0, 8, threads, &f);

@@ -18,12 +18,16 @@
  * per (K, M) in the JSON but not listed.  Each row is classified:
  *   global_min                loss < 1e-12
  *   saddle                    a positive eigenvalue (> 1e-6) of the block
- *                             Jacobian, or of the full Jacobian
+ *                             Jacobian, or of the full Jacobian; also when
+ *                             the block Jacobian is NaN (parallel ReLU
+ *                             students, mostly the extra ones at K = M + 2:
+ *                             10,866 rows of the M = 100 table, not verified
+ *                             saddles; open, docs/fixed-points.md)
  *   min_candidate             no positive eigenvalue of the full Jacobian
  *                             of (F_Q, F_R) (dense for K <= --stab-max-K,
  *                             else its symmetric spectrum, symstab.h)
- *   min_candidate_block_only  only where the symmetric spectrum is refused
- *                             (none in the committed tables)
+ *   unclassified              the full Jacobian's spectrum failed (dense
+ *                             or symmetric; none in the committed tables)
  * Residual: max |F_Q|, |F_R| of the full flow at the ansatz point
  * ("full"), after a full-space Newton polish when K <= --polish-max-K and
  * the residual was >= 1e-13 ("full_polished").  Points whose residual stays
@@ -284,7 +288,7 @@ int main(int argc, char **argv)
                 const char *cls;
                 if (fabs(pt->eps) < 1e-12)
                     cls = "global_min";
-                else if (!(bmax <= STAB_TOL))
+                else if (!(bmax <= STAB_TOL)) /* NaN too: see the note above */
                     cls = "saddle";
                 else if (K <= stabK && pt->Q) {
                     if (scm_fp_full_stability(fl, pt->Q, pt->R, &fmaxe, NULL))
@@ -300,7 +304,7 @@ int main(int argc, char **argv)
                                                     &se) == SCM_OK && sr.n)
                         fmaxe = sr.eig[sr.n - 1].value;
                     scm_symstab_result_free(&sr);
-                    cls = !isfinite(fmaxe) ? "min_candidate_block_only"
+                    cls = !isfinite(fmaxe) ? "unclassified"
                           : fmaxe <= STAB_TOL ? "min_candidate"
                                               : "saddle";
                 }

@@ -1,10 +1,11 @@
 /* plateau_stability.c: stability verdicts for the minima of the plateau
  * table (run by scripts/plateau_stability.sh; docs/stability.md section 5).
  *
- * Reads data/plateau_table.csv.  For every row classified global_min,
- * min_candidate (K <= 20: the table checked the full Jacobian there) or
- * min_candidate_block_only with K <= --Kmax (default 22, so that M = 8 .. 20
- * is covered at K = M + 2; the analysis computes the full Jacobian itself),
+ * Reads data/plateau_table.csv.  For every row classified global_min or
+ * min_candidate (no positive eigenvalue of the full Jacobian: dense for
+ * K <= 20, the symmetric spectrum beyond) with K <= --Kmax (default 22, so
+ * that M = 8 .. 20 is covered at K = M + 2; the analysis computes the full
+ * Jacobian itself),
  * rebuilds the fixed point from its ansatz, k1 and scalars
  * (bench/plateau_row.h) and runs scm_stab_analyse with the library's
  * defaults except 3 trials per sigma and sigma = 1e-4, 1e-3, 1e-2 (all
@@ -18,8 +19,9 @@
  * Not run, only counted per (K, M) in the --counts file: saddle rows (the
  * table already shows a positive eigenvalue > 1e-6 of the block or full
  * flow Jacobian, so they are linearly unstable: some perturbation grows
- * like exp(lambda t)) and min_candidate_block_only rows with K > --Kmax
- * (only the block Jacobian was checked; the Hessian is (K d)^2).
+ * like exp(lambda t)) and min_candidate rows with K > --Kmax (the dense
+ * Hessian is (K d)^2; their exact spectrum is symstab.h's,
+ * data/symmetric_stability/).
  *
  * overall verdict: the perturbation verdict when it is stable or unstable;
  * when it is undecided, unstable if the Hessian has a negative eigenvalue
@@ -77,7 +79,7 @@ static void pr_num(FILE *f, double v, const char *fmt)
 
 typedef struct {
     char K_s[PT_FIELD], M_s[PT_FIELD], dK_s[PT_FIELD];
-    int n_rows, n_analysed, n_saddle, n_block_only, n_other;
+    int n_rows, n_analysed, n_saddle, n_cand_big, n_other;
 } count;
 
 int main(int argc, char **argv)
@@ -173,20 +175,16 @@ int main(int argc, char **argv)
         }
         count *c = &cnt[ncnt - 1];
         c->n_rows++;
-        const int block_only = !strcmp(r.cls, "min_candidate_block_only");
-        int is_min = !strcmp(r.cls, "global_min") || !strcmp(r.cls, "min_candidate") ||
-                     block_only;
+        const int cand = !strcmp(r.cls, "min_candidate");
+        int is_min = !strcmp(r.cls, "global_min") || cand;
         if (!strcmp(r.cls, "saddle"))
             c->n_saddle++;
-        else if (block_only && r.K > Kmax)
-            c->n_block_only++;
-        else if (!is_min)
+        else if (cand && r.K > Kmax)
+            c->n_cand_big++;
+        else if (!is_min || r.K > Kmax)
             c->n_other++;
-        if (!is_min || r.K > Kmax) {
-            if (is_min && !block_only)
-                c->n_other++;
+        if (!is_min || r.K > Kmax)
             continue;
-        }
         c->n_analysed++;
         if (r.K % nparts != part || (limit >= 0 && nrun >= limit))
             continue;
@@ -307,11 +305,11 @@ int main(int argc, char **argv)
             fprintf(stderr, ME ": cannot write %s\n", counts_path);
             rc = 1;
         } else {
-            fprintf(fc, "K,M,dK,table_rows,analysed,saddle_not_run,min_candidate_block_only_"
-                        "not_run,other_not_run\n");
+            fprintf(fc, "K,M,dK,table_rows,analysed,saddle_not_run,min_candidate_not_run,"
+                        "other_not_run\n");
             for (int i = 0; i < ncnt; i++)
                 fprintf(fc, "%s,%s,%s,%d,%d,%d,%d,%d\n", cnt[i].K_s, cnt[i].M_s, cnt[i].dK_s,
-                        cnt[i].n_rows, cnt[i].n_analysed, cnt[i].n_saddle, cnt[i].n_block_only,
+                        cnt[i].n_rows, cnt[i].n_analysed, cnt[i].n_saddle, cnt[i].n_cand_big,
                         cnt[i].n_other);
             if (fclose(fc)) {
                 fprintf(stderr, ME ": writing %s failed\n", counts_path);

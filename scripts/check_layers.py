@@ -3,10 +3,12 @@
 
 The library's folders are layers, lowest first:
 
-    core < dynamics < landscape < studies < bindings      (src/cli is the program on top)
+    core < dynamics < landscape < studies < bindings | exec   (src/cli is the program on top)
 
 A file of one layer may include the headers of its own layer and of the layers
-below, never one above.  A public header include/scm/X.h belongs to the layer of
+below, never one above.  bindings (libscm's JSON calls for Python) and exec (the
+MPI executor of scm-mpi, built only with MPI) are siblings on one floor: neither
+includes the other, so that libscm never needs MPI.  A public header include/scm/X.h belongs to the layer of
 the files that define the functions it declares (a header of types and macros
 only belongs to no layer and may be included anywhere); an internal header
 "L/name.h" belongs to layer L.  Also checked: the functions of one public
@@ -18,7 +20,9 @@ import os
 import re
 import sys
 
-LAYERS = ["core", "dynamics", "landscape", "studies", "bindings"]
+LAYERS = ["core", "dynamics", "landscape", "studies", "bindings", "exec"]
+# the floor of each layer; siblings share one
+FLOOR = {"core": 0, "dynamics": 1, "landscape": 2, "studies": 3, "bindings": 4, "exec": 4}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # a definition at file level: the name, its parameters, then a brace
 DEFINITION = re.compile(r"^[A-Za-z_][\w \t\*]*?\b(scm_\w+)\s*\([^;{)]*(?:\([^)]*\)[^;{)]*)*\)\s*\{",
@@ -66,7 +70,7 @@ def main():
             failures.append(f"include/scm/{h}: its functions are defined in {len(layers)} layers "
                             f"({', '.join(sorted(layers))}), want one")
 
-    rank = {layer: i for i, layer in enumerate(LAYERS)}
+    rank = FLOOR
     for path, (layer, incs) in sorted(sources.items()):
         for inc in incs:
             checks += 1
@@ -81,6 +85,9 @@ def main():
                 continue  # generated (scm_version.h) or system
             if rank[target] > rank[layer]:
                 failures.append(f"src/{path}: includes {inc} of layer {target}, above {layer}")
+            elif rank[target] == rank[layer] and target != layer:
+                failures.append(f"src/{path}: includes {inc} of layer {target}, a sibling of "
+                                f"{layer}")
 
     for f in failures:
         print("FAIL: " + f)

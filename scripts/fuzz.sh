@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fuzz.sh: run the libFuzzer targets (docs/fuzzing.md).
-#   bash scripts/fuzz.sh SECONDS [TARGET...]   (targets: config set ansatz; default all)
+#   bash scripts/fuzz.sh SECONDS [TARGET...]   (targets: config set ansatz runs families seeds; default all)
 # Builds build-fuzz/ with clang (-Dfuzz=true, ASan + UBSan), then fuzzes each
 # target in turn for SECONDS on one core, starting from tests/fuzz/corpus/<target>.
 # The growing corpus goes to build-fuzz/corpus/<target>, crashers to
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 secs=${1:?usage: fuzz.sh SECONDS [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(config set ansatz)
+[ ${#targets[@]} -gt 0 ] || targets=(config set ansatz runs families seeds)
 if [ ! -f build-fuzz/build.ninja ]; then
     CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined \
         -Db_lundef=false -Dbuildtype=debug -Doptimization=1

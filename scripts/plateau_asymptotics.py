@@ -86,7 +86,7 @@ def counts(table, logs):
             u = omitted.get((K, M), ("", ""))
             f.write("%d,%d,%d,%d,%d,%d,%d,%s,%s,%s\n" % (
                 K, M, K - M, L["rows"], len(L["fam"]), L["min"], len(L["fam_min"]),
-                "full" if K <= 20 else "block", u[0], u[1]))
+                "full" if K <= 20 else "symmetric", u[0], u[1]))
 
 
 def main():

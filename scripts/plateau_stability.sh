@@ -1,9 +1,9 @@
 #!/bin/bash
 # Stability verdicts for the minima of the plateau table: writes
-# data/plateau_stability.csv (one row per global_min, min_candidate and
-# min_candidate_block_only row of data/plateau_table.csv with K <= 22) and
+# data/plateau_stability.csv (one row per global_min and min_candidate
+# row of data/plateau_table.csv with K <= 22) and
 # data/plateau_stability_counts.csv (per (K, M): rows analysed, saddle rows
-# and K > 22 min_candidate_block_only rows not run).
+# and K > 22 min_candidate rows not run).
 # See docs/stability.md section 5.
 # Usage: scripts/plateau_stability.sh [BUILD_DIR] [JOBS]   (defaults: build, 2)
 # Builds bench/plateau_stability in BUILD_DIR and runs JOBS processes over

@@ -104,6 +104,29 @@ def cell_parts(c):
     return parts
 
 
+def part_key(k):
+    """global first, then the k1 in increasing order, unmatched, not converged."""
+    if k == "global":
+        return (0, 0)
+    if k.startswith("k1="):
+        try:
+            return (1, int(k[3:]))
+        except ValueError:
+            return (1, 10 ** 6)
+    return (2, 0) if k == "unmatched" else (3, 0)
+
+
+def part_colors(plt, keys):
+    """One colour per part: global green, the k1 along a colour map (no
+    colour twice however many), unmatched grey, not converged black."""
+    k1s = [k for k in keys if part_key(k)[0] == 1]
+    cmap = plt.get_cmap("plasma")
+    col = {"global": "tab:green", "unmatched": "0.6", "not converged": "black"}
+    for i, k in enumerate(k1s):
+        col[k] = cmap(0.9 * i / max(1, len(k1s) - 1))
+    return col
+
+
 def plot_families(plt, m, out):
     Ms, dKs, cell = grid(m)
     keys = []
@@ -111,18 +134,20 @@ def plot_families(plt, m, out):
         for k, _ in cell_parts(c):
             if k not in keys:
                 keys.append(k)
+    keys.sort(key=part_key)
+    col = part_colors(plt, keys)
     order = [(M, d) for M in Ms for d in dKs if (M, d) in cell]
-    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(order) + 2), 4))
+    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(order) + 3), 4))
     bottom = [0.0] * len(order)
     for key in keys:
         h = [dict(cell_parts(cell[o])).get(key, 0.0) for o in order]
-        ax.bar(range(len(order)), h, bottom=bottom, label=key, width=0.8)
+        ax.bar(range(len(order)), h, bottom=bottom, label=key, width=0.8, color=col[key])
         bottom = [b + x for b, x in zip(bottom, h)]
     ax.set_xticks(range(len(order)), ["%d/%d" % o for o in order], rotation=90, fontsize=7)
     ax.set_xlabel("M / K - M")
     ax.set_ylabel("fraction of runs")
     ax.set_ylim(0, 1.0)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("where the runs end, per cell (%s law)" % m.get("law", "?"), fontsize=9)
     fig.tight_layout()
     save(fig, out + ".families.png")

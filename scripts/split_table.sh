@@ -25,6 +25,6 @@ for p in m1_pd m1_nd k1m2 k1m2_v2; do
     "$scm" split --point "$tmp/$p.json" --polish --neuron 0 $grid -o "$out/$p.json"
 done
 # an enumerated saddle: K = M = 3, the lowest non-zero loss (0.013789)
-"$scm" split --K 3 --M 3 --index 2 --neuron 0 $grid -o "$out/k3m3_i2.json"
+"$scm" split --K 3 --M 3 --activation erf --index 2 --neuron 0 $grid -o "$out/k3m3_i2.json"
 /usr/bin/python3 scripts/plot_split.py data/split_erf "$out"/m1_pd.json "$out"/m1_nd.json \
     "$out"/k1m2.json "$out"/k1m2_v2.json "$out"/k3m3_i2.json

@@ -14,13 +14,13 @@ trap 'rm -rf "$out"' EXIT
 alphas=1e-2,1e-3,1e-4,1e-5,1e-6,1e-7
 for km in "2 2" "4 4" "5 3"; do
     set -- $km
-    "$build/scm" staircase --K "$1" --M "$2" --alpha $alphas -q -o "$out/erf_K$1_M$2.json"
+    "$build/scm" staircase --K "$1" --M "$2" --activation erf --alpha $alphas -q -o "$out/erf_K$1_M$2.json"
 done
 /usr/bin/python3 scripts/plot_staircase.py data/staircase_erf "$out"/erf_K2_M2.json \
     "$out"/erf_K4_M4.json "$out"/erf_K5_M3.json
 # the two-step staircase (docs/staircase.md section 3): K = 4, M = 3,
 # v* = (2, 1, 1), plateaus matched by Newton polish
-"$build/scm" staircase --K 4 --M 3 --vstar 2,1,1 --alpha 1e-5,1e-6,1e-7,1e-8,1e-9,1e-10 \
+"$build/scm" staircase --K 4 --M 3 --activation erf --vstar 2,1,1 --alpha 1e-5,1e-6,1e-7,1e-8,1e-9,1e-10 \
     --t-max 1e4 -q -o "$out/erf_K4_M3_v211.json"
 /usr/bin/python3 scripts/plot_staircase.py data/staircase_multistep "$out"/erf_K4_M3_v211.json
 # ReLU with both layers trained (docs/staircase.md section 5): K = M = 3,

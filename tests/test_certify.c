@@ -514,8 +514,10 @@ static void test_large(void)
             CHECK(r.loss_lo <= s.pt[p].eps && s.pt[p].eps <= r.loss_hi, "K = 1000 loss");
             int cls;
             double lam = sym_min(in, s.pt[p].x, &cls);
-            CHECK(consistent(&r, lam, cls), "K = 1000 point %d: %s, lo %.17g, float %.17g", p,
-                  r.verdict, r.lambda_lo, lam);
+            /* off the teacher span (certify_real.c) strictness is not tried */
+            CHECK(r.off_span ? r.strict == 0 && strstr(r.reason, "rotation zero modes") != NULL
+                             : consistent(&r, lam, cls),
+                  "K = 1000 point %d: %s, lo %.17g, float %.17g", p, r.verdict, r.lambda_lo, lam);
             n_strict += r.strict == 1;
         }
     }

@@ -549,6 +549,12 @@ SCM_PROGRESS_SECONDS=0 "$SCM" simulate "$W/simp.json" --no-plot --seeds 2 -q --p
 check "[ ! -s '$W/e' ]" "simulate -q printed progress: $(cat "$W/e")"
 SCM_PROGRESS_SECONDS=0 "$SCM" compare --M 2 --K 2 --runs 2 --no-plots --no-stability --prefix "$W/pgc" > /dev/null 2> "$W/e"
 check "grep -Eq '^runs 2/2, [0-9]+ s  ' '$W/e'" "compare progress lines: $(cat "$W/e")"
+SCM_PROGRESS_SECONDS=0 "$SCM" stability --K 3 --M 3 --k1 0 --trials 2 -o "$W/pgst.json" > /dev/null 2> "$W/e"
+check "grep -Eq '^stability: trials 1/8, [0-9]+ s, about [0-9]+ s left$' '$W/e' && grep -Eq '^stability: trials 8/8, [0-9]+ s$' '$W/e'" "stability progress lines: $(cat "$W/e")"
+SCM_PROGRESS_SECONDS=0 "$SCM" stability --K 3 --M 3 --k1 0 --trials 2 --perturb qr -q -o "$W/pgst.json" > /dev/null 2> "$W/e"
+check "[ $? -eq 0 ] && [ ! -s '$W/e' ]" "stability -q printed progress: $(cat "$W/e")"
+"$SCM" stability --K 3 --M 3 --k1 0 --trials 2 -o "$W/pgst.json" > /dev/null 2> "$W/e"
+check "[ $? -eq 0 ] && [ ! -s '$W/e' ]" "a short stability printed progress off a terminal: $(cat "$W/e")"
 
 # issue 26 item 20: an output that cannot be written is exit status 4 in
 # every command, and a command that writes several files writes all of them

@@ -4,14 +4,17 @@
  * Wilson intervals against scm_sweep_wilson; a second call resumes every
  * sweep (no run computed) and gives the same report; the table across
  * rules against the same records; and the failures name their part: an
- * eps_stop too close to the plateaus (bad input of the comparison), a runs
- * file of another sweep (bad input of a sweep, also passed to its event). */
+ * eps_stop too close to the plateaus (bad input of the comparison) but not
+ * to a global minimum listed with round-off, a runs file of another sweep
+ * or a rerun with another --runs (bad input of a sweep, also passed to its
+ * event, naming what differs). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "scm/compare.h"
+#include "scm/output.h"
 #include "testutil.h"
 
 typedef struct {
@@ -88,6 +91,70 @@ static void set_opts(scm_compare_opts *o, const char *prefix, counts *n)
     o->threads = 2;
     o->event = on_event;
     o->event_user = n;
+}
+
+/* dst: the families file src with the loss of its first point whose
+ * loss is below 1e-12 (global) or above 1e-3 (a saddle or plateau) set to
+ * loss.  Returns 0, or -1 when src has no such point. */
+static int fams_with_loss(const char *src, const char *dst, int global, double loss)
+{
+    size_t len;
+    char *text = scm_output_read_file(src, (size_t)64 << 20, &len, NULL);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    int found = 0;
+    cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(root, "fixed_points"))
+    {
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(p, "loss");
+        if (!found && cJSON_IsNumber(l) &&
+            (global ? l->valuedouble < 1e-12 : l->valuedouble > 1e-3)) {
+            cJSON_ReplaceItemInObjectCaseSensitive(p, "loss", cJSON_CreateNumber(loss));
+            found = 1;
+        }
+    }
+    char *out = found ? cJSON_Print(root) : NULL;
+    FILE *f = out ? fopen(dst, "w") : NULL;
+    if (f) {
+        fputs(out, f);
+        fclose(f);
+    }
+    cJSON_free(out);
+    cJSON_Delete(root);
+    return f ? 0 : -1;
+}
+
+/* The default eps_stop (1e-10) with the families of K = 3, M = 2 where
+ * one point has the loss 2.2e-10: accepted when that point is the global
+ * minimum (the round-off of an unpolished point, seen at M = 10, K = 12),
+ * refused when it is a saddle or plateau. */
+static void check_eps_global(const char *dir, const char *prefix)
+{
+    char src[512], fam[512], p[512];
+    snprintf(src, sizeof src, "%s.K3.families.json", prefix);
+    for (int global = 0; global < 2; global++) {
+        snprintf(fam, sizeof fam, "%s/fam_global%d.json", dir, global);
+        snprintf(p, sizeof p, "%s/eg%d", dir, global);
+        CHECK(fams_with_loss(src, fam, global, 2.2e-10) == 0, "%s: no point (global %d)", src,
+              global);
+        counts n = {0};
+        scm_compare_opts o;
+        set_opts(&o, p, &n);
+        o.nK = 1;
+        o.K[0] = 3;
+        o.families[0] = fam;
+        o.runs = 3;
+        scm_compare_result res;
+        scm_error err;
+        scm_status st = scm_compare_run(&o, &res, &err);
+        if (global)
+            CHECK(st == SCM_OK, "the global minimum at loss 2.2e-10 refused: %s", err.msg);
+        else
+            CHECK(st == SCM_EINVAL && res.failed_input && strstr(err.msg, "eps_stop") &&
+                      strstr(err.msg, "2.2e-10"),
+                  "a saddle at loss 2.2e-10 accepted: %d %s", st, st ? err.msg : "");
+        scm_compare_result_free(&res);
+    }
 }
 
 /* The report's fraction table against the runs files' records. */
@@ -202,6 +269,22 @@ int main(void)
     free(rmd);
     st = scm_compare_rules_table(base, 2, o.K, 2, (const char *[]){"stiefel"}, 1, &rj, &rmd, &err);
     CHECK(st == SCM_EIO && rj == NULL && rmd == NULL, "missing summary: %d %s", st, err.msg);
+
+    check_eps_global(dir, prefix);
+
+    /* a rerun with another --runs is refused naming it, and (as every
+     * failure of part SWEEP) through the SWEEP_END event, which is what
+     * the CLI prints: nothing was printed before */
+    counts n4 = {0};
+    set_opts(&o, prefix, &n4);
+    o.runs = 6;
+    st = scm_compare_run(&o, &res, &err);
+    CHECK(st == SCM_EINVAL && res.failed_part == SCM_COMPARE_PART_SWEEP && res.failed_input &&
+              strstr(err.msg, "runs = 5, not 6") && n4.ends == 1 && n4.end_failures == 1 &&
+              n4.starts == 0,
+          "rerun with --runs 6: %d part %d, %ld end events: %s", st, res.failed_part, n4.ends,
+          st ? err.msg : "");
+    scm_compare_result_free(&res);
 
     /* failures, and whose they are */
     char p2[256];

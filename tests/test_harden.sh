@@ -10,7 +10,11 @@
 #       OUT.tmpXXXXXX, and each output is the old file or the new one,
 #       complete;
 #   19  `scm split --lambda 1e300` names the real problem;
-#   9   a refused `scm compare` changes no file.
+#   9   a refused `scm compare` changes no file;
+#   2, 14, 19  the readers of user files (what fuzzing them found,
+#       docs/fuzzing.md): bounded reads, allocations bounded by the input;
+#   and the accepted ranges of lintarget, staircase and split as their
+#   docs print them: each bound accepted, one step outside refused.
 set -u
 SCM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -149,6 +153,137 @@ sed 's/$/\r/' "$W/runs.jsonl" > "$W/o_crlf.jsonl"
 refused crlf "CRLF line ends" $SCM sweep "$SRC/examples/relu_k2.json" --runs 3 -o "$W/o_crlf.jsonl" --resume -q
 { cat "$W/runs.jsonl"; tail -1 "$W/runs.jsonl"; } > "$W/o_extra.jsonl"
 refused extra_line "beyond the last run" $SCM sweep "$SRC/examples/relu_k2.json" --runs 3 -o "$W/o_extra.jsonl" --resume -q
+
+# ---- items 2, 14, 19: the readers of user files (fuzz targets runs, families, seeds) ----
+# --seed-from read with a bound (before: unbounded, /dev/zero grew until
+# the memory ran out); a directory named as such.
+refused seed_zero "'/dev/zero' is larger than 268435456 bytes" \
+    $SCM fixed-points --K 2 --M 2 --seed-from /dev/zero -o "$W/o/f.json"
+refused seed_dir "cannot read '$W/adir': it is a directory" \
+    $SCM fixed-points --K 2 --M 2 --seed-from "$W/adir" -o "$W/o/f.json"
+# the other readers of user files: stability --point bounded (before: /dev/zero
+# grew until the memory ran out) and a directory named as such (before: "cannot
+# read" with no reason), split --point likewise
+refused stab_zero "'/dev/zero' is larger than 268435456 bytes" \
+    $SCM stability --point /dev/zero --index 0 -o "$W/o/y.json"
+refused stab_dir "cannot read '$W/adir': Is a directory" \
+    $SCM stability --point "$W/adir" --index 0 -o "$W/o/y.json"
+refused split_dir "cannot read '$W/adir': Is a directory" \
+    $SCM split --point "$W/adir" --neuron 0 -o "$W/o/x.json"
+# compare: the enumeration's failure on one line, as compare's (before: a
+# line prefixed "scm fixed-points:")
+refused cmp_bigK "scm compare: K = 100000: the family enumeration failed: no ansatz applies" \
+    $SCM compare --M 3 --K 100000 --runs 4 -o "$W/o/cx"
+# a families matrix's allocation bounded by its numbers: a first row of
+# 1e5 zeros and 1e5 - 1 empty rows (500 kB) asked for 80 GB before its
+# shape was checked ("out of memory"); now the shape error
+/usr/bin/python3 -c "n = 100000
+print('[{\"family\": \"x\", \"k1\": 0, \"loss\": 0, \"Q\": [[' + ','.join(['0'] * n) + ']'
+      + ',[]' * (n - 1) + '], \"R\": [[1]]}]')" > "$W/bigQ.json"
+refused fam_bigQ "family 0: 'Q' and 'R' must be K x K and K x M matrices" \
+    $SCM sweep "$SRC/examples/relu_k2.json" --runs 1 --families "$W/bigQ.json" -o "$W/o/s.jsonl" -q
+# an integral instance beyond int (undefined behaviour of the cast before)
+printf '{"fixed_points": [{"ansatz": "k1", "instance": 1e300, "scalars": {"a": 1}}]}' > "$W/inst.json"
+refused seed_instance "fixed_points\[0\]: missing or bad 'instance'" \
+    $SCM fixed-points --K 2 --M 2 --seed-from "$W/inst.json" -o "$W/o/f.json"
+
+# ---- accepted ranges (docs/lintarget.md, docs/staircase.md, docs/split.md) ----
+# Each row: NAME|ACCEPT|REFUSE|PATTERN on a cheap base command.  ACCEPT is
+# the option at its bound: it must pass the checks (exit 0, or 1 for a run
+# that fails numerically, never 2); "-" skips it where the run at the bound
+# is too costly for a test (--n-out 1e6 writes 126 MB).  REFUSE is one step
+# outside (the next integer, a relative step of about 1e-9, or one more
+# list entry): exit 2, PATTERN on stderr, nothing written.
+ranges() { # BASE, then the rows on stdin
+    local base=$1 name acc ref pat rc
+    while IFS='|' read -r name acc ref pat; do
+        [ -z "$name" ] && continue
+        if [ "$acc" != - ]; then
+            rm -rf "$W/o" && mkdir "$W/o"
+            $base $acc > "$W/$name.out" 2> "$W/$name.err" < /dev/null
+            rc=$?
+            check "[ $rc -eq 0 ] || [ $rc -eq 1 ]" "$name: at the bound ($acc): exit $rc ($(head -c 300 "$W/$name.err"))"
+        fi
+        refused "$name" "$pat" $base $ref < /dev/null
+    done
+}
+l32=$(printf '0.1,%.0s' $(seq 31))0.1 l1000=$(printf '0.5,%.0s' $(seq 999))0.5
+w16=$(printf '0.0625,%.0s' $(seq 15))0.0625
+ranges "$SCM lintarget --alpha 1e-2 --c 0.5 --n-out 3 --t-max 0.0011 -q -o $W/o/lt" <<ROWS
+rg_lt_alpha_min|--alpha 1e-100|--alpha 9.99e-101|alpha = 9.99e-101 is below 1e-100
+rg_lt_alpha_max|--alpha 0.999999999|--alpha 1|--alpha values must be in (0, 1)
+rg_lt_alpha_t|--alpha 0.499999999 --t 0.0625|--alpha 0.5 --t 0.0625|alpha = 0.5 is not a small initialisation
+rg_lt_alpha_n|--alpha $l32|--alpha $l32,0.1|--alpha takes at most 32 values
+rg_lt_t_min|--t 1e-100 --alpha 1e-30|--t 9.99e-101 --alpha 1e-30|t = 9.99e-101 is out of range
+rg_lt_t_max|--t 1e4|--t 1.00000001e4|t = 10000 is out of range
+rg_lt_d_min|--d 3|--d 2|--d needs an integer in \[3, 100000000\]
+rg_lt_d_max|--d 100000000|--d 100000001|--d needs an integer in \[3, 100000000\]
+rg_lt_seed_min|--seed 0|--seed -1|--seed needs an integer in \[0, 2147483647\]
+rg_lt_seed_max|--seed 2147483647|--seed 2147483648|--seed needs an integer in \[0, 2147483647\]
+rg_lt_tmax_min|--t-max 1.000000001e-3|--t-max 1e-3|t_max = 0.001 is out of range
+rg_lt_tmax_max|--t-max 1e20|--t-max 1.0000001e20|t_max = 1e+20 is out of range
+rg_lt_nout_min|--n-out 3|--n-out 2|--n-out needs an integer in \[3, 1000000\]
+rg_lt_nout_max|-|--n-out 1000001|--n-out needs an integer in \[3, 1000000\]
+rg_lt_c_max|--c 10000|--c 10000.0001|c = 10000 is out of range
+rg_lt_c_min|--c -10000|--c -10000.0001|c = -10000 is out of range
+rg_lt_c_n|--c $l32|--c $l32,0.1|--c takes at most 32 values
+ROWS
+ranges "$SCM staircase --K 2 --M 2 --alpha 1e-3 --n-out 10 --t-max 0.011 --starts 0 -q -o $W/o/st.json" <<ROWS
+rg_st_K_min|--K 1|--K 0|--K needs an integer in \[1, 200\]
+rg_st_K_max|--K 200|--K 201|--K needs an integer in \[1, 200\]
+rg_st_M_min|--M 1 --d 1|--M 0|--M needs an integer in \[1, 200\]
+rg_st_M_max|--M 200 --d 200|--M 201|--M needs an integer in \[1, 200\]
+rg_st_alpha_min|--alpha 1e-20|--alpha 9.99e-21|alpha = 9.99e-21 is out of range
+rg_st_alpha_max|--alpha 1000|--alpha 1000.000001|alpha = 1000 is out of range
+rg_st_alpha_n|--alpha $l32|--alpha $l32,0.1|--alpha takes at most 32 values
+rg_st_lr_min|--rule two_layer --lr-v-ratio 1e-6|--rule two_layer --lr-v-ratio 9.99e-7|lr_v_ratio = 9.99e-07 is out of range
+rg_st_lr_max|--rule two_layer --lr-v-ratio 1e6|--rule two_layer --lr-v-ratio 1000001|lr_v_ratio = 1e+06 is out of range
+rg_st_T_min|--T-diag 1e-6,1|--T-diag 9.99e-7,1|T_diag\[0\] = 9.99e-07 is out of range
+rg_st_T_max|--T-diag 1,1e6|--T-diag 1,1000001|T_diag\[1\] = 1e+06 is out of range
+rg_st_T_n|--T-diag 1,1|--T-diag 1,1,1|--T-diag and --vstar need M = 2 entries
+rg_st_vstar_max|--vstar 1000,1|--vstar 1000.000001,1|vstar\[0\] = 1000 is out of range
+rg_st_vstar_min|--vstar 1,-1000|--vstar 1,-1000.000001|vstar\[1\] = -1000 is out of range
+rg_st_d_M|--d 2|--d 1|--d 1 is below M = 2
+rg_st_d_max|--d 100000000|--d 100000001|--d needs an integer in \[1, 100000000\]
+rg_st_seed_min|--seed 0|--seed -1|--seed needs an integer in \[0, 2147483647\]
+rg_st_seed_max|--seed 2147483647|--seed 2147483648|--seed needs an integer in \[0, 2147483647\]
+rg_st_tmax_min|--t-max 0.010000001|--t-max 0.01|t_max = 0.01 is out of range
+rg_st_tmax_max|--t-max 1e20|--t-max 1.0000001e20|t_max = 1e+20 is out of range
+rg_st_nout_min|--n-out 10|--n-out 9|--n-out needs an integer in \[10, 1000000\]
+rg_st_nout_max|-|--n-out 1000001|--n-out needs an integer in \[10, 1000000\]
+rg_st_rate|--rate-tol 1e-300|--rate-tol 0|--rate-tol needs a positive number
+rg_st_mindur|--min-dur 1e-300|--min-dur 0|--min-dur needs a positive number
+rg_st_match|--match-tol 1e-300|--match-tol 0|--match-tol needs a positive number
+rg_st_starts_min|--starts 0|--starts -1|--starts needs an integer in \[0, 1000000\]
+rg_st_starts_max|-|--starts 1000001|--starts needs an integer in \[0, 1000000\]
+ROWS
+ranges "$SCM split --K 2 --M 2 --index 0 --neuron 0 --activation erf -q -o $W/o/sp.json" <<ROWS
+rg_sp_K_min|--K 1 --M 1|--K 0|--K needs an integer in \[1, 1000\]
+rg_sp_K_max|--K 1000 --M 1|--K 1001|--K needs an integer in \[1, 1000\]
+rg_sp_M_min|--K 1 --M 1|--M 0|--M needs an integer in \[1, 1000\]
+rg_sp_M_max|--K 1 --M 1000|--M 1001|--M needs an integer in \[1, 1000\]
+rg_sp_index_min|--index 0|--index -1|--index needs an integer in \[0, 1000000\]
+rg_sp_index_max|-|--index 1000001|--index needs an integer in \[0, 1000000\]
+rg_sp_neuron_K|--neuron 1|--neuron 2|--neuron 2 out of range: the point has K = 2 students
+rg_sp_neuron_max|-|--neuron 1000|--neuron needs an integer in \[0, 999\]
+rg_sp_lambda_max|--lambda 1000|--lambda 1000.000001|--lambda 1000 is out of range
+rg_sp_lambda_min|--lambda -999|--lambda -999.000001|split weight 1 = 1000 is out of range
+rg_sp_lambda_n|--lambda $l1000|--lambda $l1000,0.5|--lambda takes at most 1000 values
+rg_sp_grid_min|--lambda-grid 1|--lambda-grid 0|--lambda-grid needs an integer in \[1, 1000\]
+rg_sp_grid_max|--lambda-grid 1000|--lambda-grid 1001|--lambda-grid needs an integer in \[1, 1000\]
+rg_sp_weights_max|--weights 1000,-999|--weights 1000.000001,-999.000001|weight 0 = 1000 is out of range
+rg_sp_weights_n|--weights $w16|--weights $w16,0.0625|--weights takes at most 16 values
+rg_sp_weights_2|--weights 0.5,0.5|--weights 1|--weights needs at least 2 daughters
+rg_sp_weights_sum|--weights 0.5,0.5000000000001|--weights 0.5,0.5000001|--weights must sum to 1
+rg_sp_d_rank|--d 2|--d 1|numerical rank 2, more than the dimension d = 1
+rg_sp_d_max|-|--d 2001|--d needs an integer in \[1, 2000\]
+rg_sp_starts_min|--starts 0|--starts -1|--starts needs an integer in \[0, 1000000\]
+rg_sp_starts_max|-|--starts 1000001|--starts needs an integer in \[0, 1000000\]
+ROWS
+ranges "$SCM split --K 2 --M 2 --neuron 0 --activation erf -q -o $W/o/sp.json" <<ROWS
+rg_sp_k1_min|--k1 0|--k1 -1|--k1 needs an integer in \[0, 1000\]
+rg_sp_k1_max|--k1 1000|--k1 1001|--k1 needs an integer in \[0, 1000\]
+ROWS
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -8,7 +8,8 @@
 #  3. a map killed (SIGKILL) inside a sweep and run again ends byte-identical
 #     to the uninterrupted one (at least one kill must land mid-sweep);
 #  4. bad input (ranges, --runs 0, an unknown law, a config key) exits 2 and
-#     writes nothing.
+#     writes nothing; a rerun with another --runs exits 2 naming the reason
+#     once and changes nothing.
 set -u
 SCM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -129,6 +130,16 @@ check "[ $? -eq 0 ]" "map resumed"
 check "[ $hits -ge 1 ]" "no kill landed while the map ran"
 for f in $(cd t1 && ls | grep -v '^out$'); do
     check "cmp -s t1/$f k/$f" "$f differs after kills and a resume"
+done
+
+# 3b. a rerun with another --runs is refused naming the reason, once,
+#     and changes nothing (issue 26: it used to print no reason at all)
+(cd k && "$SCM" map --M 3,4 --dK 0,1 --runs 31 --law xavier --threads 2 --no-plots -q -o m \
+    > out 2> err)
+check "[ $? -eq 2 ]" "map rerun with --runs 31: exit status"
+check "[ \$(grep -c 'runs = 30, not 31' k/err) -eq 1 ]" "map rerun with --runs 31: $(cat k/err)"
+for f in $(cd t1 && ls | grep -v '^out$'); do
+    check "cmp -s t1/$f k/$f" "$f changed by a refused rerun"
 done
 
 # 4. bad input: exit 2, nothing written

@@ -5,12 +5,11 @@
  *    {stable, unstable, undecided}, a Hessian kind in {closed, fd, none},
  *    analysis ok (or not_psd for at most one row, the K = 4, M = 2 global
  *    minimum at the edge of the PSD cone);
- *  - every row's key (K, M, dK, family_n_anti, loss) is a global_min,
- *    min_candidate or min_candidate_block_only row of the plateau table,
- *    and every such table row with K <= 22 has exactly one row (same
- *    order);
+ *  - every row's key (K, M, dK, family_n_anti, loss) is a global_min or
+ *    min_candidate row of the plateau table, and every such table row with
+ *    K <= 22 has exactly one row (same order);
  *  - the counts file has one line per (K, M) of the table, whose saddle and
- *    (K > 22) min_candidate_block_only counts match the table;
+ *    (K > 22) min_candidate counts match the table;
  *  - four rows (K = M = 7 global minimum and n_anti = 1, K = 8 M = 7
  *    n_anti = 1, K = M = 12 n_anti = 3) are recomputed with
  *    scm_stab_analyse and the options of the generator (scm_stab_opts_three_sigma:
@@ -172,7 +171,9 @@ int main(void)
                                   &csad, &cblk, &coth) == 8;
             CHECK(good && cK == curK && cM == curM && csad == nsad && cblk == nblk &&
                       can == nmin,
-                  "counts K=%d M=%d: '%s' vs saddles %d, block-only %d, analysed %d", curK, curM,
+                  "counts K=%d M=%d: '%s' vs saddles %d, min candidates beyond K = 22 %d, "
+                  "analysed %d",
+                  curK, curM,
                   cl, nsad, nblk, nmin);
             ncnt++;
             nsad = nblk = nmin = 0;
@@ -182,11 +183,10 @@ int main(void)
         curK = r.K;
         curM = r.M;
         nsad += !strcmp(r.cls, "saddle");
-        const int blk = !strcmp(r.cls, "min_candidate_block_only");
-        nblk += blk && r.K > STAB_KMAX;
+        const int cand = !strcmp(r.cls, "min_candidate");
+        nblk += cand && r.K > STAB_KMAX;
         nrows++;
-        if (!(!strcmp(r.cls, "global_min") || !strcmp(r.cls, "min_candidate") || blk) ||
-            r.K > STAB_KMAX)
+        if (!(!strcmp(r.cls, "global_min") || cand) || r.K > STAB_KMAX)
             continue;
         nmin++;
         /* the next stability row must be this one */

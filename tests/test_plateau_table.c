@@ -4,12 +4,20 @@
  *  - coverage: every (K, M) with K - M in {0, 1, 2}, M = 2..40 has rows;
  *  - the published K = M = 7, n_anti = 1 point (eps ~ 0.02320) is a
  *    min_candidate row;
- *  - a handful of rows (several K, M, families, minima and saddles) are
- *    recomputed: Newton on the block residual from the stored scalars
+ *  - every row has a full stability class (global_min, min_candidate or
+ *    saddle: no block-only verdict), and the K = M rows cover every
+ *    built-in ansatz (k1 and k1_one), the k1_one minimum at K = M = 20
+ *    (loss 0.0597534191121, docs/crosscheck.md) among them;
+ *  - a handful of rows, each named by (K, M, n_anti, loss) and its
+ *    expected class (several K, M, families, ansätze, minima and saddles),
+ *    are recomputed: Newton on the block residual from the stored scalars
  *    perturbed by 1e-5 (relative), the loss compared to the table to 1e-10
  *    relative; the full flow (scm_flow_rhs on the full Q, R, a different
  *    computation) vanishes there to 1e-12; the structure (n_anti) and the
- *    block-level stability sign agree with the row;
+ *    block-level stability sign agree with the row; up to K = 30 the dense
+ *    Jacobian of the full flow (scm_fp_full_stability) gives the row's
+ *    class and its largest real part (where the table's came from the
+ *    symmetric spectrum, symstab.h, beyond K = 20: another computation);
  *  - the M = 100 table: coverage of M = 2..100, its rows with M <= 40 are
  *    those of the M <= 40 table (text for text), rows at M = 60..100 (K up
  *    to 102) recomputed as above; its k1 = 1 plateau against the
@@ -90,8 +98,21 @@ static void recompute(const pt_row *r)
      * 3.5e-10 at K = M = 100, where 1.8e-10 and 2.0e-10 are measured. */
     double atol = 1e-11 * fmax(1.0, pow((K + M) / 82.0, 4.0));
     CHECK_CLOSE(epsf, r->loss, 1e-10, atol, "full-flow loss");
-    printf("K=%2d M=%2d n_anti=%2g %-24s loss %.12g  regenerated %.12g  full residual %.1e\n", K,
-           M, r->n_anti, r->cls, r->loss, eps, mx);
+    /* the class from the dense Jacobian of the full flow */
+    double fmaxe = NAN;
+    if (K <= 30 && r->loss > 1e-12) {
+        CHECK(scm_fp_full_stability(fl, Q, R, &fmaxe, NULL) == SCM_OK, "dense Jacobian");
+        const char *want = fmaxe > 1e-6 ? "saddle" : "min_candidate";
+        CHECK(strcmp(r->cls, want) == 0, "K=%d M=%d loss %.12g: class %s, dense Jacobian %.6e",
+              K, M, r->loss, r->cls, fmaxe);
+        if (isfinite(r->full_eig)) /* NaN: a saddle by the block Jacobian already */
+            CHECK_CLOSE(r->full_eig, fmaxe, 1e-6, 1e-9, "largest real part: table vs dense");
+        else
+            CHECK(r->block_eig > 1e-6, "no full Jacobian and block %g", r->block_eig);
+    }
+    printf("K=%2d M=%2d n_anti=%2g %-8s %-13s loss %.12g  regenerated %.12g  full residual "
+           "%.1e  dense Jacobian %+.3e\n",
+           K, M, r->n_anti, r->ansatz, r->cls, r->loss, eps, mx, fmaxe);
     scm_flow_free(fl);
     scm_model_free(m);
     free(Q);
@@ -114,12 +135,21 @@ static FILE *open_data(const char *name)
     return f;
 }
 
+/* A row to recompute, named by its content (not its position, which the
+ * rows of other ansätze shift): (K, M, n_anti), its loss as written (to
+ * 1e-9 relative) and the class it must have. */
+typedef struct {
+    int K, M, n_anti;
+    double loss;
+    const char *cls;
+} pick_row;
+
 /* The checks of one table: every row's residual, coverage of M = 2..Mmax,
  * the published point, the rows of pick recomputed.  k1_plateau[M] gets
  * the lowest loss of the K = M rows of family 1 classified min* (NaN if
  * none); with ref (the M <= 40 table) non-NULL, the rows with M <= 40 must
  * be those of ref, line for line. */
-static void check_table(const char *name, int Mmax, const int (*pick)[4], int npick,
+static void check_table(const char *name, int Mmax, const pick_row *pick, int npick,
                         const char *ref, double *k1_plateau)
 {
     FILE *f = open_data(name);
@@ -128,6 +158,7 @@ static void check_table(const char *name, int Mmax, const int (*pick)[4], int np
     FILE *g = ref ? open_data(ref) : NULL;
     static char line[8192], line2[8192], copy[8192];
     int have[3][101] = {{0}}, nrows = 0, refp = 0, nbad = 0, n_same = 0, n_diff = 0;
+    int nclass_bad = 0, k1one_min = 0, dk0_ans[2] = {0, 0}, dk0_other = 0;
     int done[16] = {0};
     for (int M = 0; M <= Mmax; M++)
         k1_plateau[M] = NAN;
@@ -151,6 +182,18 @@ static void check_table(const char *name, int Mmax, const int (*pick)[4], int np
         if (!(r.residual < 1e-12) && nbad++ < 5)
             CHECK(0, "K=%d M=%d n_anti=%g loss %.12g: residual %g >= 1e-12", r.K, r.M, r.n_anti,
                   r.loss, r.residual);
+        if (strcmp(r.cls, "saddle") && strcmp(r.cls, "min_candidate") &&
+            strcmp(r.cls, "global_min") && nclass_bad++ < 3)
+            CHECK(0, "K=%d M=%d loss %.12g: class %s", r.K, r.M, r.loss, r.cls);
+        if (r.dK == 0 && r.M <= 40) {
+            int i1 = strcmp(r.ansatz, "k1") == 0, i2 = strcmp(r.ansatz, "k1_one") == 0;
+            dk0_ans[0] += i1;
+            dk0_ans[1] += i2;
+            dk0_other += !i1 && !i2;
+        }
+        if (r.K == 20 && r.M == 20 && fabs(r.loss - 0.0597534191121) < 1e-9 &&
+            !strcmp(r.ansatz, "k1_one") && !strcmp(r.cls, "min_candidate"))
+            k1one_min++;
         if (r.dK >= 0 && r.dK <= 2 && r.M >= 0 && r.M <= Mmax)
             have[r.dK][r.M]++;
         if (r.dK == 0 && r.n_anti == 1 && strncmp(r.cls, "min", 3) == 0 && r.M <= Mmax &&
@@ -161,9 +204,11 @@ static void check_table(const char *name, int Mmax, const int (*pick)[4], int np
             CHECK(strcmp(r.cls, "min_candidate") == 0, "K = M = 7 k1 = 1: %s", r.cls);
         }
         for (int i = 0; i < npick; i++)
-            if (!done[i] && r.K == pick[i][0] && r.M == pick[i][1] &&
-                r.n_anti == pick[i][2] && (strncmp(r.cls, "min", 3) == 0) == pick[i][3]) {
-                done[i] = 1;
+            if (r.K == pick[i].K && r.M == pick[i].M && r.n_anti == pick[i].n_anti &&
+                fabs(r.loss - pick[i].loss) <= 1e-9 * pick[i].loss) {
+                done[i]++;
+                CHECK(strcmp(r.cls, pick[i].cls) == 0, "K=%d M=%d loss %.12g: %s, expected %s",
+                      r.K, r.M, r.loss, r.cls, pick[i].cls);
                 recompute(&r);
             }
     }
@@ -176,9 +221,25 @@ static void check_table(const char *name, int Mmax, const int (*pick)[4], int np
               ref, n_same);
     }
     for (int i = 0; i < npick; i++)
-        CHECK(done[i], "no row K=%d M=%d n_anti=%d %s", pick[i][0], pick[i][1], pick[i][2],
-              pick[i][3] ? "min candidate" : "saddle");
+        CHECK(done[i] == 1, "%d rows K=%d M=%d n_anti=%d loss %.12g", done[i], pick[i].K,
+              pick[i].M, pick[i].n_anti, pick[i].loss);
     CHECK(refp == 1, "the published K = M = 7 point appears %d times", refp);
+    CHECK(nclass_bad == 0, "%d rows without a full stability class", nclass_bad);
+    /* the K = M rows up to M = 40 come from every built-in ansatz for K = M */
+    int n_km = 0;
+    for (int i = 0; i < scm_ansatz_builtin_count(); i++) {
+        const char *t = scm_ansatz_builtin_text(i, NULL);
+        scm_error e;
+        scm_ansatz *a = scm_ansatz_parse(t, strlen(t), "builtin", &e);
+        int lo, hi;
+        n_km += a && scm_ansatz_applies(a, 20, 20, &lo, &hi) == 1;
+        scm_ansatz_free(a);
+    }
+    CHECK(n_km == 2 && dk0_ans[0] > 0 && dk0_ans[1] > 0 && dk0_other == 0,
+          "K = M rows: %d k1, %d k1_one, %d others (%d built-in ansätze for K = M)", dk0_ans[0],
+          dk0_ans[1], dk0_other, n_km);
+    CHECK(k1one_min == 1, "the k1_one minimum at K = M = 20, loss 0.0597534191121: %d rows",
+          k1one_min);
     for (int d = 0; d <= 2; d++)
         for (int M = 2; M <= Mmax; M++)
             CHECK(have[d][M] > 0, "no row for K = %d, M = %d", M + d, M);
@@ -266,13 +327,22 @@ done:
 int main(void)
 {
     gsl_set_error_handler_off();
-    /* the rows to recompute: (K, M, n_anti, want a min candidate?) */
-    const int pick[][4] = {{7, 7, 1, 1}, {7, 7, 4, 0},   {12, 12, 3, 1}, {17, 16, 2, 0},
-                           {17, 16, 4, 1}, {22, 20, 5, 1}, {40, 40, 1, 1}, {40, 40, 10, 0},
-                           {42, 40, 3, 1}, {30, 30, 7, 1}};
-    /* M = 41..100: block-level stability only (K > 20); the full residual at K = 102 */
-    const int pick100[][4] = {{100, 100, 1, 1}, {100, 100, 12, 0}, {101, 100, 2, 1},
-                              {102, 100, 3, 1}, {61, 60, 5, 0}, {75, 73, 1, 1}};
+    /* the rows to recompute, by content: minima and saddles of k1, k1_one
+     * and k1_extra; beyond K = 20 classified by the symmetric spectrum */
+    const char *mc = "min_candidate", *sd = "saddle";
+    const pick_row pick[] = {
+        {7, 7, 1, 0.0232027149136, mc},   {7, 7, 4, 0.0638968883485, sd},
+        {12, 12, 3, 0.0454580005718, mc}, {12, 12, 0, 0.053123687271, sd},
+        {17, 16, 2, 0.0120415069383, sd}, {17, 16, 4, 0.0267237372364, mc},
+        {20, 20, 7, 0.0597534191119, mc}, {21, 21, 8, 0.0651940201092, mc},
+        {22, 20, 5, 0.0290300994879, sd},
+        {30, 30, 7, 0.052164150436, mc},  {40, 40, 1, 0.00631564575085, mc},
+        {40, 40, 10, 0.0861895672206, sd}, {42, 40, 3, 0.0113171606804, sd}};
+    /* M = 41..100; the full residual at K = 102 */
+    const pick_row pick100[] = {
+        {100, 100, 1, 0.0027416716664, mc}, {100, 100, 12, 0.0816668621189, sd},
+        {101, 100, 2, 0.00375859278199, sd}, {102, 100, 3, 0.0057576103095, sd},
+        {61, 60, 5, 0.0213036621912, sd},   {75, 73, 1, 0.00341214147739, sd}};
     static double plat40[101], plat100[101];
     check_table("plateau_table.csv", 40, pick, (int)(sizeof pick / sizeof pick[0]), NULL, plat40);
     check_table("plateau_table_M100.csv", 100, pick100, (int)(sizeof pick100 / sizeof pick100[0]),

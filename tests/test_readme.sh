@@ -9,9 +9,10 @@
 #  - The plateau tables' paragraph ("<!-- readme-test: plateau-tables"): each
 #    of its claims checked against data/ and the built-in ansätze
 #    (src/landscape/ansatz_builtin.c, made from ansatz/*.json): which ansätze
-#    the table covers and which built-in one it does not, its M and K - M,
-#    residuals, stability classes, that the k1_one minimum at K = M = 20
-#    (0.0597534191121) is not in it, the M = 100 table's equal rows up to
+#    the table covers (every built-in one at its K - M), its M and K - M,
+#    residuals, stability classes (no block-only one), that the k1_one
+#    minimum at K = M = 20 (0.0597534191121) is a min_candidate row, the
+#    M = 100 table's equal rows up to
 #    M = 40 and its counts, the large-M fit 0.2973/M, the stability data's
 #    coverage; and that the README says exactly these things.
 # Prints "N passed, N failed".
@@ -24,6 +25,7 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 exec "$PY" - "$SCM" "$SRC" "$W" <<'PY'
 import csv
+import json
 import os
 import re
 import subprocess
@@ -107,28 +109,36 @@ T = rows("plateau_table.csv")
 by_dK = defaultdict(set)
 for r in T:
     by_dK[int(r["dK"])].add(r["ansatz"])
-check(dict(by_dK) == {0: {"k1"}, 1: {"k1_extra"}, 2: {"k1_extra"}},
+check(dict(by_dK) == {0: {"k1", "k1_one"}, 1: {"k1_extra"}, 2: {"k1_extra"}},
       "plateau table's ansätze by K - M: %s" % dict(by_dK))
-says("block-symmetric ansätze `k1` (the K = M rows) and `k1_extra` (K = M + 1, M + 2)")
+says("block-symmetric ansätze `k1` and `k1_one` (the K = M rows: every built-in ansatz for "
+     "K = M) and `k1_extra` (K = M + 1, M + 2)")
+km = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(SRC, "ansatz"))
+            if f.endswith(".json") and "K - M" in
+            json.load(open(os.path.join(SRC, "ansatz", f))).get("require", []))
+check(km == sorted(by_dK[0]) and len(builtin) == 3,
+      "built-in ansätze for K = M %s, the K = M rows' %s" % (km, sorted(by_dK[0])))
 missing = sorted(set(builtin) - set().union(*by_dK.values()))
-check(missing == ["k1_one"] and len(builtin) == 3,
-      "built-in ansätze not in the table: %s (of %d)" % (missing, len(builtin)))
-says("It does not cover the third built-in ansatz, `k1_one` (K = M,")
+check(missing == [], "built-in ansätze not in the table: %s" % missing)
 Ms = {int(r["M"]) for r in T}
 check(Ms == set(range(2, 41)), "plateau table's M: %d..%d" % (min(Ms), max(Ms)))
 says("M = 2 .. 40")
-check(all(r["residual_kind"] == "full" and float(r["residual"]) < 1e-12 for r in T),
+check(all(r["residual_kind"] in ("full", "full_polished") and float(r["residual"]) < 1e-12
+          for r in T),
       "a plateau table row with a full residual >= 1e-12")
 says("full residual (below 1e-12)")
 cls = Counter(r["classification"] for r in T)
-check(set(cls) == {"min_candidate", "saddle", "global_min", "min_candidate_block_only"} and
-      all((r["classification"] == "min_candidate_block_only") == (int(r["K"]) > 20 and
-          r["classification"] not in ("saddle", "global_min")) for r in T),
-      "stability classes %s; block_only exactly the minimum candidates beyond K = 20" % dict(cls))
-says("beyond K = 20 `min_candidate_block_only`: the block Jacobian only")
+check(set(cls) == {"min_candidate", "saddle", "global_min"} and
+      all(float(r["full_max_eig"]) <= 1e-6 for r in T if r["classification"] == "min_candidate"),
+      "stability classes %s; a min_candidate without the full Jacobian's spectrum" % dict(cls))
+says("a stability class (`min_candidate`, `saddle`, `global_min`) from the full Jacobian at "
+     "every row: dense up to K = 20, beyond it its exact symmetric spectrum")
 near = [r for r in T if r["K"] == r["M"] == "20" and abs(float(r["loss"]) - 0.0597534191121) < 1e-9]
-check(not near, "the k1_one minimum is in the table after all: %s" % near[:1])
-says("the `k1_one` minimum at K = M = 20, loss 0.0597534191121 (docs/crosscheck.md), is not in it")
+check(len(near) == 1 and near[0]["ansatz"] == "k1_one" and
+      near[0]["classification"] == "min_candidate",
+      "the k1_one minimum at K = M = 20 in the table: %s" % near)
+says("The `k1_one` minimum at K = M = 20, loss 0.0597534191121 (docs/crosscheck.md), is a "
+     "`min_candidate` row")
 check("0.0597534191121" in open(os.path.join(SRC, "docs", "crosscheck.md")).read(),
       "docs/crosscheck.md no longer gives the k1_one minimum's loss")
 
@@ -140,7 +150,11 @@ low = [tuple(r[k] for k in key) for r in T100 if int(r["M"]) <= 40]
 check(low == [tuple(r[k] for k in key) for r in T], "M = 100 table's rows up to M = 40")
 check({r["ansatz"] for r in T100} == set().union(*by_dK.values()) and
       {r["classification"] for r in T100} == set(cls), "M = 100 table: other ansätze or classes")
-says("extends it to M = 100 (the same rows up to M = 40, the same ansätze and stability classes;")
+one100 = [int(r["M"]) for r in T100 if r["ansatz"] == "k1_one"]
+check(one100 and max(one100) == 40, "k1_one rows of the M = 100 table up to M = %s"
+      % (max(one100) if one100 else None))
+says("extends it to M = 100 (the same rows up to M = 40, the same stability classes; `k1_one` "
+     "rows only up to M = 40;")
 n = Counter((r["K"], r["M"]) for r in T100)
 C = rows("plateau_counts_M100.csv")
 check(len(C) == len(n) and all(int(c["rows"]) == n[(c["K"], c["M"])] for c in C),
@@ -165,7 +179,7 @@ check(done == minima and max(int(r["K"]) for r in S) == 22,
 tab = Counter((r["K"], r["M"]) for r in T)
 check(all(int(c["analysed"]) == done[(c["K"], c["M"])] and int(c["table_rows"]) ==
           tab[(c["K"], c["M"])] == sum(int(c[k]) for k in ("analysed", "saddle_not_run",
-          "min_candidate_block_only_not_run", "other_not_run")) for c in SC) and
+          "min_candidate_not_run", "other_not_run")) for c in SC) and
       len(SC) == len(tab), "plateau_stability_counts.csv against the tables")
 says("adds stability verdicts (Hessian, Jacobian, perturbation test) for its minima with K <= 22")
 

@@ -3,6 +3,7 @@
 # parent (class, verdicts, inertia matching the prediction, JSON), an
 # enumerated parent, a split into three, byte-identical reruns, and the
 # bad-input paths (exit status 2, a message naming the problem, no file).
+# The default activation is relu: the erf runs say --activation erf.
 set -u
 SCM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 W=$(mktemp -d)
@@ -32,12 +33,12 @@ for p in r["points"]:
 PY
 
 # an enumerated parent (K = M = 3, erf) and a split into three daughters
-"$SCM" split --K 3 --M 3 --index 2 --neuron 1 --lambda-grid 3 -o "$W/e1.json" > "$W/e.txt" 2>&1
+"$SCM" split --K 3 --M 3 --activation erf --index 2 --neuron 1 --lambda-grid 3 -o "$W/e1.json" > "$W/e.txt" 2>&1
 check "[ $? -eq 0 ] && grep -q 'class indefinite' '$W/e.txt'" "enumerated split: $(cat "$W/e.txt")"
-"$SCM" split --K 3 --M 3 --index 2 --neuron 1 --lambda-grid 3 -o "$W/e2.json" -q > "$W/q.txt" 2>&1
+"$SCM" split --K 3 --M 3 --activation erf --index 2 --neuron 1 --lambda-grid 3 -o "$W/e2.json" -q > "$W/q.txt" 2>&1
 check "cmp -s '$W/e1.json' '$W/e2.json'" "rerun not byte-identical"
 check "[ ! -s '$W/q.txt' ]" "-q prints nothing"
-"$SCM" split --K 3 --M 3 --loss 0.0142 --neuron 0 --weights 0.2,0.3,0.5 -o "$W/w.json" > "$W/w.txt" 2>&1
+"$SCM" split --K 3 --M 3 --activation erf --loss 0.0142 --neuron 0 --weights 0.2,0.3,0.5 -o "$W/w.json" > "$W/w.txt" 2>&1
 check "[ $? -eq 0 ] && grep -q '0.2,0.3,0.5' '$W/w.txt' && grep -q 'loss 0.01424' '$W/w.txt'" \
     "three daughters by --loss: $(cat "$W/w.txt")"
 
@@ -54,6 +55,13 @@ for p in r["points"]:
     assert p["hessian_method"] == "central_differences" and p["inertia_matches"], p
     assert p["verdict"] == "saddle" and p["residual"] < 1e-12, p
 PY
+# the default activation is relu, as in every command (issue 25 item 6): the
+# same run without --activation writes the same file, which records relu
+"$SCM" split --K 3 --M 3 --index 1 --neuron 0 --lambda -0.5,0.5,1.5 \
+    -o "$W/relu_default.json" > "$W/relu_default.txt" 2>&1
+check "[ $? -eq 0 ] && cmp -s '$W/relu.json' '$W/relu_default.json'" \
+    "split without --activation differs from --activation relu: $(cat "$W/relu_default.txt")"
+check "grep -q '\"activation\":[[:space:]]*\"relu\"' '$W/relu_default.json'" "split's default records relu"
 
 # expect_error NAME PATTERN [scm split args...]: exit 2, message, no result file
 expect_error() {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test_staircase.sh SCM: `scm staircase` end to end: K = M = 2 erf from four
+# test_staircase.sh SCM: `scm staircase` end to end (default activation
+# relu: erf runs say --activation erf): K = M = 2 erf from four
 # alphas (one plateau per run, matched to the enumerated symmetric fixed
 # point; the fitted slope within 1e-3 of 1/lambda; JSON content), a
 # byte-identical rerun, and the bad-input paths (exit 2, named, no file).
@@ -12,7 +13,7 @@ ok() { pass=$((pass + 1)); }
 ko() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 check() { if eval "$1"; then ok; else ko "$2"; fi; }
 
-"$SCM" staircase --K 2 --M 2 --alpha 1e-3,1e-4,1e-5,1e-6 -o "$W/a.json" > "$W/a.txt" 2>&1
+"$SCM" staircase --K 2 --M 2 --activation erf --alpha 1e-3,1e-4,1e-5,1e-6 -o "$W/a.json" > "$W/a.txt" 2>&1
 check "[ $? -eq 0 ] && grep -q 'escape time = ' '$W/a.txt'" "staircase run: $(cat "$W/a.txt")"
 python3 - "$W/a.json" <<'PY' && ok || ko "staircase result content"
 import json, sys
@@ -28,14 +29,14 @@ for run in r["runs"]:
 (f,) = r["fits"]
 assert abs(f["slope"] - f["inverse_lambda"]) < 1e-3 * f["inverse_lambda"], f
 PY
-"$SCM" staircase --K 2 --M 2 --alpha 1e-3,1e-4,1e-5,1e-6 -q -o "$W/b.json" > "$W/b.txt" 2>&1
+"$SCM" staircase --K 2 --M 2 --activation erf --alpha 1e-3,1e-4,1e-5,1e-6 -q -o "$W/b.json" > "$W/b.txt" 2>&1
 check "cmp -s '$W/a.json' '$W/b.json' && [ ! -s '$W/b.txt' ]" "rerun not byte-identical or -q printed"
 
 # the two-step staircase (docs/staircase.md section 3): K = 4, M = 3, v* = (2, 1, 1):
 # its second plateau is the K = M = 2 symmetric plateau (two students fit the
 # v* = 2 teacher exactly, the other two face two unit teachers): the polished
 # fixed point's loss and escape rate equal the enumerated K = M = 2 ones of a.json
-"$SCM" staircase --K 4 --M 3 --vstar 2,1,1 --alpha 1e-7,1e-8 --t-max 1e3 -q -o "$W/m.json" 2> "$W/m.err"
+"$SCM" staircase --K 4 --M 3 --activation erf --vstar 2,1,1 --alpha 1e-7,1e-8 --t-max 1e3 -q -o "$W/m.json" 2> "$W/m.err"
 check "[ $? -eq 0 ]" "two-step staircase run: $(cat "$W/m.err")"
 python3 - "$W/m.json" "$W/a.json" <<'PY' && ok || ko "two-step staircase: second plateau = K = M = 2 plateau"
 import json, sys
@@ -58,6 +59,12 @@ PY
 "$SCM" staircase --K 3 --M 3 --activation relu --rule two_layer --T-diag 4,1,0.25 \
     --alpha 1e-6,1e-8,1e-10,1e-12 --t-max 1e3 -q -o "$W/r.json" 2> "$W/r.err"
 check "[ $? -eq 0 ]" "relu two-layer run: $(cat "$W/r.err")"
+# the default activation is relu, as in every command (issue 25 item 6)
+"$SCM" staircase --K 3 --M 3 --rule two_layer --T-diag 4,1,0.25 \
+    --alpha 1e-6,1e-8,1e-10,1e-12 --t-max 1e3 -q -o "$W/rd.json" 2> "$W/rd.err"
+check "[ $? -eq 0 ] && cmp -s '$W/r.json' '$W/rd.json'" \
+    "staircase without --activation differs from --activation relu: $(cat "$W/rd.err")"
+check "grep -q '\"activation\":[[:space:]]*\"relu\"' '$W/rd.json'" "staircase's default records relu"
 python3 - "$W/r.json" <<'PY' && ok || ko "relu two-layer: origin escape slope = 1/lambda_0"
 import json, math, sys
 r = json.load(open(sys.argv[1]))
@@ -99,7 +106,7 @@ PY
 
 # erf, both layers: the origin's rate is linear, lambda_0 = g'(0) |E[y* x]|,
 # |E[y* x]|^2 = sum_m v*_m^2 T_mm (2/pi)/(1 + T_mm) (Stein; T diagonal)
-"$SCM" staircase --K 3 --M 3 --rule two_layer --T-diag 4,1,0.25 \
+"$SCM" staircase --K 3 --M 3 --activation erf --rule two_layer --T-diag 4,1,0.25 \
     --alpha 1e-6,1e-8,1e-10,1e-12 --t-max 1e2 -q -o "$W/e.json" 2> "$W/e.err"
 check "[ $? -eq 0 ]" "erf two-layer run: $(cat "$W/e.err")"
 python3 - "$W/e.json" <<'PY' && ok || ko "erf two-layer: origin escape slope = 1/lambda_0"

@@ -13,12 +13,15 @@
  *    student-teacher) has ab - c^2 > 0 over the whole box, i.e. no two
  *    vectors are parallel or anti-parallel, and every ReLU student norm is
  *    positive, so the closed forms and their derivatives hold;
- *  - realisability: the zero is a state of weights.  Either the Gram
- *    matrix [[T, R^T], [R, Q]] is positive definite over the box (a ball
- *    Cholesky of its block reduction), or S = A + A^T is definite over the
- *    box, so that S X + X S = 0 forces X = Q - R R^T = 0 at the zero
- *    (from F_R = 0 and F_Q = 0 with T = I) and the Gram matrix is
- *    [I; R][I, R^T], PSD: the students lie in the teacher span.
+ *  - realisability: the zero is a state of weights.  At the zero
+ *    S X + X S = 0 for X = Q - R R^T (from F_R = 0 and F_Q = 0 with
+ *    T = I).  If S = A + A^T is definite over the box, or (S indefinite)
+ *    no two eigenvalues of S that meet on block-symmetric matrices sum to
+ *    0 over the box (rigorous enclosures, certify_real.c), X = 0 and the
+ *    Gram matrix [[T, R^T], [R, Q]] is [I; R][I, R^T], PSD: the students
+ *    lie in the teacher span.  If only a group's contrast value of S may
+ *    vanish and X is provably positive there, the Gram matrix is PSD with
+ *    students partly outside the span (off_span; strictness not tried).
  * The loss is enclosed over the box.
  *  - strictness: the symmetry-adapted Hessian (symstab.h) assembled in
  *    balls over the box, on the pattern space of every refinement whose
@@ -53,7 +56,9 @@ typedef struct {
     char verdict[64];    /* "certified critical point, strictness unproved" or
                             "not certified" */
     char reason[240];    /* why not (empty when certified) */
-    char realisable[80]; /* how realisability was proved */
+    char realisable[120];/* how realisability was proved */
+    int off_span;        /* 1: realisable with students partly outside the teacher
+                            span (Q - R R^T PSD, not 0); strictness is not tried */
     double radius;       /* the box radius r (max norm) */
     double newton_step;  /* max |Y F(x)| (floating point) */
     double contraction;  /* max_i |K(X)_i - x_i| / r (< 1 when proved) */
@@ -123,8 +128,14 @@ scm_status scm_certify_family(int K, int M, int k1, int every_point, long starts
 
 /* Certify point index of a `scm fixed-points -o` result file: its Q and R
  * projected onto its ansatz (a built-in one; the projection defect must be
- * below 1e-9); index < 0: every point of the file, in order (e.g. those
- * of `scm fixed-points --grow-from`).  Errors name the file. */
+ * below 1e-9); index SCM_CERTIFY_EVERY (any index < 0 but the next): every
+ * point of the file, in order (e.g. those of `scm fixed-points
+ * --grow-from`); SCM_CERTIFY_MINIMA: every point whose block Jacobian has
+ * no eigenvalue above SCM_FAM_EIG_TOL (the floating-point minimum
+ * candidates at block level; the others are skipped).  Errors name the
+ * file. */
+#define SCM_CERTIFY_EVERY (-1)
+#define SCM_CERTIFY_MINIMA (-2)
 scm_status scm_certify_fpfile(const char *path, long index, const scm_certify_opts *o,
                               scm_certify_list *out, scm_error *err);
 

@@ -61,6 +61,11 @@ typedef struct {
     double smooth_tol;   /* parallelism / death threshold, relative (1e-9) */
     int hessian;         /* compute the Hessian (1) */
     int jacobian;        /* compute the (F_Q, F_R) Jacobian's eigenvalues (1) */
+    /* progress of the perturbation test (NULL, the default: none): called
+     * after each trial, done of total = n_sigma n_trials, in order, from
+     * the calling thread */
+    void (*progress)(void *ctx, int done, int total);
+    void *progress_ctx;
 } scm_stab_opts;
 
 void scm_stab_opts_default(scm_stab_opts *o);

@@ -102,6 +102,18 @@ typedef struct {
                    double max_F);
     void *certify_user;
     double certify_from; /* >= 0; 0: only where the flow is evaluated anyway */
+    /* Tail stage (tail_eps > 0; default 0, off): once a gd run's loss is
+     * below tail_eps with every student alive (ReLU: Q_kk >= 1e-2) and in the
+     * teachers' span up to sqrt(tail_eps) (C = Q - R T^-1 R^T, C_kk below
+     * it), the rest of the run integrates (C, R - R_e), R_e the R of that
+     * state, with relative tolerance tail_rtol (default 1e-11; absolute 1e-24), the flow
+     * and every loss in binary128 (flow_ext.h), ending at the same tests
+     * (eps_stop on that loss).  It ends a loose stage.  Its reported losses
+     * keep 1e-6 relative accuracy down to eps = 1e-12 where the state at
+     * the entry was accurate (docs/sweeps.md, "Reported losses").  Not for
+     * linear units (their minima have C != 0: the stage is not entered),
+     * a rule other than gd, a singular T (the run fails naming it). */
+    double tail_eps, tail_rtol;
 } scm_traj_opts;
 
 /* The defaults documented in the README. */
@@ -154,6 +166,8 @@ typedef struct {
      * own loss.  Accuracy: docs/sweeps.md, "Reported losses". */
     int eps_zeroed;
     double eps_proj, max_proj;
+    double tail_t;     /* when the tail stage began (NaN: not entered) */
+    long tail_steps;   /* steps of the tail stage (in n_steps too) */
     int loose_failed;  /* stop == SCM_STOP_FAILED in the loose stage (its error
                           crossing the PSD boundary near parallel or vanishing
                           students, CVODE failing there, or its steps collapsing),

@@ -67,7 +67,8 @@ class _TrajOpts(ctypes.Structure):
                 ("krylov_dim", ctypes.c_int), ("eps_lin", ctypes.c_double),
                 ("precond", ctypes.c_int), ("sundials_vec_ops", ctypes.c_int),
                 ("certify", ctypes.c_void_p), ("certify_user", ctypes.c_void_p),
-                ("certify_from", ctypes.c_double)]
+                ("certify_from", ctypes.c_double), ("tail_eps", ctypes.c_double),
+                ("tail_rtol", ctypes.c_double)]
 
 
 _P = ctypes.POINTER(ctypes.c_double)
@@ -90,7 +91,8 @@ class _TrajResult(ctypes.Structure):
                 ("n_dead", ctypes.c_int), ("n_steps", ctypes.c_long), ("n_rhs", ctypes.c_long),
                 ("n_jac_evals", ctypes.c_long), ("n_lin_iters", ctypes.c_long),
                 ("eps_zeroed", ctypes.c_int), ("eps_proj", ctypes.c_double),
-                ("max_proj", ctypes.c_double), ("loose_failed", ctypes.c_int)]
+                ("max_proj", ctypes.c_double), ("tail_t", ctypes.c_double),
+                ("tail_steps", ctypes.c_long), ("loose_failed", ctypes.c_int)]
 
 
 def _candidates():

@@ -398,7 +398,7 @@ def staircase(K: int, M: int, alpha: Sequence[float], *, d: Optional[int] = None
               seed: Optional[int] = None, n_out: Optional[int] = None,
               starts: Optional[int] = None, t_max: Optional[float] = None,
               rate_tol: Optional[float] = None, min_dur: Optional[float] = None,
-              match_tol: Optional[float] = None, activation: str = "erf", rule: str = "gd",
+              match_tol: Optional[float] = None, activation: str = "relu", rule: str = "gd",
               lr_v_ratio: Optional[float] = None, T_diag: Optional[Sequence[float]] = None,
               vstar: Optional[Sequence[float]] = None,
               threads: Optional[int] = None) -> Dict[str, Any]:
@@ -430,7 +430,7 @@ def split(K: Optional[int] = None, M: Optional[int] = None, *, neuron: int,
     weight-space Hessian (docs/split.md).
 
     The parent is enumerated (built-in ansätze, ``starts`` Newton starts,
-    activation erf by default as the command) and chosen by ``k1`` (the
+    activation relu by default as the command) and chosen by ``k1`` (the
     lowest-loss point with k1 anti-aligned students), ``index`` (in the list
     sorted by loss) or ``loss`` (the nearest loss eps, with the 1/2); or read
     from ``point`` (a `scm fixed-points -o` file with ``index``, or an object

@@ -44,7 +44,8 @@ class _StabOpts(ctypes.Structure):
                 ("run_flow", c_int)] + \
         [(n, c_double) for n in ("t_max", "same_tol", "global_tol", "near_tol",
                                  "verdict_sigma_max", "zero_rel_tol", "smooth_tol")] + \
-        [("hessian", c_int), ("jacobian", c_int)]
+        [("hessian", c_int), ("jacobian", c_int),
+         ("progress", ctypes.c_void_p), ("progress_ctx", ctypes.c_void_p)]
 
 
 class _Smooth(ctypes.Structure):

@@ -245,9 +245,15 @@ def test_staircase(tmp):
 
 def test_split(tmp):
     cli(["split", "--K", "3", "--M", "2", "--k1", "0", "--neuron", "0", "--lambda-grid", "3",
-         "-o", "sp.json", "-q"], tmp)
-    r = scmode.split(3, 2, k1=0, neuron=0, lambda_grid=3)
-    same(r, load(tmp, "sp.json"), "split(3, 2, k1=0, neuron=0, lambda_grid=3)")
+         "--activation", "erf", "-o", "sp.json", "-q"], tmp)
+    r = scmode.split(3, 2, k1=0, neuron=0, lambda_grid=3, activation="erf")
+    same(r, load(tmp, "sp.json"), "split(3, 2, k1=0, neuron=0, lambda_grid=3, activation='erf')")
+    # the default activation is relu, in the command and in Python (issue 25 item 6)
+    cli(["split", "--K", "3", "--M", "3", "--index", "1", "--neuron", "0", "--lambda", "0.5",
+         "-o", "spd.json", "-q"], tmp)
+    rd = scmode.split(3, 3, index=1, neuron=0, lambdas=[0.5])
+    same(rd, load(tmp, "spd.json"), "split(3, 3, index=1, neuron=0, lambdas=[0.5])")
+    check(rd["activation"] == "relu", "split's default activation: %s" % rd["activation"])
     check(isinstance(r["Q"], np.ndarray) and r["Q"].shape == (3, 3) and len(r["points"]) == 3,
           "split: Q an array, one entry per lambda")
     cli(["fixed-points", "--K", "3", "--M", "3", "-o", "fpsp.json", "-q"], tmp)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bindings/pycall.h"
+#include "core/parallel.h"
 #include "scm/certify.h"
 #include "scm/split.h"
 
@@ -32,13 +33,6 @@ static scm_status num_list(const py_args *a, const char *key, double *x, int max
         x[(*n)++] = v;
     }
     return SCM_OK;
-}
-
-/* The processors online, at most 16 (the CLI's cli_cpu_count). */
-static int cpu_count(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
 /* ---- split -------------------------------------------------------------- */
@@ -97,7 +91,7 @@ static scm_status sp_read(const py_args *a, sp_args *s)
 }
 
 /* The parent: read from the point file, or chosen among the enumerated
- * points (activation erf by default, as the command). */
+ * points (activation relu by default, as the command). */
 static scm_status sp_parent(const py_args *a, const sp_args *s, scm_split_parent *p)
 {
     if (s->point) {
@@ -106,12 +100,12 @@ static scm_status sp_parent(const py_args *a, const sp_args *s, scm_split_parent
             snprintf(p->act, sizeof p->act, "%s", s->act);
         return st;
     }
-    const char *an = s->act ? s->act : "erf";
+    const char *an = s->act ? s->act : "relu";
     const scm_activation *act = scm_activation_find(an);
     if (!act)
         return scm_error_set(a->err, SCM_EINVAL, "%s: unknown activation '%s' (relu, erf, linear)",
                              a->cmd, an);
-    int threads = s->threads > 0 ? (int)s->threads : cpu_count();
+    int threads = s->threads > 0 ? (int)s->threads : scm_threads_online();
     return scm_split_parent_choose(s->K, s->M, act, s->starts, threads, s->k1, s->index, s->loss,
                                    p, a->err);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "bindings/pycall.h"
+#include "core/parallel.h"
 #include "scm/lintarget.h"
 #include "scm/staircase.h"
 
@@ -83,17 +84,10 @@ static const char *const sc_keys[] = {"K", "M", "d", "seed", "n_out", "starts", 
                                       "rate_tol", "min_dur", "match_tol", "activation", "rule",
                                       "lr_v_ratio", "T_diag", "vstar", "alpha", "threads", NULL};
 
-/* The command's default of threads: the processors online, at most 16. */
-static int sc_cpu_count(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
-}
-
 /* The options of `scm staircase` (K, M and alpha required). */
 static scm_status sc_read(const py_args *a, scm_stair_study_opts *o)
 {
-    const char *act = "erf", *rule = "gd";
+    const char *act = "relu", *rule = "gd";
     int nT = 0, nvs = 0;
     long threads = 0;
     scm_status st;
@@ -136,7 +130,7 @@ static scm_status sc_read(const py_args *a, scm_stair_study_opts *o)
     }
     /* threads: the processors online by default, as the command; the list
      * does not depend on it */
-    o->threads = threads > 0 ? (int)threads : sc_cpu_count();
+    o->threads = threads > 0 ? (int)threads : scm_threads_online();
     return SCM_OK;
 }
 

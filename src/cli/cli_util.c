@@ -1,12 +1,13 @@
 /* cli_util.c (CLI): shared helpers of the subcommands (cli_util.h). */
 #include "cli_util.h"
 
+#include "core/parallel.h"
 #include "scm/output.h"
 #include "scm/sweepfile.h"
+#include "scm/sweep_text.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,7 @@
 
 int cli_cpu_count(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+    return scm_threads_online();
 }
 
 int cli_check_output(const char *me, const char *out, const char *const *in, int n)
@@ -46,35 +46,11 @@ double cli_now(void)
 
 char *cli_read_all(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n + 1 < cap)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        errno = bad ? EIO : ENOMEM;
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    scm_error err;
+    char *t = scm_output_read_file(path, CLI_READ_MAX, len, &err);
+    if (!t && err.code != SCM_EIO) /* EIO: errno is the system's reason */
+        errno = err.code == SCM_ENOMEM ? ENOMEM : EFBIG;
+    return t;
 }
 
 cJSON *cli_read_json(const char *path)
@@ -132,27 +108,6 @@ int cli_opt_positive(const char *me, const char *opt, const char *s, double *out
 scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_error *err)
 {
     return scm_sweep_families_load(path, fams, err);
-}
-
-int cli_buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return 0;
-        if ((size_t)n < *cap - *len) {
-            *len += (size_t)n;
-            return 1;
-        }
-        char *nb = realloc(*buf, *cap * 2 + (size_t)n);
-        if (!nb)
-            return 0;
-        *buf = nb;
-        *cap = *cap * 2 + (size_t)n;
-    }
 }
 
 char *cli_output_name(const char *config, const char *suffix)
@@ -238,29 +193,15 @@ void cli_sweep_progress(const scm_sweep_file *f, cli_progress *p, int final)
 void cli_sweep_print_summary(const scm_sweep_summary *sum, long total, long new_runs, double secs,
                              int width, const char *unit)
 {
-    cJSON *js = scm_sweep_summary_json(sum);
-    if (!js)
+    char *text = scm_sweep_summary_text(sum, total);
+    if (!text)
         return;
-    const cJSON *done = cJSON_GetObjectItemCaseSensitive(js, "done");
-    const cJSON *conv = cJSON_GetObjectItemCaseSensitive(js, "converged");
-    fprintf(stderr, "sweep      %.0f of %ld runs done, %.0f converged\n", done->valuedouble,
-            total, conv->valuedouble);
-    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(js, "classes");
-    const cJSON *c;
-    cJSON_ArrayForEach(c, cl)
-    {
-        const cJSON *w = cJSON_GetObjectItemCaseSensitive(c, "wilson95");
-        fprintf(stderr, "  %-28s %6.0f  %.4f  [%.4f, %.4f]\n",
-                cJSON_GetObjectItemCaseSensitive(c, "class")->valuestring,
-                cJSON_GetObjectItemCaseSensitive(c, "count")->valuedouble,
-                cJSON_GetObjectItemCaseSensitive(c, "fraction")->valuedouble,
-                cJSON_GetArrayItem(w, 0)->valuedouble, cJSON_GetArrayItem(w, 1)->valuedouble);
-    }
+    fputs(text, stderr);
+    free(text);
     fprintf(stderr, "timing     %ld runs in %.3f s on %d %s%s: %.3f runs/s, %.4f s per run\n",
             new_runs, secs, width, unit, width == 1 ? "" : "s",
             secs > 0 ? (double)new_runs / secs : 0.0,
             new_runs > 0 ? secs * width / (double)new_runs : 0.0);
-    cJSON_Delete(js);
 }
 
 char *cli_config_text(const char *me, const char *path, const char *const *unset, int nunset,

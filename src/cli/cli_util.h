@@ -27,7 +27,9 @@ int cli_check_output(const char *me, const char *out, const char *const *in, int
 double cli_now(void);
 
 /* The whole file as a NUL-terminated string (*len its length, without the
- * NUL); NULL with errno set on failure.  The caller frees. */
+ * NUL; scm_output_read_file, at most about CLI_READ_MAX bytes); NULL with
+ * errno set on failure.  The caller frees. */
+#define CLI_READ_MAX ((size_t)1 << 30)
 char *cli_read_all(const char *path, size_t *len);
 
 /* The file parsed as JSON, or NULL (unreadable or not JSON).  The caller
@@ -53,14 +55,6 @@ int cli_opt_positive(const char *me, const char *opt, const char *s, double *out
  * x[0 .. *n - 1]; 0, or -1 after printing the error. */
 int cli_opt_list(const char *me, const char *opt, const char *s, int positive, double *x, int cap,
                  int *n);
-
-/* Append printf output to the malloc'ed buffer *buf (length *len, capacity
- * *cap > 0), growing it; 0 on no memory (the buffer is still the caller's). */
-int cli_buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
 
 /* The default output name of a command: CONFIG's base name (directory
  * dropped) without .json, plus suffix (".result.json"); NULL on no memory,

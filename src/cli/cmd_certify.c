@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/certify.h"
@@ -13,31 +14,26 @@
 
 #define ME "scm certify"
 
-static void usage(FILE *f)
+static const char cert_head[] =
+    "usage: scm certify --K K --M M [--k1 N | --all] [--every] [-o OUT.json]\n"
+    "       scm certify --point FP.json --index I | --every | --minima [-o OUT.json]\n"
+    "\n"
+    "Prove in ball arithmetic (Arb) that a true fixed point of the flow lies in a\n"
+    "small box around each listed one: the Krawczyk operator of the block-level\n"
+    "residual, every angle away from 0 and pi, the point realisable by weights\n"
+    "(ReLU, T = I, v = v* = 1, built-in ansatze); then strictness: the\n"
+    "symmetry-adapted Hessian in balls, positive definite (a strict local minimum\n"
+    "for every d >= M) or with a negative eigenvalue (a saddle).  eig(dH): the\n"
+    "proved lower bound of the smallest eigenvalue of d H (> lo), or an upper\n"
+    "bound of a negative one (< hi).\n";
+
+/* --max-radius R in (0, 1). */
+static int cert_max_radius(const char *me, const char *name, const char *v, void *dst)
 {
-    fprintf(f,
-            "usage: scm certify --K K --M M [--k1 N | --all] [--every] [-o OUT.json]\n"
-            "       scm certify --point FP.json --index I | --every [-o OUT.json]\n"
-            "\n"
-            "Prove in ball arithmetic (Arb) that a true fixed point of the flow lies in a\n"
-            "small box around each listed one: the Krawczyk operator of the block-level\n"
-            "residual, every angle away from 0 and pi, the point realisable by weights\n"
-            "(ReLU, T = I, v = v* = 1, built-in ansatze); then strictness: the\n"
-            "symmetry-adapted Hessian in balls, positive definite (a strict local minimum\n"
-            "for every d >= M) or with a negative eigenvalue (a saddle).  eig(dH): the\n"
-            "proved lower bound of the smallest eigenvalue of d H (> lo), or an upper\n"
-            "bound of a negative one (< hi).\n"
-            "\n"
-            "  --k1 N             the k1 family's minimum candidates (default 1)\n"
-            "  --all              every k1 = 0 .. K\n"
-            "  --every            every point of the family, saddles too\n"
-            "  --point FILE       entry --index I of a `scm fixed-points -o` result (with\n"
-            "                     --every: all its entries, e.g. of --grow-from)\n"
-            "  --starts N         random Newton starts per ansatz instance (40)\n"
-            "  --max-radius R     largest box radius tried (1e-8)\n"
-            "  -o FILE            JSON result\n"
-            "\n"
-            "exit status: 0 done (certified or not), 1 a computation failed, 2 bad input.\n");
+    double *x = dst;
+    if (cli_parse_double(v, x) && *x > 0.0 && *x < 1.0)
+        return 0;
+    return cli_usage_error(me, "%s needs a number in (0, 1), got '%s'", name, v), -1;
 }
 
 /* The proved eigenvalue bound of d H as a column: "> lo" for a strict
@@ -74,69 +70,52 @@ static void print_table(const scm_certify_list *l)
 int scm_cmd_certify(int argc, char **argv)
 {
     long K = -1, M = -1, k1 = -2, index = -1, starts = 40;
-    int all = 0, every = 0;
+    int all = 0, every = 0, minima = 0;
     const char *point = NULL, *out = NULL;
     scm_certify_opts o;
     scm_certify_opts_default(&o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int r = 0;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--all") == 0) {
-            all = 1;
-            continue; /* a flag: no value to skip */
-        } else if (strcmp(a, "--every") == 0) {
-            every = 1;
-            continue;
-        } else if (!v) {
-            fprintf(stderr, "%s: %s needs a value (see --help)\n", ME, a);
-            return 2;
-        } else if (strcmp(a, "--K") == 0)
-            r = cli_opt_long(ME, a, v, 1, 10000, &K);
-        else if (strcmp(a, "--M") == 0)
-            r = cli_opt_long(ME, a, v, 1, 10000, &M);
-        else if (strcmp(a, "--k1") == 0)
-            r = cli_opt_long(ME, a, v, 0, 10000, &k1);
-        else if (strcmp(a, "--index") == 0)
-            r = cli_opt_long(ME, a, v, 0, 1000000, &index);
-        else if (strcmp(a, "--starts") == 0)
-            r = cli_opt_long(ME, a, v, 1, 100000, &starts);
-        else if (strcmp(a, "--max-radius") == 0) {
-            r = cli_opt_positive(ME, a, v, &o.max_radius);
-            if (!r && !(o.max_radius < 1.0)) {
-                fprintf(stderr, "%s: --max-radius %s: must be below 1\n", ME, v);
-                return 2;
-            }
-        } else if (strcmp(a, "--point") == 0)
-            point = v;
-        else if (strcmp(a, "-o") == 0)
-            out = v;
-        else {
-            fprintf(stderr, "%s: unknown option %s (see --help)\n", ME, a);
-            return 2;
-        }
-        if (r)
-            return 2;
-        i++;
-    }
+    const cli_opt opts[] = {
+        CLI_O("--K", CLI_LONG, &K, 1, 10000, "K", "number of students"),
+        CLI_O("--M", CLI_LONG, &M, 1, 10000, "M", "number of teachers"),
+        CLI_O("--k1", CLI_LONG, &k1, 0, 10000, "N", "the k1 family's minimum candidates (default 1)"),
+        CLI_F("--all", &all, "every k1 = 0 .. K"),
+        CLI_F("--every", &every, "every point of the family, saddles too"),
+        CLI_O("--point", CLI_STR, &point, 0, 0, "FILE",
+              "entry --index I of a `scm fixed-points -o` result (with\n--every: all its "
+              "entries, e.g. of --grow-from)"),
+        CLI_O("--index", CLI_LONG, &index, 0, 1000000, "I", "the entry of --point"),
+        CLI_F("--minima", &minima,
+              "with --point: its entries whose block Jacobian is\nstable (the floating-point "
+              "minimum candidates)"),
+        CLI_O("--starts", CLI_LONG, &starts, 1, 100000, "N",
+              "random Newton starts per ansatz instance (40)"),
+        CLI_FN_("--max-radius", cert_max_radius, &o.max_radius, "R",
+                "largest box radius tried (1e-8)"),
+        CLI_O("-o", CLI_STR, &out, 0, 0, "FILE", "JSON result"),
+        CLI_OPT_END};
+    const cli_cmd cmd = {ME, cert_head, opts,
+                         CLI_EXIT_TEXT("0 done (certified or not), 1 a computation failed"), NULL,
+                         0};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (minima && (!point || every || index >= 0))
+        return cli_usage_error(ME, "--minima goes with --point FILE, without --index or --every");
+    every = every || minima;
     if (point ? (K >= 0 || M >= 0 || all || k1 != -2 || (index < 0) == !every)
               : (K < 0 || M < 0 || index >= 0 || (all && k1 != -2))) {
-        fprintf(stderr,
-                "%s: give --K K --M M [--k1 N | --all], or --point FILE --index I | --every\n",
-                ME);
-        return 2;
+        return cli_usage_error(ME, "give --K K --M M [--k1 N | --all], or --point FILE --index "
+                                   "I | --every | --minima");
     }
-    if (k1 > K && !point) {
-        fprintf(stderr, "%s: --k1 %ld exceeds K = %ld\n", ME, k1, K);
-        return 2;
-    }
+    if (k1 > K && !point)
+        return cli_usage_error(ME, "--k1 %ld exceeds K = %ld", k1, K);
     if (out && cli_check_output(ME, out, point ? &point : NULL, point ? 1 : 0))
         return 2;
     scm_certify_list l = {0};
     scm_error err;
     scm_error_clear(&err);
+    if (point && index < 0)
+        index = minima ? SCM_CERTIFY_MINIMA : SCM_CERTIFY_EVERY;
     scm_status st = point ? scm_certify_fpfile(point, index, &o, &l, &err)
                           : scm_certify_family((int)K, (int)M, all ? -1 : (k1 == -2 ? 1 : (int)k1),
                                                every, starts, &o, &l, &err);
@@ -147,7 +126,7 @@ int scm_cmd_certify(int argc, char **argv)
         return st == SCM_EINVAL || st == SCM_EIO ? 2 : 1;
     }
     print_table(&l);
-    int rc = 0;
+    rc = 0;
     if (out) {
         cJSON *j = scm_certify_list_json(&l, &o);
         if (!j || scm_output_write_json(out, j, 0, &err)) {

@@ -255,8 +255,8 @@ static int compare_check_outputs(const scm_compare_opts *o, const char *config)
 static int compare_failed(const scm_compare_result *res, const scm_error *err)
 {
     if (res->failed_part == SCM_COMPARE_PART_ENUMERATION) {
-        fprintf(stderr, "scm fixed-points: %s\n", err->msg);
-        fprintf(stderr, "scm compare: K = %ld: the family enumeration failed\n", res->failed_K);
+        fprintf(stderr, "scm compare: K = %ld: the family enumeration failed: %s\n", res->failed_K,
+                err->msg);
     } else if (res->failed_part != SCM_COMPARE_PART_SWEEP) {
         fprintf(stderr, "scm compare: %s\n", err->msg); /* a sweep's: printed at its end */
     }

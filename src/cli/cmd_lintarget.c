@@ -13,38 +13,18 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/lintarget.h"
+#include "scm/lintarget_text.h"
 #include "scm/output.h"
 
 #define ME "scm lintarget"
 
-/* The table of the runs, with the failed runs named on stderr. */
-static void print_runs(const scm_lintarget_study *s, int quiet)
+/* The failed runs named on stderr. */
+static void print_failed(const scm_lintarget_study *s)
 {
-    if (!quiet)
-        printf("%-8s %-8s %-9s %-9s %-9s %-9s %-8s %-9s %s\n", "alpha", "log1/a", "t_align",
-               "t_grow0", "t_grow1", "t_conv", "rate", "b_drift", "stop");
-    for (int i = 0; i < s->n_rows; i++) {
-        const scm_lintarget_study_row *w = &s->rows[i];
-        if (w->stop == SCM_STOP_FAILED)
-            fprintf(stderr, ME ": alpha = %g: the run failed: %s\n", w->alpha, w->run_err.msg);
-        if (!quiet)
-            printf("%-8.1e %-8.4g %-9.5g %-9.5g %-9.5g %-9.5g %-8.4g %-9.2e %s\n", w->alpha,
-                   w->log_inv_alpha, w->ph.t_align, w->ph.t_grow_start, w->ph.t_grow_end,
-                   w->ph.t_conv, w->ph.rate, w->ph.imbalance_drift, scm_stop_reason_str(w->stop));
-    }
-}
-
-static void print_saddle(const scm_lintarget_study *s)
-{
-    printf("\nsaddle manifold v1 w1 = (c+1) a, v2 w2 = -c a (d = 3, beta = 0.8, 1.3):\n"
-           "%-8s %-12s %-9s %-5s %-5s %-5s %-12s %-7s %s\n", "c", "eps", "grad", "neg",
-           "zero", "pos", "change(s)", "ratio", "verdict");
-    for (int i = 0; i < s->n_saddle; i++) {
-        const scm_lintarget_saddle_row *w = &s->saddle[i];
-        const scm_lintarget_saddle_report *a = &w->at_s;
-        printf("%-8.4g %-12.10g %-9.2e %-5d %-5d %-5d %-12.4e %-7.3g %s\n", w->c, a->eps,
-               a->grad_max, a->n_neg, a->n_zero, a->n_pos, a->descent_min, w->ratio, w->verdict);
-    }
+    for (int i = 0; i < s->n_rows; i++)
+        if (s->rows[i].stop == SCM_STOP_FAILED)
+            fprintf(stderr, ME ": alpha = %g: the run failed: %s\n", s->rows[i].alpha,
+                    s->rows[i].run_err.msg);
 }
 
 /* The three files, all or none: 0, or the exit status. */
@@ -118,10 +98,14 @@ int scm_cmd_lintarget(int argc, char **argv)
     scm_lintarget_study s;
     scm_error err;
     scm_status st = scm_lintarget_study_run(&o, &s, &err);
-    print_runs(&s, quiet);
+    print_failed(&s);
     int rc = s.n_failed ? 1 : 0;
-    if (!quiet && (!st || s.n_rows == o.n_alpha))
-        print_saddle(&s);
+    char *text = quiet ? NULL : scm_lintarget_study_text(&s, !st || s.n_rows == o.n_alpha);
+    if (text)
+        fputs(text, stdout);
+    else if (!quiet)
+        fprintf(stderr, ME ": out of memory\n");
+    free(text);
     if (st) {
         fprintf(stderr, ME ": %s\n", err.msg);
         rc = s.refused ? 2 : 1;

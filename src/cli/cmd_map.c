@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_opts.h"
 #include "cli_plot.h"
 #include "cli_util.h"
 #include "commands.h"
@@ -21,109 +22,74 @@
 #define ME "scm map"
 #define MAX_SETS 200
 
-static void map_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: scm map --M LIST --dK LIST --runs N [CONFIG.json] [--law LAW] [--seed S]\n"
-            "               [--threads T] [--set key=value]... [--no-stability]\n"
-            "               [--certify | --certify-global] [--no-plots] [-o PREFIX] [--quiet]\n"
-            "\n"
-            "The map of global convergence: for every M of --M and dK of --dK one sweep\n"
-            "of N random starts with K = M + dK students, run as `scm compare --M M --K\n"
-            "M+dK,... -o PREFIX.M<M>` runs it (config, families enumerated once per cell,\n"
-            "runs file PREFIX.M<M>.K<K>.runs.jsonl resumed when the command is run again,\n"
-            "summary; the same files whatever --threads or the MPI ranks).  LIST: integers\n"
-            "and ranges lo:hi[:step], comma-separated (6:40:2,50).  Writes PREFIX.json and\n"
-            "PREFIX.csv: per cell the fraction reaching the global minimum, per family\n"
-            "reached (k1, plateau loss, stability verdict) and not converged, with 95%%\n"
-            "Wilson intervals, the median time to convergence; per M the smallest dK\n"
-            "with a global fraction >= 0.99.  Then the figures PREFIX.heatmap.png,\n"
-            "PREFIX.global.png, PREFIX.families.png, PREFIX.time.png (plot_map.py;\n"
-            "--no-plots skips them).  Default PREFIX: map.\n"
-            "\n"
-            "--law gaussian (default: N(0, sigma^2 I_d), d = init.d), xavier (d = M,\n"
-            "w ~ N(0, I/d) in the weight-space convention), xavier_uniform (d = M,\n"
-            "uniform coordinates of the same variance): the initialisation law\n"
-            "(init.law; init.d is set to M under the xavier laws).  init.scale\n"
-            "(--set init.scale=0.01) gives a small-scale start under any law.\n"
-            "\n"
-            "exit status: 0 done, 1 a failure while running (the cells done stay and\n"
-            "the command resumes), 2 bad input (refused before any file is written),\n"
-            "4 a file could not be written.\n");
-}
+static const char map_head[] =
+    "usage: scm map --M LIST --dK LIST --runs N [CONFIG.json] [--law LAW] [--seed S]\n"
+    "               [--threads T] [--set key=value]... [--no-stability]\n"
+    "               [--certify | --certify-global] [--no-plots] [-o PREFIX] [--quiet]\n"
+    "\n"
+    "The map of global convergence: for every M of --M and dK of --dK one sweep\n"
+    "of N random starts with K = M + dK students, run as `scm compare --M M --K\n"
+    "M+dK,... -o PREFIX.M<M>` runs it (config, families enumerated once per cell,\n"
+    "runs file PREFIX.M<M>.K<K>.runs.jsonl resumed when the command is run again,\n"
+    "summary; the same files whatever --threads or the MPI ranks).  LIST: integers\n"
+    "and ranges lo:hi[:step], comma-separated (6:40:2,50).  Writes PREFIX.json and\n"
+    "PREFIX.csv: per cell the fraction reaching the global minimum, per family\n"
+    "reached (k1, plateau loss, stability verdict) and not converged, with 95%\n"
+    "Wilson intervals, the median time to convergence; per M the smallest dK\n"
+    "with a global fraction >= 0.99.  Then the figures PREFIX.heatmap.png,\n"
+    "PREFIX.global.png, PREFIX.families.png, PREFIX.time.png (plot_map.py;\n"
+    "--no-plots skips them).\n";
+
+static const char map_tail[] =
+    "exit status: 0 done, 1 a failure while running (the cells done stay and\n"
+    "the command resumes), 2 bad input (refused before any file is written),\n"
+    "4 a file could not be written.\n";
 
 typedef struct {
-    const char *config, *seed, *threads, *Ms, *dKs, *law;
+    const char *config, *Ms, *dKs, *law;
     const char *sets[MAX_SETS];
-    int quiet, no_plots;
+    long seed, threads;
+    int quiet, no_plots, certify, certify_global;
 } map_cli;
 
-/* Parse argv into o and c: 0, -1 after --help, or the exit status 2. */
+/* Parse argv into o and c: -1 to go on, 0 after --help, or the exit
+ * status 2. */
 static int map_parse(int argc, char **argv, scm_map_opts *o, map_cli *c)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            map_usage(stdout);
-            return -1;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            c->quiet = 1;
-        } else if (strcmp(a, "--no-stability") == 0) {
-            o->no_stability = 1;
-        } else if (strcmp(a, "--no-plots") == 0) {
-            c->no_plots = 1;
-        } else if (strcmp(a, "--certify") == 0 || strcmp(a, "--certify-global") == 0) {
-            int want = strcmp(a, "--certify") == 0 ? 1 : 2;
-            if (o->certify && o->certify != want) {
-                fprintf(stderr, ME ": --certify and --certify-global exclude each other\n");
-                return 2;
-            }
-            o->certify = want;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            if (i + 1 >= argc) {
-                fprintf(stderr, ME ": option %s needs an argument\n", a);
-                return 2;
-            }
-            const char *v = argv[++i];
-            if (strcmp(a, "--M") == 0)
-                c->Ms = v;
-            else if (strcmp(a, "--dK") == 0)
-                c->dKs = v;
-            else if (strcmp(a, "--runs") == 0) {
-                if (!cli_parse_long(v, 1, 1000000000L, &o->runs)) {
-                    fprintf(stderr, ME ": --runs must be an integer in [1, 1e9], got '%s'\n", v);
-                    return 2;
-                }
-            } else if (strcmp(a, "--law") == 0)
-                c->law = v;
-            else if (strcmp(a, "--seed") == 0)
-                c->seed = v;
-            else if (strcmp(a, "--threads") == 0)
-                c->threads = v;
-            else if (strcmp(a, "-o") == 0)
-                o->prefix = v;
-            else if (strcmp(a, "--set") == 0) {
-                if (o->nsets >= MAX_SETS) {
-                    fprintf(stderr, ME ": too many --set options\n");
-                    return 2;
-                }
-                c->sets[o->nsets++] = v;
-            } else {
-                fprintf(stderr, ME ": unknown option '%s' (see scm map --help)\n", a);
-                return 2;
-            }
-        } else if (!c->config) {
-            c->config = a;
-        } else {
-            fprintf(stderr, ME ": more than one config file\n");
-            return 2;
-        }
-    }
-    if (!c->Ms || !c->dKs || o->runs < 0) {
-        fprintf(stderr, ME ": --M, --dK and --runs are required\n");
-        map_usage(stderr);
-        return 2;
-    }
+    cli_strs pos = {&c->config, 0, 1};
+    cli_strs sets = {c->sets, 0, MAX_SETS};
+    const cli_opt opts[] = {
+        CLI_O("--M", CLI_STR, &c->Ms, 0, 0, "LIST", "the widths M (e.g. 6:40:2)"),
+        CLI_O("--dK", CLI_STR, &c->dKs, 0, 0, "LIST", "the over-parameterisations K - M (e.g. 0:4)"),
+        CLI_O("--runs", CLI_LONG, &o->runs, 1, 1000000000L, "N", "random starts per cell"),
+        CLI_O("--law", CLI_STR, &c->law, 0, 0, "LAW",
+              "the initialisation law (init.law): gaussian\n(default: N(0, sigma^2 I_d), d = "
+              "init.d), xavier\n(d = M, w ~ N(0, I/d) in the weight-space convention),\n"
+              "xavier_uniform (d = M, uniform coordinates of the same\nvariance); init.d is set "
+              "to M under the xavier laws;\ninit.scale (--set init.scale=0.01) gives a "
+              "small-scale\nstart under any law"),
+        CLI_O("--seed", CLI_LONG, &c->seed, 0, 9007199254740991L, "S",
+              "the base seed of every cell's sweep (default: the\nconfig's init.seed)"),
+        CLI_O("--threads", CLI_LONG, &c->threads, 1, 1024, "T",
+              "threads (default: the processors online, at most 16);\nthe files do not depend on T"),
+        CLI_OPT_SET(&sets),
+        CLI_F("--no-stability", &o->no_stability, "no stability verdicts"),
+        CLI_F("--certify", &c->certify, "the sweeps' early stop (scm sweep --help)"),
+        CLI_F("--certify-global", &c->certify_global, "its loss rule only"),
+        CLI_F("--no-plots", &c->no_plots, "no figures"),
+        CLI_O("-o", CLI_STR, &o->prefix, 0, 0, "PREFIX", "the files' prefix (default map)"),
+        CLI_OPT_QUIET(&c->quiet, "no table, no progress"),
+        CLI_OPT_END};
+    const cli_cmd cmd = {ME, map_head, opts, map_tail, &pos, 1};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc >= 0)
+        return rc;
+    o->nsets = sets.n;
+    if (c->certify && c->certify_global)
+        return cli_usage_error(ME, "--certify and --certify-global exclude each other");
+    o->certify = c->certify ? 1 : c->certify_global ? 2 : 0;
+    if (!c->Ms || !c->dKs || o->runs < 0)
+        return cli_usage_error(ME, "--M, --dK and --runs are required");
     scm_error err;
     if (scm_map_parse_list(c->Ms, "--M", 1, 100000, o->M, SCM_MAP_MAX_M, &o->nM, &err) ||
         scm_map_parse_list(c->dKs, "--dK", 0, SCM_COMPARE_MAX_K, o->dK, SCM_MAP_MAX_DK, &o->ndK,
@@ -136,7 +102,7 @@ static int map_parse(int argc, char **argv, scm_map_opts *o, map_cli *c)
         fprintf(stderr, ME ": --law must be gaussian, xavier or xavier_uniform, got '%s'\n", c->law);
         return 2;
     }
-    return 0;
+    return -1;
 }
 
 typedef struct {
@@ -164,8 +130,7 @@ static void on_event(const scm_compare_event *e, void *user)
     } else {
         if (e->ran && p->progress)
             cli_sweep_progress(e->sweep, &p->pc, 1);
-        if (e->status)
-            fprintf(stderr, "scm sweep: %s\n", e->err->msg);
+        /* a failed sweep's message: printed once, when scm_map_run returns it */
         if (e->run_ok && !p->quiet)
             fprintf(stderr, ME ": K = %ld: %ld new runs in %.1f s\n", e->K,
                     scm_sweep_file_total(e->sweep) - p->pc.done0, cli_now() - p->pc.t0);
@@ -219,22 +184,15 @@ int scm_cmd_map(int argc, char **argv, const cli_executor *ex)
     scm_map_opts_default(&o);
     map_cli c;
     memset(&c, 0, sizeof c);
-    c.threads = "1";
+    c.seed = -1;
     int rc = map_parse(argc, argv, &o, &c);
-    if (rc)
-        return rc < 0 ? 0 : rc;
-    long nthreads, seed = 0;
+    if (rc >= 0)
+        return rc;
+    const long nthreads = c.threads ? c.threads : ex->one_thread ? 1 : cli_cpu_count();
+    const long seed = c.seed;
     char why[256];
-    if (!cli_parse_long(c.threads, 1, 1024, &nthreads)) {
-        fprintf(stderr, ME ": --threads must be an integer in [1, 1024], got '%s'\n", c.threads);
-        return 2;
-    }
     if (ex->check_fn((int)nthreads, why, sizeof why) != 0) {
         fprintf(stderr, ME ": %s\n", why);
-        return 2;
-    }
-    if (c.seed && !cli_parse_long(c.seed, 0, 9007199254740991L, &seed)) {
-        fprintf(stderr, ME ": --seed must be an integer in [0, 2^53), got '%s'\n", c.seed);
         return 2;
     }
     if (!o.prefix)
@@ -257,8 +215,8 @@ int scm_cmd_map(int argc, char **argv, const cli_executor *ex)
     o.config_text = text;
     o.config_name = c.config;
     o.sets = c.sets;
-    o.have_seed = c.seed != NULL;
-    o.seed = (uint64_t)seed;
+    o.have_seed = seed >= 0;
+    o.seed = (uint64_t)(seed >= 0 ? seed : 0);
     o.threads = (int)nthreads;
     o.exec = ex->sweep_fn;
     map_print pr = {c.quiet, !c.quiet && isatty(2), (int)nthreads, ex, {0, 0.0, 0.0}};

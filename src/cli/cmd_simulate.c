@@ -6,13 +6,9 @@
  * config, calls the library, prints the summary, writes the files and runs
  * the plot script. */
 #include <cjson/cJSON.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli_opts.h"
@@ -21,41 +17,12 @@
 #include "commands.h"
 #include "scm/output.h"
 #include "scm/simulate.h"
+#include "scm/simulate_text.h"
 
 #define ME "scm simulate"
 #define MAX_SETS 64
 
 /* ------------------------------------------------------------------ the command */
-
-static void print_summary(const scm_simulate_study *st, const scm_simulate_result *res)
-{
-    const scm_config *c = st->config;
-    const scm_simulate_study_opts *p = &st->opts;
-    const int S = p->seeds;
-    const scm_simulate_seed *runs = res->runs;
-    printf("model      K = %d, M = %d, %s, rule %s\n", c->K, c->M, c->act->name, c->rule->name);
-    printf("simulate   %s, d = %ld, eta = %g, %d seed%s from %lu, t_max = %g\n",
-           p->sim.mode == SCM_SIM_BATCH ? "full-batch GD" : "online SGD", p->sim.d, p->sim.eta,
-           S, S > 1 ? "s" : "", runs[0].init_seed, p->t_max);
-    if (p->sim.mode == SCM_SIM_BATCH)
-        printf("batch      n = %ld samples\n", p->sim.n);
-    for (int s = 0; s < S; s++) {
-        const scm_simulate_seed *r = runs + s;
-        if (r->n > 0)
-            printf("seed %-5lu eps sim %.6g  ode %.6g  at t = %.4g%s%s\n", r->init_seed,
-                   r->eps_sim[r->n - 1], r->eps_ode[r->n - 1], r->t[r->n - 1],
-                   r->error[0] ? "  FAILED: " : "", r->error);
-    }
-    const long last = runs[0].n - 1;
-    if (last >= 0 && res->stats[last].seeds) {
-        const scm_simulate_stat *f = res->stats + last;
-        printf("final      eps_sim - eps_ode = %.3g", f->eps_diff_mean);
-        if (isfinite(f->eps_diff_se))
-            printf(" +- %.2g (s.e.)", f->eps_diff_se);
-        printf(", rms max|dQ, dR, dv| = %.3g\n", f->state_dev_rms);
-    }
-    printf("time       simulation %.2f s, ODE %.3f s\n", res->secs_sim, res->secs_ode);
-}
 
 /* One seed done: the progress line. */
 static void sim_progress(void *ctx, int done, int total)
@@ -202,8 +169,12 @@ int scm_cmd_simulate(int argc, char **argv)
     }
     if ((rc = write_files(&st, &res, json_path, csv_path)))
         goto done;
-    if (!quiet)
-        print_summary(&st, &res);
+    char *summary = quiet ? NULL : scm_simulate_study_text(&st, &res);
+    if (!quiet && !summary)
+        fprintf(stderr, "%s: out of memory\n", ME);
+    else if (summary)
+        fputs(summary, stdout);
+    free(summary);
     const int plotted = !noplot &&
                         cli_plot(ME, "plot_simulate.py", csv_path, png_path, quiet) == 0 &&
                         access(png_path, F_OK) == 0;

@@ -87,10 +87,10 @@ static int get_parent(const char *point, const char *actname, long K, long M, lo
             snprintf(p->act, sizeof p->act, "%s", actname);
         return 0;
     }
-    const scm_activation *act = scm_activation_find(actname ? actname : "erf");
+    const scm_activation *act = scm_activation_find(actname ? actname : "relu");
     if (!act)
         return cli_usage_error(ME, "unknown activation '%s' (relu, erf, linear)",
-                actname ? actname : "erf");
+                actname ? actname : "relu");
     if (scm_split_parent_choose(K, M, act, starts, cli_cpu_count(), k1, index, loss, p, &err))
         return fail(&err);
     return 0;
@@ -133,7 +133,7 @@ int scm_cmd_split(int argc, char **argv)
         CLI_O("--loss", CLI_NUM, &loss, 0, 0, "L", "the point of loss nearest L"),
         CLI_O("--point", CLI_STR, &point, 0, 0, "FILE", "the point from FILE"),
         CLI_O("--neuron", CLI_LONG, &r, 0, 999, "r", "the student split (0-based; required)"),
-        CLI_O("--activation", CLI_STR, &actname, 0, 0, "NAME", "erf (default), relu, linear"),
+        CLI_OPT_ACTIVATION(&actname),
         CLI_L("--lambda", lam, 0, MAX_LAMBDA, &nl, "a,b,...", "split weights lambda of two daughters"),
         CLI_O("--lambda-grid", CLI_LONG, &grid, 1, MAX_LAMBDA, "N",
               "N lambdas evenly in [-0.5, 1.5] (default 9)"),

@@ -4,7 +4,8 @@
  * `scm fixed-points -o` result file.  Prints a table and writes a JSON
  * result atomically (docs/stability.md).  The point comes from
  * scm_stabpoint_load or scm_stabpoint_family, its analysis from
- * scm_stab_analyse, the result object from scm_stabpoint_json. */
+ * scm_stab_analyse, the report from scm_stabpoint_text and the result
+ * object from scm_stabpoint_json. */
 #include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "commands.h"
 #include "scm/output.h"
 #include "scm/stabpoint.h"
+#include "scm/stabpoint_text.h"
 
 #define ME "scm stability"
 
@@ -138,172 +140,10 @@ static int check_args(st_args *g)
     return -1;
 }
 
-static void print_family(const scm_family_pick *fp)
+/* One perturbation trial done: the progress line (cli_progress_show). */
+static void st_progress(void *ctx, int done, int total)
 {
-    const scm_family *f = &fp->fam;
-    printf("family     k1 = %d at K = %d, M = %d: %d specialised point%s with %d anti-aligned "
-           "student%s (%d ansatz instance%s)\n",
-           f->k1, f->K, f->M, f->n, f->n == 1 ? "" : "s", f->k1, f->k1 == 1 ? "" : "s",
-           f->n_instances, f->n_instances == 1 ? "" : "s");
-    for (int i = 0; i < f->n; i++) {
-        const scm_fam_point *p = &f->pt[i];
-        printf("  %s[%d] loss %-18.12g %-32s ansatz %s at k1 = %d\n", i == fp->index ? "*" : " ",
-               i, p->eps, scm_fam_class_str(p->cls), p->ansatz, p->ansatz_k1);
-    }
-    const scm_fam_point *p = &f->pt[fp->index];
-    printf("point      [%d] (%s): ansatz %s at k1 = %d, %d anti-aligned, loss %.12g, %s\n",
-           fp->index, fp->how, p->ansatz, p->ansatz_k1, p->n_anti, p->eps,
-           scm_fam_class_str(p->cls));
-    printf("scalars   ");
-    for (int c = 0; c < p->nsc; c++)
-        printf(" %s=%.10g", p->names[c], p->x[c]);
-    printf("\n");
-}
-
-static void print_hessian(const scm_stab_result *r)
-{
-    printf("Hessian    %s, n = %d: %d negative, %d zero (|l| <= %.2e), %d positive; "
-           "max %.4g\n",
-           r->hessian_closed ? "closed form" : "central differences", r->counts.n,
-           r->counts.n_neg, r->counts.n_zero, r->counts.zero_tol, r->counts.n_pos,
-           r->eval_max);
-    if (r->hessian_closed)
-        printf("           closed form vs central differences: %.2e (relative)\n",
-               r->hessian_fd_diff);
-    printf("           smallest:");
-    for (int i = 0; i < r->n_small; i++)
-        printf(" %.4g", r->eval_small[i]);
-    printf("\n");
-    printf("zero modes predicted %ld: rotations of the %ld-dim complement of the "
-           "teacher span %ld (p = %d students' directions outside it)",
-           r->zm.total, r->d - r->zm.rank_T, r->zm.rotation, r->zm.p);
-    if (r->zm.homogeneity)
-        printf(", ReLU homogeneity of parallel students %ld", r->zm.homogeneity);
-    if (r->zm.linear)
-        printf(", linear: same v^T W %ld", r->zm.linear);
-    printf("\n");
-}
-
-static const char *irrep_str(int i)
-{
-    static const char *const s[] = {"[n]", "[n-1,1]", "[n-2,2]", "[n-2,1,1]", "[n-1,1]x[n'-1,1]"};
-    return i >= 0 && i < 5 ? s[i] : "?";
-}
-
-/* One distinct eigenvalue of a symmetric spectrum. */
-static void print_eig(const scm_symstab_result *h, const scm_symstab_eig *e)
-{
-    char unit[160] = "";
-    if (e->unit >= 0 && e->unit < h->n_units)
-        snprintf(unit, sizeof unit, "%s", h->unit_name[e->unit]);
-    if (e->unit2 >= 0 && e->unit2 < h->n_units)
-        snprintf(unit + strlen(unit), sizeof unit - strlen(unit), " x %s",
-                 h->unit_name[e->unit2]);
-    if (e->part == SCM_SYMSTAB_FLOW && e->imag != 0.0)
-        printf("    %+.10e %+.4ei x %-8ld", e->value, e->imag, e->mult);
-    else
-        printf("    %+.10e x %-8ld", e->value, e->mult);
-    printf(" %-4s %-16s %s%s%s\n",
-           e->part == SCM_SYMSTAB_SPAN ? "span" : e->part == SCM_SYMSTAB_PERP ? "perp" : "flow",
-           irrep_str(e->irrep), unit, e->zero ? "  zero: " : "", e->zero ? e->cause : "");
-}
-
-/* The symmetric spectra (sp->sym.done). */
-static void print_sym(const scm_stabpoint_sym *s, const scm_stab_result *r)
-{
-    const scm_symstab_result *h = &s->hess;
-    printf("Hessian    symmetric spectrum (%d isotypic blocks, largest %d), n = K d = %ld: "
-           "%ld negative, %ld zero (|l| <= %.2e), %ld positive; max %.4g\n",
-           h->n_blocks, h->max_block, h->total, h->n_neg, h->n_zero, h->zero_tol, h->n_pos,
-           r->eval_max);
-    printf("           zeros predicted %ld (rotations %ld, ReLU homogeneity %ld, linear %ld); "
-           "%d distinct eigenvalues:\n",
-           s->predicted_zeros, r->zm.rotation, r->zm.homogeneity, r->zm.linear, h->n);
-    for (int i = 0; i < h->n; i++)
-        print_eig(h, &h->eig[i]);
-    if (!r->jacobian_done) {
-        printf("Jacobian   (F_Q, F_R): not computed (%s)\n",
-               scm_symstab_refusal_str(s->jac.refusal));
-        return;
-    }
-    const scm_symstab_result *j = &s->jac;
-    printf("Jacobian   (F_Q, F_R) symmetric spectrum, n = %ld: largest real part %.4g, smallest "
-           "%.4g; %ld unstable, %ld zero; %d distinct eigenvalues:\n",
-           j->total, r->jac_re_max, r->jac_re_min, j->n_pos, j->n_zero, j->n);
-    for (int i = 0; i < j->n; i++)
-        print_eig(j, &j->eig[i]);
-}
-
-static void print_rows(const scm_stab_result *r, const scm_stab_opts *o, int perturb)
-{
-    if (perturb == SCM_STABPOINT_PERTURB_NONE) {
-        printf("perturbation: not run (--perturb none, or auto at K > %d: --perturb qr runs "
-               "it)\n", SCM_STABPOINT_QR_AUTO_MAX_K);
-        return;
-    }
-    if (perturb == SCM_STABPOINT_PERTURB_QR)
-        printf("perturbation: in (Q, R): weight-space noise mapped to the overlaps, then CVODE "
-               "to t = %g%s\n",
-               o->t_max, o->run_flow ? "" : " (off)");
-    else
-        printf("perturbation: %d GD steps of eta = %g (tau = %g), then CVODE to t = %g%s\n",
-               o->n_steps, o->eta, o->n_steps * o->eta, o->t_max, o->run_flow ? "" : " (off)");
-    printf("%-8s %6s %-10s %-10s %-10s %-10s %-10s  %-28s %s\n", "sigma", "trials",
-           "dist0_med", "dist_med", "dist_max", "deps_med", "deps_max", "destination",
-           "verdict");
-    for (int i = 0; i < r->n_rows; i++) {
-        const scm_stab_row *w = &r->rows[i];
-        char dest[128];
-        int n = snprintf(dest, sizeof dest, "same %d", w->n_same);
-        if (w->n_global)
-            n += snprintf(dest + n, sizeof dest - (size_t)n, ", global %d", w->n_global);
-        if (w->n_other)
-            n += snprintf(dest + n, sizeof dest - (size_t)n, ", eps %.6g..%.6g %d",
-                          w->other_eps_min, w->other_eps_max, w->n_other);
-        if (w->n_failed)
-            snprintf(dest + n, sizeof dest - (size_t)n, ", failed %d", w->n_failed);
-        printf("%-8.0e %6d %-10.3e %-10.3e %-10.3e %-10.3e %-10.3e  %-28s %s%s\n", w->sigma,
-               w->n, w->dist0_med, w->dist_med, w->dist_max, w->deps_med, w->deps_max, dest,
-               scm_verdict_str(w->verdict),
-               w->sigma > o->verdict_sigma_max ? " (not in verdict)" : "");
-    }
-}
-
-static void print_result(const scm_stabpoint *sp, const scm_activation *act,
-                         const scm_stab_opts *o, const scm_stab_result *r)
-{
-    printf("scm stability: K = %ld, M = %ld, %s, T = I, v = v* = 1, d = %ld\n", sp->K, sp->M,
-           act->name, r->d);
-    if (sp->from_family && sp->pick.fam.n)
-        print_family(&sp->pick);
-    else
-        printf("point      %s\n", sp->desc);
-    printf("loss       %.12g   residual %.3g\n", r->eps, r->residual);
-    if (!r->smooth.smooth)
-        printf("smoothness not differentiable here: %s (no Hessian; the perturbation test "
-               "decides)\n",
-               r->smooth.what);
-    else if (!r->smooth.closed_form)
-        printf("smoothness kernel-singular (Hessian exists, C^2): %s; finite-difference "
-               "Hessian\n",
-               r->smooth.what);
-    if (sp->sym.done) {
-        print_sym(&sp->sym, r);
-    } else {
-        if (sp->sym.why_dense[0])
-            printf("spectra    dense (%s)\n", sp->sym.why_dense);
-        if (r->hessian_done)
-            print_hessian(r);
-        if (r->jacobian_done)
-            printf("Jacobian   (F_Q, F_R): largest real part %.4g, smallest %.4g\n",
-                   r->jac_re_max, r->jac_re_min);
-    }
-    print_rows(r, o, sp->sym.perturb);
-    printf("verdict    %s (perturbation test); Hessian: %s; %s\n", scm_verdict_str(r->verdict),
-           scm_hverdict_str(r->hverdict),
-           r->agree == 1   ? "the two tests agree"
-           : r->agree == 0 ? "THE TWO TESTS DISAGREE"
-                           : "not comparable");
+    cli_progress_show(ctx, "stability: trials", done, total, NULL, done == total);
 }
 
 /* The point to analyse (from the file or the family) and its activation:
@@ -358,6 +198,10 @@ int scm_cmd_stability(int argc, char **argv)
     scm_stab_result r;
     scm_error err;
     rc = get_point(&g, &sp, &act);
+    cli_progress pr;
+    cli_progress_start(&pr, 0);
+    g.o.progress = g.quiet ? NULL : st_progress;
+    g.o.progress_ctx = &pr;
     if (!rc) {
         scm_status st = scm_stabpoint_analyse(&sp, act, &g.o, g.dense, g.perturb, g.ansatz, &r,
                                               &err);
@@ -366,8 +210,16 @@ int scm_cmd_stability(int argc, char **argv)
             rc = st == SCM_ENOMEM ? 1 : 2;
         }
     }
-    if (!rc && !g.quiet)
-        print_result(&sp, act, &g.o, &r);
+    if (!rc && !g.quiet) {
+        char *text = scm_stabpoint_text(&sp, act, &g.o, &r);
+        if (!text) {
+            fprintf(stderr, ME ": out of memory\n");
+            rc = 1;
+        } else {
+            fputs(text, stdout);
+            free(text);
+        }
+    }
     if (!rc && g.out) {
         cJSON *root = scm_stabpoint_json(&sp, act, &g.o, &r);
         rc = cli_write_json(ME, g.out, root, 0);

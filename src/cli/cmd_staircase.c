@@ -89,11 +89,11 @@ int scm_cmd_staircase(int argc, char **argv)
     scm_stair_study_opts o;
     scm_stair_study_opts_default(&o);
     int quiet = 0, nT = 0, nvs = 0;
-    const char *out = NULL, *actname = "erf", *rulename = "gd";
+    const char *out = NULL, *actname = "relu", *rulename = "gd";
     const cli_opt opts[] = {
         CLI_O("--K", CLI_LONG, &o.K, 1, 200, "K", "number of students"),
         CLI_O("--M", CLI_LONG, &o.M, 1, 200, "M", "number of teachers"),
-        CLI_O("--activation", CLI_STR, &actname, 0, 0, "NAME", "erf (default), relu, linear"),
+        CLI_OPT_ACTIVATION(&actname),
         CLI_O("--rule", CLI_STR, &rulename, 0, 0, "NAME",
               "gd (default) or two_layer (v trained too, from\nv(0) = alpha: the small scale on "
               "both layers)"),

@@ -4,14 +4,16 @@
  * passes it down to the commands:
  *
  *   scm      exec_threads.c: scm_sweep_exec, pthreads of one process;
- *   scm-mpi  exec_mpi.c: the ranks of an MPI job (docs/sweeps.md, "MPI and
- *            clusters"); rank 0 runs the command, writes every file and
- *            computes too, the other ranks compute runs it hands out.
+ *   scm-mpi  scm_mpi.c: scm_exec_mpi_sweep (src/exec/, exec_mpi.h), the
+ *            ranks of an MPI job (docs/sweeps.md, "MPI and clusters");
+ *            rank 0 runs the command, writes every file and computes too,
+ *            the other ranks compute runs it hands out.
  *
  * Either way the records reach the caller's emit callback in index order,
  * so the runs file does not depend on the executor.  libscm knows nothing
- * of MPI: it takes the executor as a function pointer (sweepfile.h), and
- * neither executor keeps global state. */
+ * of MPI (the MPI executor is the separate library of src/exec): it takes
+ * the executor as a function pointer (sweepfile.h), and neither executor
+ * keeps global state. */
 #ifndef SCM_CLI_SWEEP_EXEC_H
 #define SCM_CLI_SWEEP_EXEC_H
 

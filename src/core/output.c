@@ -343,8 +343,11 @@ char *scm_output_read_file(const char *path, size_t max_len, size_t *len, scm_er
     char *buf = malloc(cap);
     if (!buf)
         scm_error_set(err, SCM_ENOMEM, "out of memory reading '%s'", path);
+    int read_errno = 0;
     while (buf) {
+        errno = 0;
         n += fread(buf + n, 1, cap - n - 1, f);
+        read_errno = errno;
         if (n < cap - 1 || ferror(f))
             break;
         char *nb = cap > max_len ? NULL : realloc(buf, cap * 2);
@@ -361,7 +364,8 @@ char *scm_output_read_file(const char *path, size_t max_len, size_t *len, scm_er
         cap *= 2;
     }
     if (buf && ferror(f)) {
-        scm_error_set(err, SCM_EIO, "cannot read '%s'", path);
+        scm_error_set(err, SCM_EIO, "cannot read '%s': %s", path,
+                      read_errno ? strerror(read_errno) : "read error");
         free(buf);
         buf = NULL;
     }

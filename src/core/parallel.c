@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 enum { PAR_MAX_THREADS = 64 };
 
@@ -50,4 +51,10 @@ void scm_parallel_for(int nthreads, int n, void (*fn)(void *ctx, int tid, int i)
     run_items(&l, 0);
     for (int t = 0; t < started; t++)
         pthread_join(th[t], NULL);
+}
+
+int scm_threads_online(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }

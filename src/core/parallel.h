@@ -13,4 +13,8 @@
  * others, so every item runs exactly once whatever happens. */
 void scm_parallel_for(int nthreads, int n, void (*fn)(void *ctx, int tid, int i), void *ctx);
 
+/* The default thread count ("all processors"): the processors online,
+ * clamped to 1 .. 16. */
+int scm_threads_online(void);
+
 #endif

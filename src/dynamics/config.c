@@ -366,7 +366,8 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
                                        "t_first", "n_out", "eps_stop", "grad_stop",
                                        "max_steps", "psd_tol", "dead_tol", "dead_fail",
                                        "loose_rtol", "loose_atol", "loose_until", "jtimes",
-                                       "precond", "krylov_dim", "eps_lin", NULL};
+                                       "precond", "krylov_dim", "eps_lin", "tail_eps",
+                                       "tail_rtol", NULL};
     const cJSON *s = NULL;
     scm_status st;
     scm_traj_opts *o = &c->traj;
@@ -413,7 +414,9 @@ static scm_status parse_integrator(const cJSON *root, scm_config *c, scm_error *
         (st = get_number(s, "integrator", "loose_rtol", o->loose_rtol, &o->loose_rtol, err)) ||
         (st = get_number(s, "integrator", "loose_atol", o->loose_atol, &o->loose_atol, err)) ||
         (st = get_number(s, "integrator", "loose_until", o->loose_until, &o->loose_until, err)) ||
-        (st = get_number(s, "integrator", "eps_lin", o->eps_lin, &o->eps_lin, err)))
+        (st = get_number(s, "integrator", "eps_lin", o->eps_lin, &o->eps_lin, err)) ||
+        (st = get_number(s, "integrator", "tail_eps", o->tail_eps, &o->tail_eps, err)) ||
+        (st = get_number(s, "integrator", "tail_rtol", o->tail_rtol, &o->tail_rtol, err)))
         return st;
     const cJSON *df = s ? cJSON_GetObjectItemCaseSensitive(s, "dead_fail") : NULL;
     if (df && !cJSON_IsBool(df))
@@ -564,6 +567,10 @@ static cJSON *used_json(const scm_config *c)
     cJSON_AddStringToObject(g, "precond", precond_names[o->precond == 1]);
     cJSON_AddNumberToObject(g, "krylov_dim", o->krylov_dim);
     cJSON_AddNumberToObject(g, "eps_lin", o->eps_lin);
+    if (o->tail_eps > 0.0) { /* echoed only when on: configs without it read as before */
+        cJSON_AddNumberToObject(g, "tail_eps", o->tail_eps);
+        cJSON_AddNumberToObject(g, "tail_rtol", o->tail_rtol);
+    }
     return root;
 }
 

@@ -76,23 +76,24 @@ static int json_matrix_any(const cJSON *a, int *rows, int *cols, double **out)
     int r = cJSON_GetArraySize(a), c = r > 0 ? cJSON_GetArraySize(cJSON_GetArrayItem(a, 0)) : 0;
     if (r < 1 || c < 1 || r > 100000 || c > 100000)
         return -1;
+    /* shape and entries first, so that the allocation is bounded by the
+     * numbers in the input (a first row of 1e5 and 1e5 empty rows would ask
+     * for 80 GB) */
+    for (const cJSON *row = a->child; row; row = row->next) {
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != c)
+            return -1;
+        for (const cJSON *v = row->child; v; v = v->next)
+            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+                return -1;
+    }
     double *x = malloc(sizeof(double) * (size_t)r * (size_t)c);
     if (!x)
         return -2;
     int i = 0;
     for (const cJSON *row = a->child; row; row = row->next, i++) {
-        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != c) {
-            free(x);
-            return -1;
-        }
         int j = 0;
-        for (const cJSON *v = row->child; v; v = v->next, j++) {
-            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
-                free(x);
-                return -1;
-            }
+        for (const cJSON *v = row->child; v; v = v->next, j++)
             x[(long)i * c + j] = v->valuedouble;
-        }
     }
     *rows = r;
     *cols = c;

@@ -58,6 +58,9 @@ struct scm_sweep_summary {
     long steps_max, rhs_max;
     double t_max;
     long n_cert, n_cert_global;
+    long n_zeroed;       /* runs whose own final loss was negative, reported 0 */
+    double zeroed_gap;   /* the largest psd_gap among them */
+    int zeroed_gap_unknown; /* one of them has none (psd_gap NaN) */
     int nnear, capnear;
     sum_near *near; /* unconverged runs by the point they sit near */
 };
@@ -152,6 +155,13 @@ scm_status scm_sweep_summary_add(scm_sweep_summary *s, const scm_sweep_record *r
         s->n_maxsteps++;
     } else {
         s->n_failed++;
+    }
+    if (r->eps_zeroed) {
+        s->n_zeroed++;
+        if (isfinite(r->psd_gap))
+            s->zeroed_gap = fmax(s->zeroed_gap, r->psd_gap);
+        else
+            s->zeroed_gap_unknown = 1; /* the maximum is then unknown */
     }
     if (r->stop == SCM_STOP_CERTIFIED) {
         s->n_cert++;
@@ -281,6 +291,18 @@ cJSON *scm_sweep_summary_json(const scm_sweep_summary *s)
     cJSON_AddNumberToObject(ce, "total", (double)s->n_cert);
     cJSON_AddNumberToObject(ce, "global_rule", (double)s->n_cert_global);
     cJSON_AddNumberToObject(ce, "basin", (double)(s->n_cert - s->n_cert_global));
+    /* Runs whose final loss is reported as 0 (their state's own was
+     * negative: traj.h, docs/sweeps.md "Reported losses"); only when there
+     * are any, as "eps_of" in a record, so that other summaries stay as they
+     * were. */
+    if (s->n_zeroed) {
+        cJSON *ez = cJSON_AddObjectToObject(o, "eps_zeroed");
+        cJSON_AddNumberToObject(ez, "count", (double)s->n_zeroed);
+        if (!s->zeroed_gap_unknown)
+            cJSON_AddNumberToObject(ez, "psd_gap_max", s->zeroed_gap);
+        else
+            cJSON_AddNullToObject(ez, "psd_gap_max");
+    }
     /* Unconverged runs by the listed point they sit nearest, by point. */
     cJSON *na = cJSON_AddArrayToObject(o, "not_converged_near");
     sum_near *ns = s->nnear ? malloc(sizeof *ns * (size_t)s->nnear) : NULL;

@@ -18,103 +18,7 @@
 
 #include "core/linalg.h"
 #include "dynamics/nvecops.h"
-
-void scm_traj_opts_default(scm_traj_opts *o)
-{
-    o->method = SCM_METHOD_BDF;
-    o->linsol = SCM_LINSOL_AUTO;
-    o->rtol = 1e-8;
-    o->atol = 1e-10;
-    o->t_max = 1e5;
-    o->t_first = 1e-2;
-    o->n_out = 100;
-    o->eps_stop = 1e-12;
-    o->grad_stop = 1e-10;
-    o->max_steps = 1000000;
-    o->psd_tol = 1e-6;
-    o->dead_tol = 1e-10;
-    o->dead_fail = 0;
-    o->record = 1;
-    o->loose_rtol = 1e-6;
-    o->loose_atol = 1e-8;
-    o->loose_until = 0.0;
-    scm_rule_params_default(&o->rule_params);
-    o->v0 = NULL;
-    o->analytic_jv = 0;
-    o->precond = 0;
-    o->krylov_dim = 5;
-    o->eps_lin = 0.05;
-    o->sundials_vec_ops = 0;
-    o->certify = NULL;
-    o->certify_user = NULL;
-    o->certify_from = 0.0;
-}
-
-scm_status scm_traj_opts_check(const scm_traj_opts *o, scm_error *err)
-{
-    if (!(o->rtol > 0.0 && o->rtol < 1.0))
-        return scm_error_set(err, SCM_EINVAL, "integrator.rtol must be in (0, 1), got %g", o->rtol);
-    if (!(o->atol > 0.0 && isfinite(o->atol)))
-        return scm_error_set(err, SCM_EINVAL, "integrator.atol must be > 0, got %g", o->atol);
-    if (!(o->t_max > 0.0 && isfinite(o->t_max)))
-        return scm_error_set(err, SCM_EINVAL, "integrator.t_max must be > 0 and finite, got %g", o->t_max);
-    if (!(o->t_first > 0.0 && o->t_first <= o->t_max))
-        return scm_error_set(err, SCM_EINVAL, "integrator.t_first must be in (0, t_max], got %g", o->t_first);
-    if (o->n_out < 1 || o->n_out > 1000000)
-        return scm_error_set(err, SCM_EINVAL, "integrator.n_out must be in [1, 1000000], got %d", o->n_out);
-    if (o->analytic_jv < 0 || o->analytic_jv > 2)
-        return scm_error_set(err, SCM_EINVAL, "analytic_jv must be 0, 1 or 2, got %d", o->analytic_jv);
-    if (o->precond < 0 || o->precond > 1)
-        return scm_error_set(err, SCM_EINVAL, "precond must be 0 or 1, got %d", o->precond);
-    if (o->krylov_dim < 1 || o->krylov_dim > 500)
-        return scm_error_set(err, SCM_EINVAL, "integrator.krylov_dim must be in [1, 500], got %d",
-                             o->krylov_dim);
-    if (!(o->eps_lin > 0.0 && o->eps_lin < 1.0))
-        return scm_error_set(err, SCM_EINVAL, "integrator.eps_lin must be in (0, 1), got %g",
-                             o->eps_lin);
-    if (!(o->eps_stop >= 0.0))
-        return scm_error_set(err, SCM_EINVAL, "integrator.eps_stop must be >= 0, got %g", o->eps_stop);
-    if (!(o->grad_stop >= 0.0))
-        return scm_error_set(err, SCM_EINVAL, "integrator.grad_stop must be >= 0, got %g", o->grad_stop);
-    if (o->max_steps < 1)
-        return scm_error_set(err, SCM_EINVAL, "integrator.max_steps must be >= 1, got %ld", o->max_steps);
-    if (!(o->psd_tol >= 0.0 && o->psd_tol < 1.0))
-        return scm_error_set(err, SCM_EINVAL, "integrator.psd_tol must be in [0, 1), got %g", o->psd_tol);
-    if (!(o->dead_tol >= 0.0))
-        return scm_error_set(err, SCM_EINVAL, "integrator.dead_tol must be >= 0, got %g", o->dead_tol);
-    if (!(o->loose_until >= 0.0 && isfinite(o->loose_until)))
-        return scm_error_set(err, SCM_EINVAL, "integrator.loose_until must be >= 0, got %g",
-                             o->loose_until);
-    if (!(o->certify_from >= 0.0 && isfinite(o->certify_from)))
-        return scm_error_set(err, SCM_EINVAL, "certify_from must be >= 0, got %g",
-                             o->certify_from);
-    if (o->loose_until > 0.0) {
-        if (!(o->loose_until > o->grad_stop))
-            return scm_error_set(err, SCM_EINVAL,
-                                 "integrator.loose_until (%g) must exceed integrator.grad_stop (%g)",
-                                 o->loose_until, o->grad_stop);
-        if (!(o->loose_rtol >= o->rtol && o->loose_rtol < 1.0))
-            return scm_error_set(err, SCM_EINVAL,
-                                 "integrator.loose_rtol must be in [rtol, 1), got %g", o->loose_rtol);
-        if (!(o->loose_atol >= o->atol && isfinite(o->loose_atol)))
-            return scm_error_set(err, SCM_EINVAL, "integrator.loose_atol must be >= atol, got %g",
-                                 o->loose_atol);
-    }
-    return SCM_OK;
-}
-
-const char *scm_stop_reason_str(scm_stop_reason r)
-{
-    switch (r) {
-    case SCM_STOP_T_MAX: return "t_max";
-    case SCM_STOP_EPS: return "eps_threshold";
-    case SCM_STOP_FIXED_POINT: return "fixed_point";
-    case SCM_STOP_MAX_STEPS: return "max_steps";
-    case SCM_STOP_FAILED: return "failed";
-    case SCM_STOP_CERTIFIED: return "certified";
-    }
-    return "unknown";
-}
+#include "dynamics/traj_tail.h"
 
 void scm_traj_result_free(scm_traj_result *res)
 {
@@ -412,6 +316,7 @@ typedef struct {
     /* fresh: CVODE was (re)initialised, its interpolant holds no step yet;
      * have_eps: eps and maxF are the flow's at the current state. */
     int fresh, have_eps;
+    int tailed; /* the tail stage ended the run (traj_tail.h) */
 } traj_run;
 
 /* Each step of the loop says whether the run goes on or has ended
@@ -794,8 +699,11 @@ static int run_loose_estimate(traj_run *r, sunrealtype tret)
     const scm_traj_opts *o = r->o;
     if (!(r->loose && !r->fresh && CVodeGetDky(r->cv, tret, 1, r->yout) == CV_SUCCESS))
         return 0;
-    double est = scm_linalg_max_abs(r->yo, r->n);
-    if (est >= 2.0 * o->loose_until && !(o->certify && est < o->certify_from)) {
+    double est = scm_linalg_max_abs(r->yo, r->n), e_tail = INFINITY;
+    if (o->tail_eps > 0.0 && state_loss(&r->c, r->Q, r->R, r->c.vs, &e_tail) != SCM_OK)
+        e_tail = INFINITY; /* the flow's evaluation will say */
+    if (est >= 2.0 * o->loose_until && !(o->certify && est < o->certify_from) &&
+        !(e_tail < o->tail_eps)) {
         r->t = tret;
         r->maxF = est;
         r->have_eps = 0;
@@ -821,7 +729,8 @@ static int run_evaluate(traj_run *r, sunrealtype tret)
          * it, F once at the end (CVODE's own evaluations meet any
          * failure of the right-hand side). */
         r->have_eps = 0;
-        rs = o->eps_stop > 0.0 ? state_loss(c, r->Q, r->R, c->vs, &r->eps) : SCM_OK;
+        rs = o->eps_stop > 0.0 || o->tail_eps > 0.0 ? state_loss(c, r->Q, r->R, c->vs, &r->eps)
+                                                    : SCM_OK;
     } else {
         r->have_eps = 1;
         rs = r->rule->rhs(&o->rule_params, c->fl, r->yv, r->yd, &r->eps, c->scratch);
@@ -843,6 +752,46 @@ static int run_evaluate(traj_run *r, sunrealtype tret)
     return RUN_ON;
 }
 
+/* The tail stage's side of the run (traj_tail.h). */
+static double tail_out_time(void *user, int i)
+{
+    return out_time(user, i);
+}
+
+static void tail_record(void *user, double t, double eps, const double *Q, const double *R)
+{
+    traj_run *r = user;
+    record_point(r->res, r->cap, r->K, r->M, t, eps, Q, R, r->res->v);
+}
+
+/* At an evaluated state: the tail stage, when it applies, runs the rest. */
+static int run_tail(traj_run *r)
+{
+    scm_traj_result *res = r->res;
+    if (!scm_traj_tail_applies(r->m, r->rule, r->o, r->Q, r->R, r->eps, r->c.n_dead))
+        return RUN_ON;
+    const scm_traj_tail_io io = {tail_out_time, tail_record, r};
+    scm_traj_tail_out out = {.Q = res->Q, .R = res->R, .eps = r->eps, .max_F = r->maxF};
+    res->tail_t = r->t;
+    scm_traj_tail_run(r->m, r->o, r->t, r->Q, r->R, r->next, r->o->max_steps - r->steps, &io,
+                      &out);
+    r->tailed = 1;
+    r->t = out.t;
+    r->eps = out.eps;
+    r->maxF = out.max_F;
+    r->next = out.next;
+    res->stop = out.stop;
+    if (out.stop == SCM_STOP_FAILED)
+        res->err = out.err;
+    res->tail_steps = out.n_steps;
+    res->n_steps += out.n_steps;
+    res->n_rhs += out.n_rhs;
+    res->n_jac_evals += out.n_jac;
+    res->eps_zeroed = out.eps_zeroed;
+    res->max_proj = fmax(res->max_proj, out.proj);
+    return RUN_END;
+}
+
 /* The loop over CVODE's internal steps, until a stopping rule or a failure
  * (res->stop). */
 static void run_loop(traj_run *r)
@@ -855,7 +804,7 @@ static void run_loop(traj_run *r)
             break;
         if (run_loose_estimate(r, tret))
             continue;
-        if (run_evaluate(r, tret))
+        if (run_evaluate(r, tret) || run_tail(r))
             break;
     }
 }
@@ -867,7 +816,7 @@ static void run_finish(traj_run *r)
     const scm_traj_opts *o = r->o;
     scm_traj_result *res = r->res;
     traj_ctx *c = &r->c;
-    if (!r->have_eps) {
+    if (!r->tailed && !r->have_eps) {
         /* F was not evaluated at the final state (the loose stage estimates
          * it; without a stopping test on F it is not needed until here) */
         r->rule->pack(r->m, res->Q, res->R, res->v, r->yv);
@@ -883,7 +832,7 @@ static void run_finish(traj_run *r)
             }
         }
     }
-    if (isfinite(r->eps)) {
+    if (!r->tailed && isfinite(r->eps)) {
         /* the reported loss: the realisable state's (traj.h) */
         double own = r->eps;
         scm_status ls = reported_loss(c, res, res->Q, res->R, res->v, &r->eps, &res->eps_proj);
@@ -944,6 +893,7 @@ scm_status scm_traj_run(const scm_model *m, const scm_rule *rule, const double *
                         scm_error *err)
 {
     memset(res, 0, sizeof *res);
+    res->tail_t = NAN;
     scm_status st = scm_traj_opts_check(o, err);
     if (st)
         return st;

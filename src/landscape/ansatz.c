@@ -6,13 +6,13 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "landscape/ansatz_internal.h"
+#include "scm/output.h"
 
 #define NAME_MAX_LEN SCM_ANSATZ_NAME_MAX
 #define MAX_GROUPS SCM_ANSATZ_MAX_GROUPS
@@ -454,44 +454,10 @@ scm_ansatz *scm_ansatz_parse(const char *text, size_t len, const char *source, s
 
 scm_ansatz *scm_ansatz_load(const char *path, scm_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        scm_error_set(err, SCM_EIO, "cannot open ansatz file '%s': %s", path, strerror(errno));
+    size_t len = 0;
+    char *buf = scm_output_read_file(path, (size_t)1 << 24, &len, err); /* 16 MB at most */
+    if (!buf)
         return NULL;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (len < cap)
-            break;
-        if (cap > (1u << 24)) {
-            free(buf);
-            fclose(f);
-            scm_error_set(err, SCM_EINVAL, "ansatz file '%s' is larger than 16 MB", path);
-            return NULL;
-        }
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int rerr = ferror(f);
-    fclose(f);
-    if (!buf) {
-        scm_error_set(err, SCM_ENOMEM, "out of memory reading '%s'", path);
-        return NULL;
-    }
-    if (rerr) {
-        free(buf);
-        scm_error_set(err, SCM_EIO, "cannot read ansatz file '%s'", path);
-        return NULL;
-    }
     scm_ansatz *a = scm_ansatz_parse(buf, len, path, err);
     free(buf);
     return a;

@@ -1,6 +1,6 @@
 /* certify.c: the existence proof of certify.h (Krawczyk on the ball
- * residual of certify_ball.c), the realisability argument, and the
- * result's JSON.  The derivations are in docs/certify.md. */
+ * residual of certify_ball.c), the result's JSON; realisability is
+ * certify_real.c's.  The derivations are in docs/certify.md. */
 #include "scm/certify.h"
 
 #include <gsl/gsl_errno.h>
@@ -157,90 +157,11 @@ static int krawczyk(const double *Y, arb_srcptr F0, const arb_mat_t JX, int n, d
     return ok;
 }
 
-/* Is the symmetric ball matrix A (n x n, row-major) positive definite?  A
- * Cholesky in balls: every pivot provably positive. */
-static int ball_pd(arb_ptr A, int n, slong prec)
-{
-    arb_t t;
-    arb_init(t);
-    int ok = 1;
-    for (int k = 0; k < n && ok; k++) {
-        if (!arb_is_positive(A + k * n + k)) {
-            ok = 0;
-            break;
-        }
-        arb_sqrt(A + k * n + k, A + k * n + k, prec);
-        for (int i = k + 1; i < n; i++)
-            arb_div(A + i * n + k, A + i * n + k, A + k * n + k, prec);
-        for (int i = k + 1; i < n; i++)
-            for (int j = k + 1; j <= i; j++) {
-                arb_mul(t, A + i * n + k, A + j * n + k, prec);
-                arb_sub(A + i * n + j, A + i * n + j, t, prec);
-                arb_set(A + j * n + i, A + i * n + j);
-            }
-    }
-    arb_clear(t);
-    return ok;
-}
-
-/* Is s S (s = +-1) positive definite over the box?  Its spectrum is the
- * contrast values d - o of each group of size > 1 and that of the group-mean
- * matrix: d + (n - 1) o on the diagonal, c sqrt(n_i n_j) off it. */
-static int s_definite(const scm_ansatz_inst *in, const scm_cert_eval *e, int s, slong prec)
-{
-    int ns = in->ns, live[SCM_ANSATZ_MAX_GROUPS], G = 0, ok = 1;
-    arb_t t;
-    arb_init(t);
-    for (int i = 0; i < ns; i++) {
-        if (scm_size_zero(in->ssize[i]))
-            continue;
-        live[G++] = i;
-        if (scm_size_has_off(in->ssize[i])) {
-            arb_sub(t, e->Sd + i * ns + i, e->So + i * ns + i, prec);
-            arb_mul_si(t, t, s, prec);
-            ok = ok && arb_is_positive(t);
-        }
-    }
-    arb_ptr A = _arb_vec_init(G * G);
-    for (int a = 0; a < G; a++)
-        for (int b = 0; b < G; b++) {
-            int i = live[a], j = live[b < a ? a : b], i2 = live[b < a ? b : a];
-            if (a == b) {
-                arb_mul_si(t, e->So + i * ns + i, (slong)(in->ssize[i] - 1.0), prec);
-                arb_add(A + a * G + b, e->Sd + i * ns + i, t, prec);
-            } else {
-                arb_set_d(t, in->ssize[i2] * in->ssize[j]);
-                arb_sqrt(t, t, prec);
-                arb_mul(A + a * G + b, e->Sd + i2 * ns + j, t, prec);
-            }
-            arb_mul_si(A + a * G + b, A + a * G + b, s, prec);
-        }
-    ok = ok && ball_pd(A, G, prec);
-    _arb_vec_clear(A, G * G);
-    arb_clear(t);
-    return ok;
-}
-
 static void refuse(scm_certify_result *res, const char *why)
 {
     res->certified = 0;
     snprintf(res->verdict, sizeof res->verdict, "%s", VERDICT_NO);
     snprintf(res->reason, sizeof res->reason, "%s", why);
-}
-
-/* Realisability over the box of the proof (docs/certify.md). */
-static void realisability(const scm_ansatz_inst *in, const scm_cert_eval *e, slong prec,
-                          scm_certify_result *res)
-{
-    if (s_definite(in, e, 1, prec))
-        snprintf(res->realisable, sizeof res->realisable,
-                 "S positive definite over the box, so Q = R R^T");
-    else if (s_definite(in, e, -1, prec))
-        snprintf(res->realisable, sizeof res->realisable,
-                 "S negative definite over the box, so Q = R R^T");
-    else
-        refuse(res, "realisability unproved: S = A + A^T is not provably definite over the box, "
-                    "so Q = R R^T does not follow");
 }
 
 /* The Krawczyk loop over growing radii; on success fills the box's loss,
@@ -300,10 +221,18 @@ static scm_status prove_box(const scm_ansatz_inst *in, const scm_activation *act
         res->loss_hi = arf_get_d(lo, ARF_RND_UP);
         arf_clear(lo);
         res->sin2_min = e.sin2_min;
-        realisability(in, &e, o->prec, res);
+        scm_cert_realisability(in, &e, X, o->prec, res);
     }
     scm_cert_eval_clear(&e);
     _arb_vec_clear(X, n);
+    if (res->certified && res->off_span) {
+        /* the Hessian of certify_hess.c assumes Q = R R^T; off the span the
+         * rotations mixing the ghost directions are zero modes */
+        snprintf(res->reason, sizeof res->reason,
+                 "strictness unproved: students lie partly outside the teacher span (Q - R R^T != "
+                 "0), and the rotation zero modes there are not quotiented out");
+        return SCM_OK;
+    }
     return res->certified ? scm_cert_strictness(in, act, x, res->radius, o, res) : SCM_OK;
 }
 

@@ -64,6 +64,20 @@ scm_status scm_cert_kernel2(int kind, const arb_t a, const arb_t b, const arb_t 
 /* h'(a) and h''(a) of the self term h(a) = f(a, a, a). */
 scm_status scm_cert_self2(int kind, const arb_t a, slong prec, arb_t h1, arb_t h2);
 
+/* Rigorous enclosures lam[0..n-1] (balls, ascending) of the eigenvalues
+ * of every symmetric matrix in the ball matrix A (n x n row-major, n <= 64;
+ * entry (i, j) and (j, i) both hold the symmetric entry): a floating-point
+ * eigenbasis V of mid A, Weyl on V^T A V - diag(mu) and Ostrowski on
+ * V^T V (certify_real.c).  mutate (TEST ONLY, 0 otherwise) scales the Weyl
+ * radius by 1 - mutate.  0, or -1 if the enclosure failed. */
+int scm_cert_sym_eig(arb_srcptr A, int n, slong prec, double mutate, arb_ptr lam);
+
+/* Realisability of the zero in the box (balls, ansatz order) from e's S:
+ * fills res->realisable (and res->off_span), or refuses with the reason
+ * (res->certified = 0, verdict "not certified"). */
+void scm_cert_realisability(const scm_ansatz_inst *in, const scm_cert_eval *e, arb_srcptr box,
+                            slong prec, scm_certify_result *res);
+
 /* Strictness of the certified zero in the box x +- r (certify_hess.c):
  * the Hessian's pattern spaces (span and complement) in balls, each
  * proved positive definite with a shift or negative by a Rayleigh

@@ -395,6 +395,7 @@ scm_status scm_certify_fpfile(const char *path, long index, const scm_certify_op
     }
     const cJSON *fps = cJSON_GetObjectItemCaseSensitive(root, "fixed_points");
     long first = index, last = index;
+    int minima = index == SCM_CERTIFY_MINIMA;
     if (index < 0) { /* every point of the file */
         first = 0;
         last = cJSON_IsArray(fps) ? cJSON_GetArraySize(fps) - 1 : 0;
@@ -410,10 +411,19 @@ scm_status scm_certify_fpfile(const char *path, long index, const scm_certify_op
             st = scm_error_set(err, SCM_ENOMEM, "certify: out of memory");
         if (!st) {
             *e = ent;
-            st = scm_certify_point(in, &scm_act_relu, x, o, &e->r, err);
             scm_blockflow *bf = scm_blockflow_alloc(in, &scm_act_relu);
-            if (bf)
-                scm_blockflow_residual(bf, x, NULL, &e->eps);
+            double re = NAN;
+            if (bf && minima)
+                scm_fp_block_stability(bf, x, &re, NULL);
+            if (minima && !(re <= SCM_FAM_EIG_TOL))
+                out->n--; /* a block-level saddle: not listed */
+            else {
+                if (minima)
+                    snprintf(e->stability, sizeof e->stability, "block_stable (full not checked)");
+                st = scm_certify_point(in, &scm_act_relu, x, o, &e->r, err);
+                if (bf)
+                    scm_blockflow_residual(bf, x, NULL, &e->eps);
+            }
             scm_blockflow_free(bf);
         }
         scm_ansatz_inst_free(in);

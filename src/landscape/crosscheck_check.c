@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "core/parallel.h"
 #include "landscape/crosscheck_internal.h"
 
 void scm_xc_check_opts_default(scm_xc_check_opts *o)
@@ -30,12 +30,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int threads_online(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
 void scm_xc_check_free(scm_xc_check *c)
@@ -96,7 +90,7 @@ scm_status scm_xc_check_new(const scm_xc_check_opts *o, scm_xc_check **out, scm_
     c->fp_seed = o->fp_seed;
     c->deflate = o->deflate;
     c->sweep_passes = o->sweep_passes;
-    c->threads = o->threads > 0 ? o->threads : threads_online();
+    c->threads = o->threads > 0 ? o->threads : scm_threads_online();
     c->meth_lo = o->ode ? SCM_XC_ODE : SCM_XC_GD;
     c->meth_hi = o->gd ? SCM_XC_GD : SCM_XC_ODE;
     c->xo = o->run;

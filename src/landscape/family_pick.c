@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "core/parallel.h"
 #include "scm/symstab.h"
 
 #define PICK_MAX_ANSATZ 16
@@ -179,12 +179,6 @@ static scm_status load_ansatze(const char *file, scm_ansatz **ans, int *nans, sc
     return SCM_OK;
 }
 
-static int threads_online(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
-}
-
 scm_status scm_family_pick_run(const scm_family_pick_opts *o, scm_family_pick *p,
                                scm_error *err)
 {
@@ -198,7 +192,7 @@ scm_status scm_family_pick_run(const scm_family_pick_opts *o, scm_family_pick *p
         scm_fp_opts fo;
         scm_fp_opts_default(&fo);
         fo.n_random = (int)o->starts;
-        fo.threads = o->threads > 0 ? o->threads : threads_online();
+        fo.threads = o->threads > 0 ? o->threads : scm_threads_online();
         st = scm_family_find(o->K, o->M, o->k1, ans, nans, act, &fo, &p->fam, err);
     }
     if (!st && p->fam.n == 0)

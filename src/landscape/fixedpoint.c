@@ -18,6 +18,7 @@
 
 #include "landscape/ansatz_internal.h"
 #include "landscape/fixedpoint_internal.h"
+#include "landscape/fpclassify_internal.h"
 #include "core/linalg.h"
 #include "core/parallel.h"
 #include "scm/model.h"
@@ -637,25 +638,7 @@ scm_status scm_fp_points_polish(scm_fp_point **pts, int n, const scm_activation 
 
 scm_status scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_structure *s)
 {
-    memset(s, 0, sizeof *s);
-    for (int i = 0; i < in->ns; i++) {
-        double n = in->ssize[i];
-        if (scm_size_zero(n))
-            continue;
-        s->trQ += n * x[in->qd[i]];
-        for (int u = 0; u < in->nt; u++) {
-            int c = i * in->nt + u;
-            double m = in->tsize[u];
-            if (scm_size_zero(m))
-                continue;
-            if (in->rd[c] >= 0) {
-                double dd = x[in->rd[c]], oo = in->ro[c] >= 0 ? x[in->ro[c]] : 0.0;
-                s->normR2 += n * (dd * dd + (m - 1.0) * oo * oo);
-            } else if (in->rc[c] >= 0) {
-                s->normR2 += n * m * x[in->rc[c]] * x[in->rc[c]];
-            }
-        }
-    }
+    scm_fp_structure_norms(in, x, s);
     if (!in->integral) {
         s->n_anti = s->n_aligned = s->n_other = NAN;
         return SCM_OK;
@@ -672,18 +655,9 @@ scm_status scm_fp_classify(const scm_ansatz_inst *in, const double *x, scm_fp_st
         st = scm_ansatz_to_full(in, x, Q, Q + (size_t)K * K);
     if (!st)
         st = scm_model_align(m, Q, Q + (size_t)K * K, 0.0, kind, partner, NULL);
-    for (int i = 0; !st && i < in->ns; i++) {
-        int unspec = scm_group_unspecialised(in, x, i);
-        for (int k = in->soff[i]; k < in->soff[i] + (int)lround(in->ssize[i]); k++) {
-            if (kind[k] == SCM_ALIGN_ANTI && !unspec)
-                s->n_anti += 1.0;
-            else if (kind[k] == SCM_ALIGN_ALIGNED && !unspec)
-                s->n_aligned += 1.0;
-            else
-                s->n_other += 1.0;
-        }
-    }
-    if (st)
+    if (!st)
+        scm_fp_structure_count(in, x, kind, s);
+    else
         s->n_anti = s->n_aligned = s->n_other = NAN;
     scm_model_free(m);
     free(Q);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "landscape/ansatz_internal.h"
+#include "landscape/fpclassify_internal.h"
 
 /* The first free teacher >= m (nxt[M] = M is the end). */
 static int next_free(int *nxt, int m)
@@ -140,7 +141,7 @@ static double r_entry(const scm_ansatz_inst *in, const double *x, int i, int pos
     return xs(x, in->rc[c]);
 }
 
-scm_status scm_fp_classify_block(const scm_ansatz_inst *in, const double *x, scm_fp_structure *s)
+void scm_fp_structure_norms(const scm_ansatz_inst *in, const double *x, scm_fp_structure *s)
 {
     memset(s, 0, sizeof *s);
     for (int i = 0; i < in->ns; i++) {
@@ -161,6 +162,27 @@ scm_status scm_fp_classify_block(const scm_ansatz_inst *in, const double *x, scm
             }
         }
     }
+}
+
+void scm_fp_structure_count(const scm_ansatz_inst *in, const double *x,
+                            const scm_alignment *kind, scm_fp_structure *s)
+{
+    for (int i = 0; i < in->ns; i++) {
+        int unspec = scm_group_unspecialised(in, x, i);
+        for (int k = in->soff[i]; k < in->soff[i + 1]; k++) {
+            if (kind[k] == SCM_ALIGN_ANTI && !unspec)
+                s->n_anti += 1.0;
+            else if (kind[k] == SCM_ALIGN_ALIGNED && !unspec)
+                s->n_aligned += 1.0;
+            else
+                s->n_other += 1.0;
+        }
+    }
+}
+
+scm_status scm_fp_classify_block(const scm_ansatz_inst *in, const double *x, scm_fp_structure *s)
+{
+    scm_fp_structure_norms(in, x, s);
     if (!in->integral) {
         s->n_anti = s->n_aligned = s->n_other = NAN;
         return SCM_OK;
@@ -168,29 +190,30 @@ scm_status scm_fp_classify_block(const scm_ansatz_inst *in, const double *x, scm
     int K = in->Ki, M = in->Mi;
     int *partner = malloc(sizeof(int) * ((size_t)K + (size_t)M + 1));
     double *lev = malloc(sizeof(double) * (2 * (size_t)in->ns * (size_t)in->nt + 1));
-    if (!partner || !lev) {
+    scm_alignment *kind = malloc(sizeof *kind * ((size_t)K + 1));
+    if (!partner || !lev || !kind) {
         free(partner);
         free(lev);
+        free(kind);
         s->n_anti = s->n_aligned = s->n_other = NAN;
         return SCM_ENOMEM;
     }
     pair_greedy(in, x, partner, partner + K, lev);
-    for (int i = 0; i < in->ns; i++) {
-        int unspec = scm_group_unspecialised(in, x, i);
+    /* the kinds as scm_model_align names them; a student without a
+     * partner (dead or unpaired) counts as other either way */
+    for (int i = 0; i < in->ns; i++)
         for (int k = in->soff[i]; k < in->soff[i + 1]; k++) {
-            double c = 0.0;
-            if (partner[k] >= 0) {
-                c = r_entry(in, x, i, k - in->soff[i], partner[k]) / sqrt(x[in->qd[i]] * 1.0);
-            }
-            if (partner[k] >= 0 && c < -SCM_ALIGN_COS_TOL && !unspec)
-                s->n_anti += 1.0;
-            else if (partner[k] >= 0 && c > SCM_ALIGN_COS_TOL && !unspec)
-                s->n_aligned += 1.0;
-            else
-                s->n_other += 1.0;
+            double c = partner[k] >= 0 ? r_entry(in, x, i, k - in->soff[i], partner[k]) /
+                                             sqrt(x[in->qd[i]] * 1.0)
+                                       : 0.0;
+            kind[k] = partner[k] < 0              ? SCM_ALIGN_UNPAIRED
+                      : c < -SCM_ALIGN_COS_TOL ? SCM_ALIGN_ANTI
+                      : c > SCM_ALIGN_COS_TOL  ? SCM_ALIGN_ALIGNED
+                                               : SCM_ALIGN_NONE;
         }
-    }
+    scm_fp_structure_count(in, x, kind, s);
     free(partner);
     free(lev);
+    free(kind);
     return SCM_OK;
 }

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "core/parallel.h"
 #include "landscape/fptable_internal.h"
 
 void scm_fp_table_opts_default(scm_fp_table_opts *o)
@@ -265,12 +265,6 @@ static scm_status rows_fill_grow(scm_fp_table *t)
     return SCM_OK;
 }
 
-static int threads_online(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
-}
-
 static scm_status table_new(const scm_fp_table_opts *o, scm_fp_table **out, scm_error *err)
 {
     scm_fp_table *t = calloc(1, sizeof *t);
@@ -315,7 +309,7 @@ scm_status scm_fp_table_run(const scm_fp_table_opts *o, scm_fp_table **out, scm_
     fo.seed = (unsigned long)o->seed;
     fo.polish_max_K = (int)o->polish_max_K;
     fo.deflate = (int)o->deflate;
-    fo.threads = o->threads > 0 ? o->threads : threads_online();
+    fo.threads = o->threads > 0 ? o->threads : scm_threads_online();
     /* polish after merging: one representative per family of permuted copies */
     fo.polish_defer = 1;
     if (t->grow_from > 0) {

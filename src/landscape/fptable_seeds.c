@@ -9,8 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "landscape/fptable_internal.h"
 #include "scm/output.h"
+
+/* Largest --seed-from file read (a result of K = M = 200 is a few MB). */
+#define SEEDS_FILE_MAX ((size_t)256 << 20)
 
 struct scm_fp_table_seeds {
     int n, cap, ndocs;
@@ -59,8 +64,10 @@ static const char *seed_bad_field(const cJSON *p)
     const cJSON *an = cJSON_GetObjectItemCaseSensitive(p, "ansatz");
     const cJSON *k1 = seed_instance(p, &key);
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(p, "scalars");
+    /* range first: casting a double beyond int (1e300) to int is undefined */
     const char *bad = !cJSON_IsString(an) ? "ansatz"
-                      : !cJSON_IsNumber(k1) || k1->valuedouble != (double)(int)k1->valuedouble
+                      : !cJSON_IsNumber(k1) || !(fabs(k1->valuedouble) <= 1e9) ||
+                              k1->valuedouble != floor(k1->valuedouble)
                           ? key
                       : !cJSON_IsObject(sc) ? "scalars" : NULL;
     const cJSON *v;
@@ -113,12 +120,25 @@ scm_status scm_fp_table_seeds_read(scm_fp_table_seeds *L, const char *path, scm_
                              SCM_FP_TABLE_MAX_FILES);
     size_t len = 0;
     scm_error rerr;
-    char *text = scm_output_read_file(path, SIZE_MAX / 4, &len, &rerr);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return scm_error_set(err, SCM_EINVAL, "--seed-from: cannot read '%s': it is a directory",
+                             path);
+    /* bounded, as configs and families files are (issue 26: /dev/zero) */
+    char *text = scm_output_read_file(path, SEEDS_FILE_MAX, &len, &rerr);
     if (!text)
-        return scm_error_set(err, SCM_EIO, "--seed-from: cannot read '%s'", path);
+        return scm_error_set(err, rerr.code, "--seed-from: %s", rerr.msg);
+    if (strlen(text) != len) {
+        free(text);
+        return scm_error_set(err, SCM_EINVAL, "--seed-from '%s' holds a NUL byte: not JSON",
+                             path);
+    }
     cJSON *doc = cJSON_ParseWithLength(text, len);
     free(text);
-    const cJSON *pts = doc ? cJSON_GetObjectItemCaseSensitive(doc, "fixed_points") : NULL;
+    if (!doc)
+        return scm_error_set(err, SCM_EINVAL, "--seed-from '%s': not valid JSON (or nested "
+                                              "deeper than %d levels)", path, CJSON_NESTING_LIMIT);
+    const cJSON *pts = cJSON_GetObjectItemCaseSensitive(doc, "fixed_points");
     if (!cJSON_IsArray(pts)) {
         cJSON_Delete(doc);
         return scm_error_set(err, SCM_EINVAL, "--seed-from '%s': not a fixed-points result (no "

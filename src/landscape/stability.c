@@ -432,7 +432,7 @@ static void stab_trial(stab_ws *w, scm_stab_row *row, int t, double *d0, double 
 
 /* The row of perturbation size sigma: its trials, their statistics and
  * the row's verdict. */
-static void stab_row(stab_ws *w, scm_stab_row *row, double sigma)
+static void stab_row(stab_ws *w, scm_stab_row *row, double sigma, int si)
 {
     const int nt = w->o->n_trials;
     memset(row, 0, sizeof *row);
@@ -448,6 +448,7 @@ static void stab_row(stab_ws *w, scm_stab_row *row, double sigma)
         n_ret += ret;
         n_esc += esc;
         n_div += div;
+        scm_stab_progress(w->o, si, t);
     }
     row->dist0_max = scm_stab_vmax(d0, nt);
     row->dist_max = scm_stab_vmax(d1, nt);
@@ -460,6 +461,12 @@ static void stab_row(stab_ws *w, scm_stab_row *row, double sigma)
                    : n_esc > 0   ? SCM_VERDICT_UNSTABLE
                    : n_ret == nt ? SCM_VERDICT_STABLE
                                  : SCM_VERDICT_UNDECIDED;
+}
+
+void scm_stab_progress(const scm_stab_opts *o, int si, int t)
+{
+    if (o->progress)
+        o->progress(o->progress_ctx, si * o->n_trials + t + 1, o->n_sigma * o->n_trials);
 }
 
 void scm_stab_verdict_of_rows(const scm_stab_opts *o, scm_stab_result *res)
@@ -508,7 +515,7 @@ scm_status scm_stab_analyse(const scm_model *m, const double *Q, const double *R
     w.to.t_max = o->t_max;
     w.to.record = 0;
     for (int si = 0; si < o->n_sigma; si++) {
-        stab_row(&w, &res->rows[si], o->sigma[si]);
+        stab_row(&w, &res->rows[si], o->sigma[si], si);
         res->n_rows = si + 1;
     }
     scm_stab_verdict_of_rows(o, res);

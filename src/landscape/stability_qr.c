@@ -90,7 +90,7 @@ static void qr_flow(qr_ws *w, scm_stab_row *row, double *fe, int *n_fe, int *sam
     scm_traj_result_free(&tr);
 }
 
-static void qr_row(qr_ws *w, scm_stab_row *row, double sigma)
+static void qr_row(qr_ws *w, scm_stab_row *row, double sigma, int si)
 {
     const int nt = w->o->n_trials;
     const long Kd = (long)w->m->K * w->d;
@@ -108,15 +108,14 @@ static void qr_row(qr_ws *w, scm_stab_row *row, double sigma)
         d0[t] = dist_qr(w);
         double e0 = NAN;
         de[t] = scm_flow_loss(w->fl, w->Qp, w->Rp, &e0) ? NAN : e0 - w->eps;
-        if (!isfinite(d0[t]) || !isfinite(de[t])) {
-            n_div++; /* the perturbed start is not a finite state: no flow */
-            continue;
-        }
         int same = 0, esc = 0;
-        if (w->o->run_flow)
+        if (!isfinite(d0[t]) || !isfinite(de[t]))
+            n_div++; /* the perturbed start is not a finite state: no flow */
+        else if (w->o->run_flow)
             qr_flow(w, row, fe, &n_fe, &same, &esc);
         n_ret += same;
         n_esc += esc;
+        scm_stab_progress(w->o, si, t);
     }
     row->dist0_max = row->dist_max = scm_stab_vmax(d0, nt);
     row->deps_max = scm_stab_vmax(de, nt);
@@ -168,7 +167,7 @@ scm_status scm_stab_perturb_qr(const scm_model *m, const double *Q, const double
     w.to.analytic_jv = 2;
     w.to.krylov_dim = 20;
     for (int si = 0; si < o->n_sigma; si++) {
-        qr_row(&w, &r->rows[si], o->sigma[si]);
+        qr_row(&w, &r->rows[si], o->sigma[si], si);
         r->n_rows = si + 1;
     }
     scm_stab_verdict_of_rows(o, r);

@@ -86,9 +86,10 @@ scm_status scm_stabpoint_load(const char *path, long index, scm_stabpoint *sp, s
 {
     memset(sp, 0, sizeof *sp);
     size_t len = 0;
-    char *text = scm_output_read_file(path, SIZE_MAX, &len, NULL);
+    /* a fixed-points file, bounded like the families files sweeps read */
+    char *text = scm_output_read_file(path, (size_t)256 << 20, &len, err);
     if (!text)
-        return scm_error_set(err, SCM_EIO, "cannot read '%s'", path);
+        return err ? err->code : SCM_EIO;
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
     if (!root)

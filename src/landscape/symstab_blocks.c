@@ -187,16 +187,20 @@ static scm_status space_block(const sym_space *sp, double *ev, double *evi, int 
         }
         (*k)++;
     }
-    /* B = N^T Hs N */
+    /* B = N^T (Hs N): Hs N once into E (nf x k, stride nf; E's eigenvectors
+     * are no longer needed), O(nf^2 k + nf k^2) instead of O(nf^2 k^2) */
+    for (int r = 0; r < nf; r++)
+        for (int j = 0; j < *k; j++) {
+            double h = 0.0;
+            for (int q = 0; q < nf; q++)
+                h += sp->Hs[r * nf + q] * N[q * nf + j];
+            E[r * nf + j] = h;
+        }
     for (int i = 0; i < *k; i++)
         for (int j = 0; j < *k; j++) {
             double s = 0.0;
-            for (int r = 0; r < nf; r++) {
-                double h = 0.0;
-                for (int q = 0; q < nf; q++)
-                    h += sp->Hs[r * nf + q] * N[q * nf + j];
-                s += N[r * nf + i] * h;
-            }
+            for (int r = 0; r < nf; r++)
+                s += N[r * nf + i] * E[r * nf + j];
             C[i * *k + j] = s;
         }
     if (sp->general) {

@@ -39,6 +39,12 @@ cJSON *scm_compare_near_rows(cJSON *const *summ, const long *Ks, int nK, const c
 scm_status scm_compare_traces(const char *runs_path, int n, const scm_config *c, uint64_t base,
                               long K, cJSON *out, scm_error *err);
 
+/* What differs between the first line old_line of a runs file and the
+ * header want a sweep would write, for a message: the first of runs, seed,
+ * config, families, classify, shard that differs (with both values when
+ * numbers), into out (n bytes). */
+void scm_compare_header_diff(const char *old_line, const char *want, char *out, size_t n);
+
 /* A growing text buffer (oom: an allocation failed, later output dropped). */
 typedef struct {
     char *p;

@@ -1,38 +1,21 @@
 /* compare_util.c: small helpers of the comparison's files (compare.h):
- * reading a JSON file back, the NOTE events, a growing text buffer. */
+ * reading a JSON file back, the NOTE events, a growing text buffer, what
+ * differs between two runs-file headers. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "scm/output.h"
 #include "studies/compare_internal.h"
 
 #define NOTE_LEN 4352
 
 cJSON *scm_compare_read_json(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n + 1 < cap)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    cJSON *j = buf && !bad ? cJSON_ParseWithLength(buf, n) : NULL;
+    size_t n = 0;
+    char *buf = scm_output_read_file(path, (size_t)1 << 30, &n, NULL);
+    cJSON *j = buf ? cJSON_ParseWithLength(buf, n) : NULL;
     free(buf);
     return j;
 }
@@ -56,7 +39,7 @@ void scm_compare_note(const scm_compare_opts *o, long K, const char *fmt, ...)
 
 void scm_compare_md_printf(md_buf *b, const char *fmt, ...)
 {
-    if (b->oom)
+    if (b->oom || !fmt) /* !fmt: never, but gcc -O3 with the sanitizers cannot tell */
         return;
     for (;;) {
         va_list ap;
@@ -81,3 +64,30 @@ void scm_compare_md_printf(md_buf *b, const char *fmt, ...)
     }
 }
 
+void scm_compare_header_diff(const char *old_line, const char *want, char *out, size_t n)
+{
+    static const char *const keys[] = {"runs", "seed", "config", "families", "classify",
+                                       "shard", "scm_sweep"};
+    static const char *const what[] = {"--runs", "the seed", "the configuration",
+                                       "the families", "the classification options",
+                                       "the shard", "the format"};
+    cJSON *a = cJSON_Parse(old_line), *b = cJSON_Parse(want);
+    if (!cJSON_IsObject(a) || !cJSON_GetObjectItemCaseSensitive(a, "scm_sweep"))
+        snprintf(out, n, "its first line is not a sweep header");
+    else /* no key below differs: another key, or the same keys in another form */
+        snprintf(out, n, "its header differs from this sweep's (another scmode version?)");
+    for (int i = 0; cJSON_IsObject(a) && b && i < (int)(sizeof keys / sizeof keys[0]); i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(a, keys[i]);
+        const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, keys[i]);
+        if ((!x && !y) || cJSON_Compare(x, y, 1))
+            continue;
+        if (cJSON_IsNumber(x) && cJSON_IsNumber(y))
+            snprintf(out, n, "it was made with %s = %.17g, not %.17g", keys[i], x->valuedouble,
+                     y->valuedouble);
+        else
+            snprintf(out, n, "it was made with other %s", what[i]);
+        break;
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}

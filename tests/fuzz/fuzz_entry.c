@@ -1,9 +1,10 @@
-/* fuzz_entry.c: hostile input for the three parsers of user text.
+/* fuzz_entry.c: hostile input for the parsers of user text.
  *   config: the bytes are a config file (scm_config_parse, no overrides);
  *   set:    a fixed valid config, the bytes split at newlines into up to 16
  *           "key=value" overrides (what `scm run --set` passes);
  *   ansatz: the bytes are an ansatz file; when it parses, it is evaluated
  *           at a few (K, M, k1), as `scm fixed-points` does.
+ * The readers of user files (runs, families, seeds) are in fuzz_files.c.
  * Every accepted input must also yield a consistent object: a parsed
  * config builds its model and initial state, an error carries a message. */
 #include "fuzz_entry.h"
@@ -15,7 +16,7 @@
 #include "scm/config.h"
 #include "scm/model.h"
 
-static char *text_of(const uint8_t *data, size_t size)
+char *scm_fuzz_text_of(const uint8_t *data, size_t size)
 {
     char *t = malloc(size + 1);
     if (!t) return NULL;
@@ -24,8 +25,7 @@ static char *text_of(const uint8_t *data, size_t size)
     return t;
 }
 
-/* A failure must name its problem. */
-static void check_error(scm_status st, const scm_error *err)
+void scm_fuzz_check_error(scm_status st, const scm_error *err)
 {
     if (st != SCM_OK && err->msg[0] == '\0') abort();
 }
@@ -41,14 +41,14 @@ static void exercise_config(const scm_config *c)
     if (c->K > 64 || c->M > 64 || c->d > 10000) return;
     scm_model *m = scm_config_model(c, &err);
     if (!m) {
-        check_error(SCM_EINVAL, &err);
+        scm_fuzz_check_error(SCM_EINVAL, &err);
         return;
     }
     double *Q = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
     double *R = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);
     if (Q && R) {
         scm_status st = scm_config_initial_state(c, m, Q, R, &err);
-        check_error(st, &err);
+        scm_fuzz_check_error(st, &err);
     }
     free(Q);
     free(R);
@@ -61,7 +61,7 @@ static void parse_and_use(const char *text, const char *const *sets, int nsets)
     scm_error err;
     scm_error_clear(&err);
     scm_status st = scm_config_parse(text, "fuzz", sets, nsets, &c, &err);
-    check_error(st, &err);
+    scm_fuzz_check_error(st, &err);
     if (st == SCM_OK) {
         exercise_config(c);
         scm_config_free(c);
@@ -72,7 +72,7 @@ static void parse_and_use(const char *text, const char *const *sets, int nsets)
 
 int scm_fuzz_config(const uint8_t *data, size_t size)
 {
-    char *text = text_of(data, size);
+    char *text = scm_fuzz_text_of(data, size);
     if (!text) return 0;
     parse_and_use(text, NULL, 0);
     free(text);
@@ -85,7 +85,7 @@ int scm_fuzz_set(const uint8_t *data, size_t size)
     enum { MAX_SETS = 16 };
     const char *sets[MAX_SETS];
     int nsets = 0;
-    char *text = text_of(data, size);
+    char *text = scm_fuzz_text_of(data, size);
     if (!text) return 0;
     for (char *p = text; p && nsets < MAX_SETS;) {
         sets[nsets++] = p;
@@ -103,7 +103,7 @@ int scm_fuzz_ansatz(const uint8_t *data, size_t size)
     scm_error_clear(&err);
     scm_ansatz *a = scm_ansatz_parse((const char *)data, size, "fuzz", &err);
     if (!a) {
-        check_error(SCM_EINVAL, &err);
+        scm_fuzz_check_error(SCM_EINVAL, &err);
         return 0;
     }
     (void)scm_ansatz_name(a);
@@ -116,7 +116,7 @@ int scm_fuzz_ansatz(const uint8_t *data, size_t size)
         for (int k1 = lo; k1 <= hi; k1++) {
             scm_ansatz_inst *in = scm_ansatz_instantiate(a, KM[i][0], KM[i][1], k1, &err);
             if (!in) {
-                check_error(SCM_EINVAL, &err);
+                scm_fuzz_check_error(SCM_EINVAL, &err);
                 continue;
             }
             int n = scm_ansatz_inst_nscalars(in);
@@ -154,5 +154,8 @@ scm_fuzz_fn scm_fuzz_lookup(const char *name)
     if (strcmp(name, "config") == 0) return scm_fuzz_config;
     if (strcmp(name, "set") == 0) return scm_fuzz_set;
     if (strcmp(name, "ansatz") == 0) return scm_fuzz_ansatz;
+    if (strcmp(name, "runs") == 0) return scm_fuzz_runs;
+    if (strcmp(name, "families") == 0) return scm_fuzz_families;
+    if (strcmp(name, "seeds") == 0) return scm_fuzz_seeds;
     return NULL;
 }

@@ -9,13 +9,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "scm/status.h"
+
 typedef int (*scm_fuzz_fn)(const uint8_t *data, size_t size);
 
 int scm_fuzz_config(const uint8_t *data, size_t size);
 int scm_fuzz_set(const uint8_t *data, size_t size);
 int scm_fuzz_ansatz(const uint8_t *data, size_t size);
+/* The readers of user files (fuzz_files.c): the bytes as a runs file
+ * (scm merge, scm sweep --resume), a families file (--families), a
+ * --seed-from file. */
+int scm_fuzz_runs(const uint8_t *data, size_t size);
+int scm_fuzz_families(const uint8_t *data, size_t size);
+int scm_fuzz_seeds(const uint8_t *data, size_t size);
 
-/* The entry function named name ("config", "set", "ansatz"), or NULL. */
+/* Shared by the targets: data as a NUL-terminated string (NULL on no
+ * memory; the caller frees); abort() when a failure (st != SCM_OK)
+ * carries no message. */
+char *scm_fuzz_text_of(const uint8_t *data, size_t size);
+void scm_fuzz_check_error(scm_status st, const scm_error *err);
+
+/* The entry function named name ("config", "set", "ansatz", "runs",
+ * "families", "seeds"), or NULL. */
 scm_fuzz_fn scm_fuzz_lookup(const char *name);
 
 #endif

@@ -39,7 +39,7 @@ static int replay_file(scm_fuzz_fn fn, const char *path)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: fuzz_replay config|set|ansatz DIR...\n");
+        fprintf(stderr, "usage: fuzz_replay config|set|ansatz|runs|families|seeds DIR...\n");
         return 2;
     }
     scm_fuzz_fn fn = scm_fuzz_lookup(argv[1]);

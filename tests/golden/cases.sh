@@ -41,6 +41,7 @@ case_ simulate "$SCM" simulate simcfg.json --no-plot -o sim
 case_ simulate_sgd "$SCM" simulate simulate_erf_k4_sgd.json --no-plot --d 200 --seeds 2 --t-max 3 --threads 2 -o simsgd
 case_ simulate_batch "$SCM" simulate simulate_erf_k4.json --no-plot --mode batch --n 400 --d 100 --seeds 2 --t-max 1 -o simb
 case_ lintarget "$SCM" lintarget --alpha 1e-3 --c 0.5 -o lin
-case_ split "$SCM" split --K 3 --M 3 --index 2 --neuron 1 --lambda-grid 3 -o split.json
-case_ staircase "$SCM" staircase --K 2 --M 2 --alpha 1e-3,1e-4 -o stair.json
+case_ split "$SCM" split --K 3 --M 3 --activation erf --index 2 --neuron 1 --lambda-grid 3 -o split.json
+case_ staircase "$SCM" staircase --K 2 --M 2 --activation erf --alpha 1e-3,1e-4 -o stair.json
 case_ certify "$SCM" certify --K 6 --M 6 --k1 1 -o certify.json
+case_ map "$SCM" map --M 3 --dK 0:1 --runs 6 --no-plots -o map
