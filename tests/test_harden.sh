@@ -215,17 +215,17 @@ rg_lt_alpha_max|--alpha 0.999999999|--alpha 1|--alpha values must be in (0, 1)
 rg_lt_alpha_t|--alpha 0.499999999 --t 0.0625|--alpha 0.5 --t 0.0625|alpha = 0.5 is not a small initialisation
 rg_lt_alpha_n|--alpha $l32|--alpha $l32,0.1|--alpha takes at most 32 values
 rg_lt_t_min|--t 1e-100 --alpha 1e-30|--t 9.99e-101 --alpha 1e-30|t = 9.99e-101 is out of range
-rg_lt_t_max|--t 1e4|--t 1.00000001e4|t = 10000 is out of range
+rg_lt_t_max|--t 1e4|--t 1.00000001e4|t = 10000.0001 is out of range
 rg_lt_d_min|--d 3|--d 2|--d needs an integer in \[3, 100000000\]
 rg_lt_d_max|--d 100000000|--d 100000001|--d needs an integer in \[3, 100000000\]
 rg_lt_seed_min|--seed 0|--seed -1|--seed needs an integer in \[0, 2147483647\]
 rg_lt_seed_max|--seed 2147483647|--seed 2147483648|--seed needs an integer in \[0, 2147483647\]
 rg_lt_tmax_min|--t-max 1.000000001e-3|--t-max 1e-3|t_max = 0.001 is out of range
-rg_lt_tmax_max|--t-max 1e20|--t-max 1.0000001e20|t_max = 1e+20 is out of range
+rg_lt_tmax_max|--t-max 1e20|--t-max 1.0000001e20|t_max = 1.0000001e+20 is out of range
 rg_lt_nout_min|--n-out 3|--n-out 2|--n-out needs an integer in \[3, 1000000\]
 rg_lt_nout_max|-|--n-out 1000001|--n-out needs an integer in \[3, 1000000\]
-rg_lt_c_max|--c 10000|--c 10000.0001|c = 10000 is out of range
-rg_lt_c_min|--c -10000|--c -10000.0001|c = -10000 is out of range
+rg_lt_c_max|--c 10000|--c 10000.0001|c = 10000.0001 is out of range
+rg_lt_c_min|--c -10000|--c -10000.0001|c = -10000.0001 is out of range
 rg_lt_c_n|--c $l32|--c $l32,0.1|--c takes at most 32 values
 ROWS
 ranges "$SCM staircase --K 2 --M 2 --alpha 1e-3 --n-out 10 --t-max 0.011 --starts 0 -q -o $W/o/st.json" <<ROWS
@@ -234,21 +234,21 @@ rg_st_K_max|--K 200|--K 201|--K needs an integer in \[1, 200\]
 rg_st_M_min|--M 1 --d 1|--M 0|--M needs an integer in \[1, 200\]
 rg_st_M_max|--M 200 --d 200|--M 201|--M needs an integer in \[1, 200\]
 rg_st_alpha_min|--alpha 1e-20|--alpha 9.99e-21|alpha = 9.99e-21 is out of range
-rg_st_alpha_max|--alpha 1000|--alpha 1000.000001|alpha = 1000 is out of range
+rg_st_alpha_max|--alpha 1000|--alpha 1000.000001|alpha = 1000.000001 is out of range
 rg_st_alpha_n|--alpha $l32|--alpha $l32,0.1|--alpha takes at most 32 values
 rg_st_lr_min|--rule two_layer --lr-v-ratio 1e-6|--rule two_layer --lr-v-ratio 9.99e-7|lr_v_ratio = 9.99e-07 is out of range
-rg_st_lr_max|--rule two_layer --lr-v-ratio 1e6|--rule two_layer --lr-v-ratio 1000001|lr_v_ratio = 1e+06 is out of range
+rg_st_lr_max|--rule two_layer --lr-v-ratio 1e6|--rule two_layer --lr-v-ratio 1000001|lr_v_ratio = 1000001 is out of range
 rg_st_T_min|--T-diag 1e-6,1|--T-diag 9.99e-7,1|T_diag\[0\] = 9.99e-07 is out of range
-rg_st_T_max|--T-diag 1,1e6|--T-diag 1,1000001|T_diag\[1\] = 1e+06 is out of range
+rg_st_T_max|--T-diag 1,1e6|--T-diag 1,1000001|T_diag\[1\] = 1000001 is out of range
 rg_st_T_n|--T-diag 1,1|--T-diag 1,1,1|--T-diag and --vstar need M = 2 entries
-rg_st_vstar_max|--vstar 1000,1|--vstar 1000.000001,1|vstar\[0\] = 1000 is out of range
-rg_st_vstar_min|--vstar 1,-1000|--vstar 1,-1000.000001|vstar\[1\] = -1000 is out of range
+rg_st_vstar_max|--vstar 1000,1|--vstar 1000.000001,1|vstar\[0\] = 1000.000001 is out of range
+rg_st_vstar_min|--vstar 1,-1000|--vstar 1,-1000.000001|vstar\[1\] = -1000.000001 is out of range
 rg_st_d_M|--d 2|--d 1|--d 1 is below M = 2
 rg_st_d_max|--d 100000000|--d 100000001|--d needs an integer in \[1, 100000000\]
 rg_st_seed_min|--seed 0|--seed -1|--seed needs an integer in \[0, 2147483647\]
 rg_st_seed_max|--seed 2147483647|--seed 2147483648|--seed needs an integer in \[0, 2147483647\]
 rg_st_tmax_min|--t-max 0.010000001|--t-max 0.01|t_max = 0.01 is out of range
-rg_st_tmax_max|--t-max 1e20|--t-max 1.0000001e20|t_max = 1e+20 is out of range
+rg_st_tmax_max|--t-max 1e20|--t-max 1.0000001e20|t_max = 1.0000001e+20 is out of range
 rg_st_nout_min|--n-out 10|--n-out 9|--n-out needs an integer in \[10, 1000000\]
 rg_st_nout_max|-|--n-out 1000001|--n-out needs an integer in \[10, 1000000\]
 rg_st_rate|--rate-tol 1e-300|--rate-tol 0|--rate-tol needs a positive number

@@ -142,13 +142,13 @@ scm_status scm_lintarget_run(double t, double alpha, long d, unsigned long seed,
     memset(res, 0, sizeof *res);
     if (!(alpha >= SCM_LINTARGET_ALPHA_MIN && alpha < 1e100))
         return scm_error_set(err, SCM_EINVAL,
-                             "alpha = %g is out of range: the run's tolerances scale as alpha^2 "
+                             "alpha = %.15g is out of range: the run's tolerances scale as alpha^2 "
                              "(atol 1e-4 alpha^2, dead_tol 1e-6 alpha^2) and must stay normal "
                              "doubles, so alpha must be >= %g",
                              alpha, SCM_LINTARGET_ALPHA_MIN);
     if (!(t_max > SCM_LINTARGET_T_FIRST && t_max <= SCM_LINTARGET_T_MAX_MAX))
         return scm_error_set(err, SCM_EINVAL,
-                             "t_max = %g is out of range: it must exceed the first recorded time "
+                             "t_max = %.15g is out of range: it must exceed the first recorded time "
                              "%g and be <= %g",
                              t_max, SCM_LINTARGET_T_FIRST, SCM_LINTARGET_T_MAX_MAX);
     const double v0[2] = {alpha, -alpha};

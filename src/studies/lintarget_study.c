@@ -242,7 +242,7 @@ static scm_status check_opts(const scm_lintarget_study_opts *o, scm_error *err)
                              SCM_LINTARGET_STUDY_MAX);
     if (!(o->t >= SCM_LINTARGET_T_MIN && o->t <= SCM_LINTARGET_T_MAXT))
         return scm_error_set(err, SCM_EINVAL,
-                             "t = %g is out of range [%g, %g]: t only sets the units (time "
+                             "t = %.15g is out of range [%g, %g]: t only sets the units (time "
                              "scales as 1/sqrt(t)); above %g the dynamics runs faster than "
                              "the first recorded time %g resolves, below %g the state's "
                              "products underflow",
@@ -266,13 +266,13 @@ static scm_status check_opts(const scm_lintarget_study_opts *o, scm_error *err)
     for (int i = 0; i < o->n_c; i++)
         if (!(fabs(o->c[i]) <= SCM_LINTARGET_C_MAX))
             return scm_error_set(err, SCM_EINVAL,
-                                 "c = %g is out of range: |c| must be <= %g (the loss at the "
+                                 "c = %.15g is out of range: |c| must be <= %g (the loss at the "
                                  "saddle is a difference of terms of size c^2 and loses "
                                  "2 log10|c| digits)",
                                  o->c[i], SCM_LINTARGET_C_MAX);
     if (!(o->t_max > SCM_LINTARGET_T_FIRST && o->t_max <= SCM_LINTARGET_T_MAX_MAX))
         return scm_error_set(err, SCM_EINVAL,
-                             "t_max = %g is out of range: it must exceed the first recorded "
+                             "t_max = %.15g is out of range: it must exceed the first recorded "
                              "time %g and be <= %g",
                              o->t_max, SCM_LINTARGET_T_FIRST, SCM_LINTARGET_T_MAX_MAX);
     if (o->n_out < 3 || o->n_out > 1000000)

@@ -254,24 +254,24 @@ static scm_status check_scales(const scm_stair_study_opts *o, scm_error *err)
     for (long m = 0; m < o->M; m++) {
         if (!(o->T_diag[m] >= SCM_STAIR_T_MIN && o->T_diag[m] <= SCM_STAIR_T_MAX))
             return scm_error_set(err, SCM_EINVAL,
-                                 "T_diag[%ld] = %g is out of range [%g, %g] (outside it the "
+                                 "T_diag[%ld] = %.15g is out of range [%g, %g] (outside it the "
                                  "flow's time scales leave what the record resolves)",
                                  m, o->T_diag[m], SCM_STAIR_T_MIN, SCM_STAIR_T_MAX);
         if (!(fabs(o->vstar[m]) <= SCM_STAIR_VSTAR_MAX))
             return scm_error_set(err, SCM_EINVAL,
-                                 "vstar[%ld] = %g is out of range: |v*_m| must be <= %g (the "
+                                 "vstar[%ld] = %.15g is out of range: |v*_m| must be <= %g (the "
                                  "loss and the flow scale as v*^2)",
                                  m, o->vstar[m], SCM_STAIR_VSTAR_MAX);
     }
     if (o->rule->trains_v &&
         !(o->rp.lr_v_ratio >= SCM_STAIR_LR_MIN && o->rp.lr_v_ratio <= SCM_STAIR_LR_MAX))
         return scm_error_set(err, SCM_EINVAL,
-                             "lr_v_ratio = %g is out of range [%g, %g] (the two layers' time "
+                             "lr_v_ratio = %.15g is out of range [%g, %g] (the two layers' time "
                              "scales must both be resolved)",
                              o->rp.lr_v_ratio, SCM_STAIR_LR_MIN, SCM_STAIR_LR_MAX);
     if (!(o->t_max > SCM_STAIR_T_FIRST && o->t_max <= SCM_STAIR_T_MAX_MAX))
         return scm_error_set(err, SCM_EINVAL,
-                             "t_max = %g is out of range: it must exceed the first recorded "
+                             "t_max = %.15g is out of range: it must exceed the first recorded "
                              "time %g and be <= %g",
                              o->t_max, SCM_STAIR_T_FIRST, SCM_STAIR_T_MAX_MAX);
     if (!(o->so.rate_tol > 0.0 && isfinite(o->so.rate_tol) && o->so.min_dur > 0.0 &&
@@ -296,7 +296,7 @@ static scm_status check_opts(const scm_stair_study_opts *o, scm_error *err)
     for (int a = 0; a < o->n_alpha; a++)
         if (!(o->alpha[a] >= SCM_STAIR_ALPHA_MIN && o->alpha[a] <= SCM_STAIR_ALPHA_MAX))
             return scm_error_set(err, SCM_EINVAL,
-                                 "alpha = %g is out of range [%g, %g]: the state starts at "
+                                 "alpha = %.15g is out of range [%g, %g]: the state starts at "
                                  "alpha^2 and the run's tolerances scale as alpha^2 / d; below "
                                  "the range the runs fail at the PSD boundary or at t = 0",
                                  o->alpha[a], SCM_STAIR_ALPHA_MIN, SCM_STAIR_ALPHA_MAX);
