@@ -47,7 +47,7 @@ static void set_box(arb_ptr X, const double *x, int n, double r)
     }
 }
 
-static double ubound(const arb_t v)
+double scm_cert_ubound(const arb_t v)
 {
     arf_t u;
     arf_init(u);
@@ -144,7 +144,7 @@ static int krawczyk(const double *Y, arb_srcptr F0, const arb_mat_t JX, int n, d
             }
             arb_addmul(acc, m, box, prec);
         }
-        double u = ubound(acc);
+        double u = scm_cert_ubound(acc);
         if (!(u < r))
             ok = 0;
         worst = fmax(worst, isfinite(u) ? u / r : INFINITY);
@@ -157,7 +157,7 @@ static int krawczyk(const double *Y, arb_srcptr F0, const arb_mat_t JX, int n, d
     return ok;
 }
 
-static void refuse(scm_certify_result *res, const char *why)
+void scm_cert_refuse(scm_certify_result *res, const char *why)
 {
     res->certified = 0;
     snprintf(res->verdict, sizeof res->verdict, "%s", VERDICT_NO);
@@ -192,7 +192,7 @@ static scm_status prove_box(const scm_ansatz_inst *in, const scm_activation *act
                      "Krawczyk: K(X) not inside X for any box radius up to %.3g (Newton step "
                      "%.3g, contraction %.3g)",
                      o->max_radius, res->newton_step, res->contraction);
-        refuse(res, why);
+        scm_cert_refuse(res, why);
     } else {
         res->certified = 1;
         snprintf(res->verdict, sizeof res->verdict, "%s", VERDICT_OK);
@@ -249,7 +249,7 @@ scm_status scm_certify_point(const scm_ansatz_inst *in, const scm_activation *ac
     if (st)
         return st;
     if (!in->integral) {
-        refuse(res, "the group sizes are not integers");
+        scm_cert_refuse(res, "the group sizes are not integers");
         return SCM_OK;
     }
     int n = in->nsc;
@@ -268,14 +268,14 @@ scm_status scm_certify_point(const scm_ansatz_inst *in, const scm_activation *ac
         goto out;
     }
     if (st) {
-        refuse(res, e.why[0] ? e.why : scm_status_str(st));
+        scm_cert_refuse(res, e.why[0] ? e.why : scm_status_str(st));
         st = SCM_OK;
         goto out;
     }
     for (int i = 0; i < n; i++)
-        res->res_hi = fmax(res->res_hi, ubound(e.F + i));
+        res->res_hi = fmax(res->res_hi, scm_cert_ubound(e.F + i));
     if (approx_inverse(e.J, n, Y)) {
-        refuse(res, "the block Jacobian at the point is singular");
+        scm_cert_refuse(res, "the block Jacobian at the point is singular");
         goto out;
     }
     double xmax = 1.0;
@@ -293,7 +293,7 @@ scm_status scm_certify_point(const scm_ansatz_inst *in, const scm_activation *ac
                  "the Newton step %.3g exceeds the largest box radius %.3g: no zero is provably "
                  "that close",
                  res->newton_step, o->max_radius);
-        refuse(res, why);
+        scm_cert_refuse(res, why);
         goto out;
     }
     if ((st = prove_box(in, act, x, o, Y, e.F, e.eps, r0, res)))

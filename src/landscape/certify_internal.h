@@ -72,6 +72,12 @@ scm_status scm_cert_self2(int kind, const arb_t a, slong prec, arb_t h1, arb_t h
  * radius by 1 - mutate.  0, or -1 if the enclosure failed. */
 int scm_cert_sym_eig(arb_srcptr A, int n, slong prec, double mutate, arb_ptr lam);
 
+/* An upper bound of |v| as a double (rounded up). */
+double scm_cert_ubound(const arb_t v);
+
+/* Mark res not certified, with the reason why. */
+void scm_cert_refuse(scm_certify_result *res, const char *why);
+
 /* Realisability of the zero in the box (balls, ansatz order) from e's S:
  * fills res->realisable (and res->off_span), or refuses with the reason
  * (res->certified = 0, verdict "not certified"). */

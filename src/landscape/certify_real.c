@@ -18,16 +18,6 @@
 #include "landscape/ansatz_internal.h"
 #include "landscape/certify_internal.h"
 
-static double ubound(const arb_t v)
-{
-    arf_t u;
-    arf_init(u);
-    arb_get_abs_ubound_arf(u, v, 64);
-    double d = arf_get_d(u, ARF_RND_UP);
-    arf_clear(u);
-    return d;
-}
-
 /* An upper bound of the Frobenius norm of the ball matrix A (n x n). */
 static double frob_ubound(const arb_mat_t A, int n, slong prec)
 {
@@ -36,11 +26,11 @@ static double frob_ubound(const arb_mat_t A, int n, slong prec)
     arb_init(t);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
-            arb_set_d(t, ubound(arb_mat_entry(A, i, j)));
+            arb_set_d(t, scm_cert_ubound(arb_mat_entry(A, i, j)));
             arb_addmul(s, t, t, prec);
         }
     arb_sqrt(s, s, prec);
-    double u = ubound(s);
+    double u = scm_cert_ubound(s);
     arb_clear(s);
     arb_clear(t);
     return u;
@@ -134,7 +124,7 @@ int scm_cert_sym_eig(arb_srcptr A, int n, slong prec, double mutate, arb_ptr lam
         arb_set(row, rmax);
         arb_set_d(th, frob_ubound(B, n, prec));
         arb_add(row, row, th, prec);
-        double e = ubound(row) * (1.0 - mutate);
+        double e = scm_cert_ubound(row) * (1.0 - mutate);
         arb_clear(row);
         arb_clear(rmax);
         ok = isfinite(e) && d < 0.5;
@@ -238,13 +228,6 @@ static int s_definite(const scm_ansatz_inst *in, const scm_cert_eval *e, int s, 
     return ok;
 }
 
-static void refuse(scm_certify_result *res, const char *why)
-{
-    res->certified = 0;
-    snprintf(res->verdict, sizeof res->verdict, "not certified");
-    snprintf(res->reason, sizeof res->reason, "%s", why);
-}
-
 /* xi = the contrast value of X = Q - R R^T on student group i over the box
  * X: (Q_d - Q_o) - (R_d - R_o)^2 with its paired teacher group (a block
  * c J adds nothing to contrasts). */
@@ -267,7 +250,7 @@ static void x_contrast(const scm_ansatz_inst *in, arb_srcptr box, int i, slong p
 static void sylvester(const scm_ansatz_inst *in, const scm_cert_eval *e, arb_srcptr box,
                       slong prec, scm_certify_result *res)
 {
-    int ns = in->ns, live[SCM_ANSATZ_MAX_GROUPS], G = live_groups(in, live);
+    int ns = in->ns, live[SCM_ANSATZ_MAX_GROUPS] = {0}, G = live_groups(in, live);
     char why[240];
     arb_ptr A = _arb_vec_init(G * G), mu = _arb_vec_init(G);
     arb_t t;
@@ -275,7 +258,7 @@ static void sylvester(const scm_ansatz_inst *in, const scm_cert_eval *e, arb_src
     mean_matrix(in, e, live, G, 1, prec, A);
     int ok = scm_cert_sym_eig(A, G, prec, 0.0, mu) == 0;
     if (!ok)
-        refuse(res, "realisability unproved: no eigenvalue enclosure of S's group-mean matrix");
+        scm_cert_refuse(res, "realisability unproved: no eigenvalue enclosure of S's group-mean matrix");
     for (int k = 0; ok && k < G; k++)
         for (int l = k; ok && l < G; l++) {
             arb_add(t, mu + k, mu + l, prec);
@@ -287,7 +270,7 @@ static void sylvester(const scm_ansatz_inst *in, const scm_cert_eval *e, arb_src
                          k + 1, l + 1, arf_get_d(arb_midref(mu + k), ARF_RND_NEAR),
                          mag_get_d(arb_radref(mu + k)), arf_get_d(arb_midref(mu + l), ARF_RND_NEAR),
                          mag_get_d(arb_radref(mu + l)));
-                refuse(res, why);
+                scm_cert_refuse(res, why);
                 ok = 0;
             }
         }
@@ -314,7 +297,7 @@ static void sylvester(const scm_ansatz_inst *in, const scm_cert_eval *e, arb_src
                      in->sname[i], xm, xr,
                      arb_is_negative(xi) ? "negative: the Gram matrix is not PSD"
                                          : "not provably positive");
-            refuse(res, why);
+            scm_cert_refuse(res, why);
             ok = 0;
         }
         arb_clear(xi);
