@@ -14,7 +14,6 @@
 #include "landscape/certify_internal.h"
 
 #define VERDICT_OK "certified critical point, strictness unproved"
-#define VERDICT_NO "not certified"
 
 void scm_certify_opts_default(scm_certify_opts *o)
 {
@@ -45,16 +44,6 @@ static void set_box(arb_ptr X, const double *x, int n, double r)
         if (r > 0.0)
             mag_set_d(arb_radref(X + i), r);
     }
-}
-
-double scm_cert_ubound(const arb_t v)
-{
-    arf_t u;
-    arf_init(u);
-    arb_get_abs_ubound_arf(u, v, 64);
-    double d = arf_get_d(u, ARF_RND_UP);
-    arf_clear(u);
-    return d;
 }
 
 scm_status scm_certify_residual(const scm_ansatz_inst *in, const scm_activation *act,
@@ -155,13 +144,6 @@ static int krawczyk(const double *Y, arb_srcptr F0, const arb_mat_t JX, int n, d
     arb_clear(t);
     arb_clear(box);
     return ok;
-}
-
-void scm_cert_refuse(scm_certify_result *res, const char *why)
-{
-    res->certified = 0;
-    snprintf(res->verdict, sizeof res->verdict, "%s", VERDICT_NO);
-    snprintf(res->reason, sizeof res->reason, "%s", why);
 }
 
 /* The Krawczyk loop over growing radii; on success fills the box's loss,

@@ -803,3 +803,22 @@ scm_status scm_cert_self2(int kind, const arb_t a, slong prec, arb_t h1, arb_t h
     arb_clear(c.pi);
     return st;
 }
+
+/* Shared by certify.c and certify_real.c (kept here so neither calls the
+ * other back). */
+double scm_cert_ubound(const arb_t v)
+{
+    arf_t u;
+    arf_init(u);
+    arb_get_abs_ubound_arf(u, v, 64);
+    double d = arf_get_d(u, ARF_RND_UP);
+    arf_clear(u);
+    return d;
+}
+
+void scm_cert_refuse(scm_certify_result *res, const char *why)
+{
+    res->certified = 0;
+    snprintf(res->verdict, sizeof res->verdict, "not certified");
+    snprintf(res->reason, sizeof res->reason, "%s", why);
+}

@@ -72,7 +72,7 @@ scm_status scm_cert_self2(int kind, const arb_t a, slong prec, arb_t h1, arb_t h
  * radius by 1 - mutate.  0, or -1 if the enclosure failed. */
 int scm_cert_sym_eig(arb_srcptr A, int n, slong prec, double mutate, arb_ptr lam);
 
-/* An upper bound of |v| as a double (rounded up). */
+/* An upper bound of |v| as a double (rounded up); certify_ball.c. */
 double scm_cert_ubound(const arb_t v);
 
 /* Mark res not certified, with the reason why. */
