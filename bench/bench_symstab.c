@@ -6,7 +6,8 @@
  *       library's scm_fp_sweep_grow, the CLI's defaults: 200 starts, M/100 + 1
  *       probes, fixed k1 = 1): the time of all eigenvalues (Hessian and
  *       Jacobian) of the k1 = 1 point, of classifying every specialised
- *       point on the given threads, and at K = M = 20, 30 the ratio of the
+ *       point on the given threads (--repeat N: N times, the mean printed;
+ *       for profiles), and (unless --dense 0) at K = M = 20, 30 the ratio of the
  *       dense Hessian's time (scm_stab_hessian + scm_stab_spectrum) to the
  *       symmetric one's.
  *   bench_symstab --classify OUT.csv --Ms 10,20,... [--threads 2]
@@ -16,6 +17,10 @@
  *       largest real part and the verdict: saddle (a negative eigenvalue),
  *       strict_min (none zero), min_mod_rotations (the zeros are exactly
  *       the rotations outside the teacher span), degenerate (other zeros).
+ *   bench_symstab --plateau IN.csv OUT.csv [--hessian-csv H.csv]
+ *       a plateau table reclassified from its stored scalars (reclassify
+ *       below): block_only rows by the symmetric Jacobian, rows without a
+ *       block Jacobian (parallel ReLU neurons) by the Hessian's limit.
  */
 #include <gsl/gsl_errno.h>
 #include <math.h>
@@ -294,7 +299,7 @@ static double sym_time(const pt *q, int reps)
     return best;
 }
 
-static int bench(int M, int threads)
+static int bench(int M, int threads, int repeat, int dense)
 {
     fams f;
     double t0 = now();
@@ -310,16 +315,17 @@ static int bench(int M, int threads)
                f.p[i1].eps, 1e3 * sym_time(&f.p[i1], 20));
     t0 = now();
     double c0 = cpu_now();
-    classify_all(f.p, f.np, threads);
-    t1 = now();
-    double c1 = cpu_now();
+    for (int r = 0; r < repeat; r++)
+        classify_all(f.p, f.np, threads);
+    t1 = t0 + (now() - t0) / repeat;
+    double c1 = c0 + (cpu_now() - c0) / repeat;
     int nmin = 0;
     for (int i = 0; i < f.np; i++)
         nmin += strcmp(f.p[i].verdict, "saddle") != 0;
     printf("all %d points classified on %d threads: %.3f s wall, %.3f s CPU (%d not saddles)\n",
            f.np, threads, t1 - t0, c1 - c0, nmin);
     fams_free(&f);
-    for (int K = 20; K <= 30; K += 10) {
+    for (int K = 20; dense && K <= 30; K += 10) {
         grow(K, 0, 8, threads, &f);
         int i = k1_point(&f, 1);
         if (i >= 0) {
@@ -333,17 +339,116 @@ static int bench(int M, int threads)
     return 0;
 }
 
-/* --plateau IN OUT: the rows of a plateau table (bench/gen_plateau_table)
- * classified min_candidate_block_only get the full Jacobian's largest real
- * part from the symmetric spectrum and the class min_candidate or saddle
- * (tolerance 1e-6, the table's); every other byte is kept. */
-static int reclassify(const char *in_path, const char *out_path)
+/* The instance and scalars of a plateau-table row (fields f, the scalars
+ * field f[15] is consumed); NULL if the ansatz or a scalar is missing. */
+static scm_ansatz_inst *row_point(scm_ansatz *const *ans, int nans, char **f, double *x)
+{
+    int K = atoi(f[0]), M = atoi(f[1]), ak1 = atoi(f[13]);
+    const scm_ansatz *a = NULL;
+    for (int i = 0; i < nans && !a; i++)
+        if (!strcmp(scm_ansatz_name(ans[i]), f[12]))
+            a = ans[i];
+    scm_error e;
+    scm_ansatz_inst *inst = a ? scm_ansatz_instantiate(a, K, M, ak1, &e) : NULL;
+    if (!inst)
+        return NULL;
+    int nsc = scm_ansatz_inst_nscalars(inst), got = 0;
+    char *sc = f[15];
+    sc[strcspn(sc, "\n")] = '\0';
+    if (*sc == '"')
+        sc++;
+    sc[strcspn(sc, "\"")] = '\0';
+    for (char *tok = strtok(sc, ";"); tok; tok = strtok(NULL, ";")) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        int c = scm_ansatz_inst_find(inst, tok);
+        if (c >= 0 && c < 256) {
+            x[c] = strtod(eq + 1, NULL);
+            got++;
+        }
+    }
+    if (got != nsc) {
+        scm_ansatz_inst_free(inst);
+        return NULL;
+    }
+    return inst;
+}
+
+typedef struct {
+    long n_jac, nmin, nsad, nfail, ndis, nhfail; /* block_only rows, by the Jacobian */
+    long n_par, par_cls[3], par_fail;            /* nan rows, by the Hessian */
+} recl_counts;
+
+/* A min_candidate_block_only row: the full Jacobian's largest real part
+ * from the symmetric spectrum (NaN if it fails), and the Hessian's
+ * agreement on the sign. */
+static double row_jacobian(const scm_ansatz_inst *inst, const double *x, recl_counts *n)
+{
+    scm_symstab_result r, h;
+    memset(&r, 0, sizeof r);
+    memset(&h, 0, sizeof h);
+    scm_error e;
+    double fmax = NAN;
+    if (scm_stab_symmetric_jacobian(inst, &scm_act_relu, x, NULL, &r, &e) == SCM_OK && r.n)
+        fmax = r.eig[r.n - 1].value;
+    /* the weight-space Hessian, another operator: a negative
+     * eigenvalue where the Jacobian has an unstable direction */
+    if (isfinite(fmax) && scm_stab_symmetric(inst, &scm_act_relu, x, NULL, &h, &e) == SCM_OK)
+        n->ndis += (h.n_neg > 0) != (fmax > 1e-6);
+    else if (isfinite(fmax))
+        n->nhfail++;
+    scm_symstab_result_free(&r);
+    scm_symstab_result_free(&h);
+    return fmax;
+}
+
+/* A row whose block Jacobian is not finite (parallel ReLU neurons, where
+ * the (Q, R) Jacobian diverges but the weight-space Hessian exists): its
+ * verdict from scm_stab_symmetric's parallel limit (scm_symstab_verdict),
+ * or NULL if refused.  One line of evidence to hf (may be NULL). */
+static const char *row_hessian(const scm_ansatz_inst *inst, const double *x, char **f, FILE *hf)
+{
+    scm_symstab_result h;
+    memset(&h, 0, sizeof h);
+    scm_error e;
+    const char *v = NULL;
+    if (scm_stab_symmetric(inst, &scm_act_relu, x, NULL, &h, &e) == SCM_OK && h.n) {
+        v = scm_symstab_verdict(&h);
+        if (hf)
+            fprintf(hf, "%s,%s,%s,%s,%s,%s,%s,%.10g,%ld,%ld,%ld,%d,%.3g,%s\n", f[0], f[1], f[2],
+                    f[3], f[6], f[12], f[13], h.eig[0].value * (double)h.d, h.n_neg, h.n_zero,
+                    h.zero_rotations, h.parallel_students, h.parallel_srel, v);
+    } else {
+        fprintf(stderr, "K=%s M=%s loss %s: the symmetric Hessian refused: %s\n", f[0], f[1],
+                f[6], e.msg);
+    }
+    scm_symstab_result_free(&h);
+    return v;
+}
+
+/* --plateau IN OUT [--hessian-csv H]: the rows of a plateau table
+ * (bench/gen_plateau_table) classified min_candidate_block_only get the
+ * full Jacobian's largest real part from the symmetric spectrum and the
+ * class min_candidate or saddle (tolerance 1e-6, the table's); the rows
+ * whose block Jacobian is not finite (classed saddle without evidence)
+ * get the verdict of the weight-space Hessian in its parallel limit
+ * (saddle, min_candidate or degenerate), its evidence written to H.
+ * Every other byte is kept. */
+static int reclassify(const char *in_path, const char *out_path, const char *hess_path)
 {
     FILE *in = fopen(in_path, "r"), *out = fopen(out_path, "w");
-    if (!in || !out) {
-        fprintf(stderr, "cannot open %s or %s\n", in_path, out_path);
+    FILE *hf = hess_path ? fopen(hess_path, "w") : NULL;
+    if (!in || !out || (hess_path && !hf)) {
+        fprintf(stderr, "cannot open %s, %s or %s\n", in_path, out_path,
+                hess_path ? hess_path : "-");
         return 2;
     }
+    if (hf)
+        fprintf(hf, "K,M,dK,family_n_anti,loss,ansatz,ansatz_k1,hess_min_eig_times_d,"
+                    "hess_negative,hess_zero,rotation_zeros,parallel_students,parallel_srel,"
+                    "classification\n");
     scm_ansatz *ans[16];
     int nans = 0;
     for (int i = 0; i < scm_ansatz_builtin_count() && nans < 16; i++) {
@@ -352,12 +457,12 @@ static int reclassify(const char *in_path, const char *out_path)
         if ((ans[nans] = scm_ansatz_parse(text, strlen(text), name, &e)))
             nans++;
     }
-    static char line[65536];
-    long n = 0, nmin = 0, nsad = 0, nfail = 0, ndis = 0, nhfail = 0;
+    static char line[65536], copy[65536];
+    recl_counts n;
+    memset(&n, 0, sizeof n);
     while (fgets(line, sizeof line, in)) {
         char *f[16];
         int nf = 0;
-        char copy[65536];
         snprintf(copy, sizeof copy, "%s", line);
         f[nf++] = copy;
         for (char *c = copy; *c && nf < 16; c++)
@@ -365,85 +470,62 @@ static int reclassify(const char *in_path, const char *out_path)
                 *c = '\0';
                 f[nf++] = c + 1;
             }
-        if (nf < 16 || strcmp(f[11], "min_candidate_block_only")) {
-            fputs(line, out);
-            continue;
-        }
-        n++;
-        int K = atoi(f[0]), M = atoi(f[1]), ak1 = atoi(f[13]);
-        const scm_ansatz *a = NULL;
-        for (int i = 0; i < nans && !a; i++)
-            if (!strcmp(scm_ansatz_name(ans[i]), f[12]))
-                a = ans[i];
-        scm_error e;
-        scm_ansatz_inst *inst = a ? scm_ansatz_instantiate(a, K, M, ak1, &e) : NULL;
+        int jac = nf == 16 && !strcmp(f[11], "min_candidate_block_only");
+        int par = nf == 16 && !strcmp(f[11], "saddle") && !strcmp(f[9], "nan");
+        double x[256];
+        scm_ansatz_inst *inst = jac || par ? row_point(ans, nans, f, x) : NULL;
         double fmax = NAN;
-        if (inst) {
-            int nsc = scm_ansatz_inst_nscalars(inst), got = 0;
-            double x[256];
-            char *sc = f[15];
-            sc[strcspn(sc, "\n")] = '\0';
-            if (*sc == '"')
-                sc++;
-            sc[strcspn(sc, "\"")] = '\0';
-            for (char *tok = strtok(sc, ";"); tok; tok = strtok(NULL, ";")) {
-                char *eq = strchr(tok, '=');
-                if (!eq)
-                    continue;
-                *eq = '\0';
-                int c = scm_ansatz_inst_find(inst, tok);
-                if (c >= 0 && c < 256) {
-                    x[c] = strtod(eq + 1, NULL);
-                    got++;
-                }
-            }
-            scm_symstab_result r, h;
-            memset(&r, 0, sizeof r);
-            memset(&h, 0, sizeof h);
-            if (got == nsc && scm_stab_symmetric_jacobian(inst, &scm_act_relu, x, NULL, &r, &e) ==
-                                  SCM_OK && r.n)
-                fmax = r.eig[r.n - 1].value;
-            /* the weight-space Hessian, another operator: a negative
-             * eigenvalue where the Jacobian has an unstable direction */
-            if (isfinite(fmax) &&
-                scm_stab_symmetric(inst, &scm_act_relu, x, NULL, &h, &e) == SCM_OK)
-                ndis += (h.n_neg > 0) != (fmax > 1e-6);
-            else if (isfinite(fmax))
-                nhfail++;
-            scm_symstab_result_free(&r);
-            scm_symstab_result_free(&h);
-            scm_ansatz_inst_free(inst);
+        const char *cls = NULL;
+        if (jac && inst) {
+            fmax = row_jacobian(inst, x, &n);
+            cls = !isfinite(fmax) ? NULL : fmax <= 1e-6 ? "min_candidate" : "saddle";
+        } else if (par && inst) {
+            cls = row_hessian(inst, x, f, hf);
         }
-        if (!isfinite(fmax)) {
-            nfail++;
+        scm_ansatz_inst_free(inst);
+        n.n_jac += jac;
+        n.n_par += par;
+        if (!cls) {
+            n.nfail += jac;
+            n.par_fail += par;
             fputs(line, out);
             continue;
         }
-        const char *cls = fmax <= 1e-6 ? "min_candidate" : "saddle";
-        nmin += fmax <= 1e-6;
-        nsad += fmax > 1e-6;
-        /* fields 0..9 as they were, then the new 10 and 11, then the rest */
+        n.nmin += jac && fmax <= 1e-6;
+        n.nsad += jac && fmax > 1e-6;
+        if (par)
+            n.par_cls[!strcmp(cls, "saddle") ? 0 : !strcmp(cls, "min_candidate") ? 1 : 2]++;
+        /* fields 0..9 as they were, then 10 (the Jacobian's, or kept) and 11 */
         char *p10 = line;
         for (int k = 0; k < 10; k++)
             p10 = strchr(p10, ',') + 1;
-        char *p12 = strchr(strchr(p10, ',') + 1, ',') + 1;
-        fprintf(out, "%.*s%.6e,%s,%s", (int)(p10 - line), line, fmax, cls, p12);
+        char *p11 = strchr(p10, ',') + 1, *p12 = strchr(p11, ',') + 1;
+        if (jac)
+            fprintf(out, "%.*s%.6e,%s,%s", (int)(p10 - line), line, fmax, cls, p12);
+        else
+            fprintf(out, "%.*s%s,%s", (int)(p11 - line), line, cls, p12);
     }
     fclose(in);
     fclose(out);
+    if (hf)
+        fclose(hf);
     for (int i = 0; i < nans; i++)
         scm_ansatz_free(ans[i]);
     fprintf(stderr, "%s: %ld block_only rows: %ld min_candidate, %ld saddle, %ld not done; the "
                     "Hessian (negative eigenvalue) disagrees on %ld, refused %ld\n",
-            in_path, n, nmin, nsad, nfail, ndis, nhfail);
-    return nfail ? 1 : 0;
+            in_path, n.n_jac, n.nmin, n.nsad, n.nfail, n.ndis, n.nhfail);
+    fprintf(stderr, "%s: %ld rows with a non-finite block Jacobian, by the Hessian: %ld saddle, "
+                    "%ld min_candidate, %ld degenerate, %ld refused\n",
+            in_path, n.n_par, n.par_cls[0], n.par_cls[1], n.par_cls[2], n.par_fail);
+    return n.nfail || n.par_fail ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
     gsl_set_error_handler_off();
-    int M = 1000, threads = 2;
+    int M = 1000, threads = 2, repeat = 1, dense = 1;
     const char *csv = NULL, *Ms = "10,20,50,100,200,500,1000";
+    const char *pl_in = NULL, *pl_out = NULL, *pl_hess = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--M"))
             M = atoi(argv[i + 1]);
@@ -453,14 +535,23 @@ int main(int argc, char **argv)
             csv = argv[i + 1];
         else if (!strcmp(argv[i], "--Ms"))
             Ms = argv[i + 1];
-        else if (!strcmp(argv[i], "--plateau") && i + 2 < argc)
-            return reclassify(argv[i + 1], argv[i + 2]);
+        else if (!strcmp(argv[i], "--plateau") && i + 2 < argc) {
+            pl_in = argv[i + 1];
+            pl_out = argv[++i + 1];
+        } else if (!strcmp(argv[i], "--repeat"))
+            repeat = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--dense"))
+            dense = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--hessian-csv"))
+            pl_hess = argv[i + 1];
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
         }
     }
-    if (threads < 1 || threads > 16 || M < 8)
+    if (pl_in)
+        return reclassify(pl_in, pl_out, pl_hess);
+    if (threads < 1 || threads > 16 || M < 8 || repeat < 1)
         return 2;
-    return csv ? classify_csv(csv, Ms, threads) : bench(M, threads);
+    return csv ? classify_csv(csv, Ms, threads) : bench(M, threads, repeat, dense);
 }

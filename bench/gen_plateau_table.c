@@ -18,14 +18,17 @@
  * per (K, M) in the JSON but not listed.  Each row is classified:
  *   global_min                loss < 1e-12
  *   saddle                    a positive eigenvalue (> 1e-6) of the block
- *                             Jacobian, or of the full Jacobian; also when
- *                             the block Jacobian is NaN (parallel ReLU
- *                             students, mostly the extra ones at K = M + 2:
- *                             10,866 rows of the M = 100 table, not verified
- *                             saddles; open, docs/fixed-points.md)
+ *                             Jacobian, or of the full Jacobian
  *   min_candidate             no positive eigenvalue of the full Jacobian
  *                             of (F_Q, F_R) (dense for K <= --stab-max-K,
  *                             else its symmetric spectrum, symstab.h)
+ *   (block Jacobian not finite: parallel ReLU neurons, mostly the extra
+ *    students at K = M + 2, where the (Q, R) Jacobian diverges; the class
+ *    is then that of the weight-space Hessian in its parallel limit,
+ *    scm_symstab_verdict: saddle, min_candidate or
+ *   degenerate                PSD Hessian with zeros no symmetry forces (a
+ *                             continuum of fixed points): at best a
+ *                             non-strict minimum)
  *   unclassified              the full Jacobian's spectrum failed (dense
  *                             or symmetric; none in the committed tables)
  * Residual: max |F_Q|, |F_R| of the full flow at the ansatz point
@@ -288,7 +291,17 @@ int main(int argc, char **argv)
                 const char *cls;
                 if (fabs(pt->eps) < 1e-12)
                     cls = "global_min";
-                else if (!(bmax <= STAB_TOL)) /* NaN too: see the note above */
+                else if (!isfinite(bmax)) {
+                    /* parallel ReLU neurons: the (Q, R) Jacobian diverges, the
+                     * weight-space Hessian exists (its limit, symstab.h) */
+                    scm_symstab_result sr;
+                    scm_error se;
+                    cls = scm_stab_symmetric(s->in, &scm_act_relu, pt->x, NULL, &sr, &se) ==
+                                  SCM_OK
+                              ? scm_symstab_verdict(&sr)
+                              : "unclassified";
+                    scm_symstab_result_free(&sr);
+                } else if (bmax > STAB_TOL)
                     cls = "saddle";
                 else if (K <= stabK && pt->Q) {
                     if (scm_fp_full_stability(fl, pt->Q, pt->R, &fmaxe, NULL))

@@ -16,9 +16,18 @@ tables (docs/certify.md section 6):
                           or saddle, with its reason.
 
     /usr/bin/python3 scripts/certify_collect.py OUTDIR DEST [--coverage-only]
+    /usr/bin/python3 scripts/certify_collect.py --table RESULT.json DEST [CERT_1000.json ...]
 
 --coverage-only writes the last two only (a minima-mode run, which lists
-no saddles of the grid, would make the first two incomparable)."""
+no saddles of the grid, would make the first two incomparable).
+
+--table: RESULT.json is `scm certify --table data/plateau_table_M100.csv -o`
+(the plateau table's minimum rows, min_candidate and global_min); then
+certified_minima.csv has one row per (K, M, family k1) with a candidate:
+its lowest certified strict minimum, or, if none, the verdict and reason of
+its lowest candidate ("no certified minimum"), and the rows of the
+CERT_1000.json files (`scm certify --K 1000 --M 1000 --k1 k -o`) as they
+are; the counts of certified_coverage.csv are those of the table rows."""
 import collections
 import csv
 import glob
@@ -118,5 +127,66 @@ def main(src, dst, coverage_only):
           % (len(rows), len(summary), len(cov), len(refused)))
 
 
+FAM_COLS = ["K", "M", "dK", "k1", "candidates", "strict_minima", "ansatz", "instance",
+            "table_line", "eps", "loss_lo", "loss_hi", "radius", "lambda_min_lower",
+            "lambda_min_float", "complement_lower", "verdict", "reason"]
+
+
+def num(v):
+    return "" if v is None else repr(v)
+
+
+def fam_row(p, n, nmin):
+    h = p.get("hessian", {})
+    verdict = p["verdict"] if p["verdict"] == MIN else "no certified minimum"
+    reason = p["reason"] if p["verdict"] == MIN else "%s: %s" % (p["verdict"], p["reason"])
+    return [p["K"], p["M"], p["K"] - p["M"], p.get("k1", ""), n, nmin, p["ansatz"],
+            p["ansatz_k1"], p.get("table_line", p["index"]), num(p["eps"]),
+            num(p["loss_enclosure"][0]), num(p["loss_enclosure"][1]), num(p["radius"]),
+            num(h.get("lambda_min_lower")), num(h.get("lambda_min_float")),
+            num(h.get("complement_lower")), verdict, reason]
+
+
+def main_table(res, dst, extra):
+    pts = json.load(open(res))["points"]
+    by = collections.defaultdict(list)
+    for p in pts:
+        by[(p["K"], p["M"])].append(p)
+    fams, summary, cov, refused = [], [], [], []
+    for K, M in sorted(by, key=lambda km: (km[0] - km[1], km[1])):
+        q = by[(K, M)]
+        coverage(q, K, M, cov, refused)
+        fam = collections.defaultdict(list)
+        for p in q:
+            fam[p.get("k1", -1)].append(p)
+        for k1 in sorted(fam):
+            mins = [p for p in fam[k1] if p["verdict"] == MIN]
+            best = min(mins or fam[k1], key=lambda p: p["eps"])
+            fams.append(fam_row(best, len(fam[k1]), len(mins)))
+        c = collections.Counter(p["verdict"] for p in q)
+        summary.append([K, M, K - M, len(q), sum(p["certified"] for p in q), c[MIN],
+                        len({"%.11e" % p["eps"] for p in q if p["verdict"] == MIN}), c[SAD],
+                        c[UNPROVED], c["not certified"]])
+    for f in extra:
+        for p in json.load(open(f))["points"]:
+            fams.append(fam_row(p, "", int(p["verdict"] == MIN)))
+    write(os.path.join(dst, "certified_coverage.csv"),
+          ["K", "M", "dK", "k1", "candidates", "strict_minima", "strict_minima_distinct",
+           "saddles", "strictness_unproved", "not_certified", "lowest_min_eps",
+           "lowest_min_lambda_lower"], cov)
+    write(os.path.join(dst, "certified_refused.csv"),
+          ["K", "M", "dK", "k1", "ansatz", "instance", "index", "eps", "verdict", "reason"],
+          refused)
+    write(os.path.join(dst, "certified_minima.csv"), FAM_COLS, fams)
+    write(os.path.join(dst, "certified_summary.csv"),
+          ["K", "M", "dK", "points", "certified", "strict_minima", "strict_minima_distinct",
+           "saddles", "strictness_unproved", "not_certified"], summary)
+    print("%d family rows, %d (K, M), %d (K, M, k1) families, %d candidates not certified "
+          "minima" % (len(fams), len(summary), len(cov), len(refused)))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], "--coverage-only" in sys.argv[3:])
+    if sys.argv[1] == "--table":
+        main_table(sys.argv[2], sys.argv[3], sys.argv[4:])
+    else:
+        main(sys.argv[1], sys.argv[2], "--coverage-only" in sys.argv[3:])

@@ -34,6 +34,7 @@ CLASS_MARKERS = {  # classification -> (marker, filled, legend text)
     "min_candidate": ("o", True, "min candidate (full Jacobian)"),
     "min_candidate_block_only": ("o", False, "min candidate (block Jacobian only, K > 20)"),
     "saddle": ("x", True, "saddle"),
+    "degenerate": ("d", False, "degenerate (PSD Hessian, a continuum)"),
 }
 END_MARKERS = {  # how a branch ends -> (marker, colour, legend text)
     "fold": ("X", "red", "fold (singular Jacobian)"),

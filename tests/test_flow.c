@@ -313,6 +313,55 @@ static double maxabs(const double *x, int n)
     return mx;
 }
 
+/* The product after a right-hand side at the same point reuses that call's
+ * A and B (flow.c, g_valid): the result must be bitwise a fresh flow's,
+ * and a changed second layer (scm_flow_set_v, or its buffer changed in
+ * place) or a moved point must not reuse them. */
+static void test_jvp_reuse(gsl_rng *r)
+{
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+        const int K = 5, M = 4;
+        state s = random_state(r, K, M, K + M + 3, 0);
+        scm_error e;
+        scm_model *m = scm_model_alloc(K, M, acts[a], s.T, s.v, s.vs, &e);
+        CHECK(m != NULL, "model: %s", e.msg);
+        double dQ[25], dR[20], FQ[25], FR[20], eps, vb[5], Q2[25];
+        double JQ[25], JR[20], JQf[25], JRf[20];
+        for (int k = 0; k < K; k++)
+            for (int l = k; l < K; l++)
+                dQ[k * K + l] = dQ[l * K + k] = gsl_ran_gaussian(r, 1.0);
+        for (int i = 0; i < K * M; i++)
+            dR[i] = gsl_ran_gaussian(r, 1.0);
+        for (int k = 0; k < K; k++)
+            vb[k] = 2.385 * s.v[k];
+        memcpy(Q2, s.Q, sizeof Q2);
+        Q2[0] *= 1.0 + 1e-9;
+        for (int c = 0; c < 4; c++) {
+            /* c = 0: same point and v (reused); 1: rhs under another v;
+             * 2: v's buffer changed after the rhs; 3: rhs at another point */
+            scm_flow *fl = scm_flow_alloc(m), *fresh = scm_flow_alloc(m);
+            if (c == 1 || c == 2)
+                scm_flow_set_v(fl, vb);
+            CHECK(scm_flow_rhs(fl, c == 3 ? Q2 : s.Q, s.R, FQ, FR, &eps) == SCM_OK, "rhs");
+            if (c == 1)
+                scm_flow_set_v(fl, NULL);
+            if (c == 2) {
+                vb[1] *= 1.5;
+                scm_flow_set_v(fresh, vb);
+            }
+            CHECK(scm_flow_jvp(fl, s.Q, s.R, dQ, dR, JQ, JR) == SCM_OK, "jvp");
+            CHECK(scm_flow_jvp(fresh, s.Q, s.R, dQ, dR, JQf, JRf) == SCM_OK, "jvp fresh");
+            CHECK(memcmp(JQ, JQf, sizeof JQ) == 0 && memcmp(JR, JRf, sizeof JR) == 0,
+                  "%s, case %d: the product after a rhs differs from a fresh flow's",
+                  acts[a]->name, c);
+            scm_flow_free(fl);
+            scm_flow_free(fresh);
+        }
+        scm_model_free(m);
+        free_state(&s);
+    }
+}
+
 /* The analytic Jacobian-vector product against central differences of the
  * rhs (step 1e-5, truncation ~1e-10), at random states of each activation,
  * T = I and a general T, with and without a dead ReLU student (whose
@@ -688,6 +737,7 @@ int main(void)
     test_dead_student(r);
     test_cs_clamp();
     test_jvp(r);
+    test_jvp_reuse(r);
     test_jacobian(r);
     test_rhs_gv(r);
     test_precond(r);

@@ -1,6 +1,7 @@
 /* test_linalg.c: the hot loops written for speed, against the plain
  * computations they replace: the blocked product of linalg.c against the
- * textbook triple loop (bit for bit: the same sum order), and the vector
+ * textbook triple loop (bit for bit: the same sum order), the right-looking
+ * Cholesky factor against the textbook left-looking one (bit for bit), and the vector
  * operations of nvecops.c against SUNDIALS's own serial ones (bit for bit
  * where element-wise; the reductions against a long double sum). */
 #include <math.h>
@@ -29,7 +30,7 @@ static void fill(double *x, long n, unsigned long *s, int zeros)
 
 static void test_gemm(void)
 {
-    static const int sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 18, 19, 35, 36};
+    static const int sizes[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 18, 19, 35, 36, 41, 44};
     const int ns = (int)(sizeof sizes / sizeof sizes[0]);
     unsigned long seed = 12345;
     long shapes = 0, bad = 0, badt = 0;
@@ -175,9 +176,116 @@ static void test_nvecops(void)
     SUNContext_Free(&ctx);
 }
 
+/* The textbook (left-looking) Cholesky factor, for the bitwise comparison. */
+static int chol_textbook(double *A, int n)
+{
+    for (int j = 0; j < n; j++) {
+        double d = A[j * n + j];
+        for (int k = 0; k < j; k++)
+            d -= A[j * n + k] * A[j * n + k];
+        if (!(d > 0.0))
+            return j;
+        d = sqrt(d);
+        A[j * n + j] = d;
+        for (int i = j + 1; i < n; i++) {
+            double s = A[i * n + j];
+            for (int k = 0; k < j; k++)
+                s -= A[i * n + k] * A[j * n + k];
+            A[i * n + j] = s / d;
+        }
+    }
+    return -1;
+}
+
+/* scm_linalg_cholesky (right-looking, vectorised) against the textbook loop
+ * bit for bit, on Gram matrices X X^T + shift I (positive definite, and
+ * with shift < 0 indefinite at some pivot: the same index returned), the
+ * upper triangle untouched; and L L^T against the input within round-off. */
+static void test_cholesky(void)
+{
+    static const int sizes[] = {1, 2, 3, 5, 8, 17, 40, 41, 80, 83, 513};
+    unsigned long seed = 777;
+    long cases = 0, bits = 0, pivots = 0, upper = 0, resid = 0;
+    for (size_t q = 0; q < sizeof sizes / sizeof sizes[0]; q++)
+        for (int indef = 0; indef < 2; indef++) {
+            const int n = sizes[q];
+            double *X = malloc(sizeof(double) * (size_t)n * (size_t)n);
+            double *G = malloc(sizeof(double) * (size_t)n * (size_t)n);
+            double *L = malloc(sizeof(double) * (size_t)n * (size_t)n);
+            double *T = malloc(sizeof(double) * (size_t)n * (size_t)n);
+            if (!X || !G || !L || !T) {
+                CHECK(0, "out of memory");
+                return;
+            }
+            fill(X, (long)n * n, &seed, 0);
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n; j++) {
+                    double g = 0.0;
+                    for (int k = 0; k < n / 2 + 1; k++) /* rank n/2 + 1 */
+                        g += X[i * n + k] * X[j * n + k];
+                    G[i * n + j] = g + (i == j ? (indef ? -2.385 : 0.385) : 0.0);
+                }
+            memcpy(L, G, sizeof(double) * (size_t)n * (size_t)n);
+            memcpy(T, G, sizeof(double) * (size_t)n * (size_t)n);
+            int pl = scm_linalg_cholesky(L, n), pt = chol_textbook(T, n);
+            pivots += pl != pt;
+            for (int i = 0; i < n; i++)
+                for (int j = i + 1; j < n; j++)
+                    upper += memcmp(&L[i * n + j], &G[i * n + j], sizeof(double)) != 0;
+            if (pt < 0) {
+                bits += memcmp(L, T, sizeof(double) * (size_t)n * (size_t)n) != 0;
+                double gmax = 0.0, err = 0.0;
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j <= i; j++) {
+                        long double s = 0.0L;
+                        for (int k = 0; k <= j; k++)
+                            s += (long double)L[i * n + k] * L[j * n + k];
+                        err = fmax(err, fabs((double)(s - G[i * n + j])));
+                        gmax = fmax(gmax, fabs(G[i * n + j]));
+                    }
+                resid += !(err <= 4.0 * n * 0x1.0p-52 * gmax);
+            }
+            CHECK(indef || pt < 0, "n = %d: the positive definite case failed at %d", n, pt);
+            cases++;
+            free(X), free(G), free(L), free(T);
+        }
+    CHECK(bits == 0, "%ld of %ld factors differ from the textbook loop's bits", bits, cases);
+    CHECK(pivots == 0, "%ld of %ld failing pivots differ from the textbook loop's", pivots, cases);
+    CHECK(upper == 0, "%ld upper-triangle entries written", upper);
+    CHECK(resid == 0, "%ld factors with L L^T off the input beyond round-off", resid);
+}
+
+/* scm_linalg_max_abs (four lanes, no early exit) against the plain loop:
+ * the same maximum for every length 0..13 and 100, a NaN anywhere gives
+ * NaN, an infinity gives infinity. */
+static void test_max_abs(void)
+{
+    unsigned long seed = 4242;
+    long bad = 0;
+    double x[100];
+    for (int n = 0; n <= 100; n = n < 13 ? n + 1 : 100) {
+        for (int spoil = -1; spoil < n; spoil++)
+            for (int kind = 0; kind < 2; kind++) {
+                fill(x, n, &seed, 1);
+                if (spoil >= 0)
+                    x[spoil] = kind ? -INFINITY : NAN;
+                double want = 0.0;
+                for (int i = 0; i < n; i++)
+                    want = isnan(x[i]) || isnan(want) ? NAN : fmax(want, fabs(x[i]));
+                double got = scm_linalg_max_abs(x, n);
+                bad += isnan(want) ? !isnan(got) : got != want;
+            }
+        if (n == 100)
+            break;
+    }
+    CHECK(bad == 0, "%ld cases of max_abs differ from the plain loop", bad);
+}
+
 int main(void)
 {
     test_gemm();
+    test_cholesky();
+    test_max_abs();
     test_nvecops();
     return TEST_SUMMARY();
 }

@@ -29,7 +29,6 @@
  *    ReLU at K = M = 5, erf at K = 4, M = 3.  Printed: the errors without
  *    it, with scm compare's options, and for linear units, which the tail
  *    stage does not take (docs/sweeps.md, "Reported losses"). */
-#include <quadmath.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +37,7 @@
 #include "scm/init.h"
 #include "scm/sweep.h"
 #include "scm/traj.h"
+#include "test_loss_accuracy_ref.h"
 #include "testutil.h"
 
 /* scm compare's integrator (src/studies/compare.c, base_text), without the
@@ -232,181 +232,7 @@ static void test_erf_sgd_outputs(void)
     scm_model_free(m);
 }
 
-/* ---- the references ---- */
-
-typedef long double ld;
-__extension__ typedef __float128 qd;
-
-/* f, df/da, df/dc of the pair kernel in long double (MATH.md section 2). */
-static void ref_pair(const scm_activation *act, ld a, ld b, ld c, ld *f, ld *fa, ld *fc)
-{
-    const ld pi = 3.141592653589793238462643383279502884L;
-    if (act == &scm_act_linear) {
-        *f = c, *fa = 0, *fc = 1;
-    } else if (act == &scm_act_relu) {
-        ld s2 = a * b - c * c, s = s2 > 0 ? sqrtl(s2) : 0, th = atan2l(s, -c);
-        *f = (s + c * th) / (2 * pi), *fc = th / (2 * pi), *fa = s / (4 * pi * a);
-    } else {
-        ld D = (1 + a) * (1 + b) - c * c, sD = sqrtl(D);
-        *f = (2 / pi) * asinl(c / sqrtl((1 + a) * (1 + b)));
-        *fc = (2 / pi) / sD, *fa = -(c / sD) / (pi * (1 + a));
-    }
-}
-
-/* f in binary128 (the loss of the reference: its O(1) terms cancel to eps). */
-static qd ref_pair_q(const scm_activation *act, qd a, qd b, qd c)
-{
-    if (act == &scm_act_linear)
-        return c;
-    if (act == &scm_act_relu) {
-        qd s2 = a * b - c * c, s = s2 > 0 ? sqrtq(s2) : 0;
-        return (s + c * atan2q(s, -c)) / (2 * (__extension__ M_PIq));
-    }
-    return (2 / (__extension__ M_PIq)) * asinq(c / sqrtq((1 + a) * (1 + b)));
-}
-
-/* The loss and the flow (F_Q, F_R, and S = A + A^T when S is not NULL) at
- * (Q, R), T = I, v = v* = 1, in long double: the bookkeeping of flow.c
- * written out again. */
-static ld ref_flow(const scm_activation *act, int K, int M, const ld *Q, const ld *R, ld *FQ,
-                   ld *FR, ld *Sout)
-{
-    ld A[64], B[64], S[64], e = 0, f, fa, fb, fc;
-    for (int i = 0; i < K * K; i++)
-        A[i] = 0;
-    for (int n = 0; n < M; n++) /* teacher term: T = I */
-        for (int p = 0; p < M; p++) {
-            ref_pair(act, 1, 1, n == p, &f, &fa, &fc);
-            e += f / 2;
-        }
-    for (int k = 0; k < K; k++) {
-        for (int l = k; l < K; l++) {
-            ref_pair(act, Q[k * K + k], Q[l * K + l], Q[k * K + l], &f, &fa, &fc);
-            ref_pair(act, Q[l * K + l], Q[k * K + k], Q[k * K + l], &f, &fb, &fc);
-            if (k == l) {
-                e += f / 2;
-                A[k * K + k] += fa + fc / 2;
-            } else {
-                e += f;
-                A[k * K + k] += fa;
-                A[l * K + l] += fb;
-                A[k * K + l] = A[l * K + k] = fc / 2;
-            }
-        }
-        for (int n = 0; n < M; n++) {
-            ref_pair(act, Q[k * K + k], 1, R[k * M + n], &f, &fa, &fc);
-            e -= f;
-            A[k * K + k] -= fa;
-            B[k * M + n] = -fc;
-        }
-    }
-    if (!FQ)
-        return e;
-    for (int k = 0; k < K; k++)
-        for (int l = 0; l < K; l++)
-            S[k * K + l] = A[k * K + l] + A[l * K + k];
-    if (Sout)
-        memcpy(Sout, S, sizeof(ld) * (size_t)(K * K));
-    for (int k = 0; k < K; k++)
-        for (int l = 0; l < K; l++) {
-            ld p = 0;
-            for (int j = 0; j < K; j++)
-                p += S[k * K + j] * Q[j * K + l] + Q[k * K + j] * S[j * K + l];
-            for (int n = 0; n < M; n++)
-                p += B[k * M + n] * R[l * M + n] + R[k * M + n] * B[l * M + n];
-            FQ[k * K + l] = -p;
-        }
-    for (int k = 0; k < K; k++)
-        for (int n = 0; n < M; n++) {
-            ld p = B[k * M + n];
-            for (int j = 0; j < K; j++)
-                p += S[k * K + j] * R[j * M + n];
-            FR[k * M + n] = -p;
-        }
-    return e;
-}
-
-/* The loss at C + R R^T, R (T = I, v = v* = 1) in binary128. */
-static double ref_loss_cr(const scm_activation *act, int K, int M, const ld *C, const ld *R)
-{
-    qd Q[64], e = 0;
-    for (int k = 0; k < K; k++)
-        for (int l = 0; l < K; l++) {
-            qd s = C[k * K + l];
-            for (int n = 0; n < M; n++)
-                s += (qd)R[k * M + n] * (qd)R[l * M + n];
-            Q[k * K + l] = s;
-        }
-    for (int n = 0; n < M; n++)
-        for (int p = 0; p < M; p++)
-            e += ref_pair_q(act, 1, 1, n == p) / 2;
-    for (int k = 0; k < K; k++) {
-        for (int l = 0; l < K; l++)
-            e += ref_pair_q(act, Q[k * K + k], Q[l * K + l], Q[k * K + l]) / 2;
-        for (int n = 0; n < M; n++)
-            e -= ref_pair_q(act, Q[k * K + k], 1, R[k * M + n]);
-    }
-    return (double)e;
-}
-
-/* The right-hand side in (C, R), C = Q - R R^T (T = I):
- * dC = -(S C + C S) (flow_ext.h derives it), dR = F_R; C stays known to
- * its relative precision, which a (Q, R) state in long double would not
- * give at eps ~ 1e-12 (Q's round-off is 1e-19, C's 1e-18 is needed). */
-static void ref_rhs_cr(const scm_activation *act, int K, int M, const ld *C, const ld *R, ld *dC,
-                       ld *dR)
-{
-    ld Q[64], FQ[64], S[64];
-    for (int k = 0; k < K; k++)
-        for (int l = 0; l < K; l++) {
-            ld s = C[k * K + l];
-            for (int n = 0; n < M; n++)
-                s += R[k * M + n] * R[l * M + n];
-            Q[k * K + l] = s;
-        }
-    ref_flow(act, K, M, Q, R, FQ, dR, S);
-    for (int k = 0; k < K; k++)
-        for (int l = 0; l < K; l++) {
-            ld p = 0;
-            for (int j = 0; j < K; j++)
-                p += S[k * K + j] * C[j * K + l] + C[k * K + j] * S[j * K + l];
-            dC[k * K + l] = -p;
-        }
-}
-
-/* RK4 in (C, R) from (Q0, R0) with step h, the loss at each time of ts
- * (increasing), summed in binary128. */
-static void ref_run(const scm_activation *act, int K, int M, const double *Q0, const double *R0,
-                    const double *ts, long nt, ld h, double *eps)
-{
-    const int nq = K * K, n = nq + K * M;
-    ld y[128], k1[128], k2[128], k3[128], k4[128], yt[128], t = 0;
-    for (int k = 0; k < K; k++)
-        for (int l = 0; l < K; l++) {
-            ld s = Q0[k * K + l];
-            for (int p = 0; p < M; p++)
-                s -= (ld)R0[k * M + p] * R0[l * M + p];
-            y[k * K + l] = s;
-        }
-    for (int i = 0; i < K * M; i++)
-        y[nq + i] = R0[i];
-    for (long j = 0; j < nt; j++) {
-        while (t < (ld)ts[j]) {
-            ld hs = (ld)ts[j] - t < h ? (ld)ts[j] - t : h;
-            ld *ks[4] = {k1, k2, k3, k4};
-            const ld c[4] = {0, 0.5L, 0.5L, 1};
-            for (int s = 0; s < 4; s++) {
-                for (int i = 0; i < n; i++)
-                    yt[i] = y[i] + (s ? c[s] * hs * ks[s - 1][i] : 0);
-                ref_rhs_cr(act, K, M, yt, yt + nq, ks[s], ks[s] + nq);
-            }
-            for (int i = 0; i < n; i++)
-                y[i] += hs / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
-            t += hs;
-        }
-        eps[j] = ref_loss_cr(act, K, M, y, y + nq);
-    }
-}
+/* ---- the references (test_loss_accuracy_ref.h) ---- */
 
 /* Linear units, v = v* = 1, any T: eps = 1/2 |s|^2 with s = sum_k w_k -
  * sum_m w*_m (the weights' error vector).  gd moves every w_k by -s
@@ -601,6 +427,143 @@ static void test_flow_ext(void)
     scm_model_free(ms);
 }
 
+/* Linear units in weight space at finite d (d = 40, K = 3, M = 2, v and v*
+ * not ones, T = W* W*^T / d not the identity): gd in time tau is
+ * dw_k/dtau = -d d eps / dw_k = -v_k r, r = sum_k v_k w_k - sum_m v*_m w*_m,
+ * integrated by RK4 in long double (step 1e-3), Q, R and eps = |r|^2 / (2 d)
+ * from the weights; against the run of the same start with the tail stage
+ * (its closed form, traj_tail_linear.c), entered at eps < 1e-4: eps to 1e-6
+ * relative down to 1e-12, Q and R to 1e-9.  Checks the closed form's signs
+ * and scales where v != 1 and T != I. */
+static void test_linear_weights(void)
+{
+    enum { K = 3, M = 2, D = 40 };
+    const double v[K] = {0.8, 1.3, -0.6}, vs[M] = {1.1, 0.7};
+    ld W[K][D], Ws[M][D];
+    srand48(11);
+    for (int i = 0; i < D; i++) { /* Box-Muller */
+        for (int k = 0; k < K + M; k++) {
+            const double u1 = drand48() + 1e-300, u2 = drand48();
+            const ld z = sqrtl(-2.0L * logl(u1)) * cosl(6.283185307179586476925L * u2);
+            if (k < K)
+                W[k][i] = 0.5L * z;
+            else
+                Ws[k - K][i] = z;
+        }
+    }
+    double T[M * M], Q0[K * K], R0[K * M];
+    for (int n = 0; n < M; n++)
+        for (int p = 0; p < M; p++) {
+            ld s = 0;
+            for (int i = 0; i < D; i++)
+                s += Ws[n][i] * Ws[p][i];
+            T[n * M + p] = (double)(s / D);
+        }
+    /* the weights' overlaps, rounded as the model sees them */
+    for (int k = 0; k < K; k++) {
+        for (int l = 0; l < K; l++) {
+            ld s = 0;
+            for (int i = 0; i < D; i++)
+                s += W[k][i] * W[l][i];
+            Q0[k * K + l] = (double)(s / D);
+        }
+        for (int n = 0; n < M; n++) {
+            ld s = 0;
+            for (int i = 0; i < D; i++)
+                s += W[k][i] * Ws[n][i];
+            R0[k * M + n] = (double)(s / D);
+        }
+    }
+    scm_error e;
+    scm_model *m = scm_model_alloc(K, M, &scm_act_linear, T, v, vs, &e);
+    CHECK(m != NULL, "model: %s", e.msg);
+    scm_traj_opts o;
+    scm_traj_opts_default(&o);
+    o.rtol = 1e-10;
+    o.atol = 1e-12;
+    o.eps_stop = 1e-13;
+    o.grad_stop = 0.0;
+    o.t_max = 20.0;
+    o.t_first = 0.01;
+    o.n_out = 60;
+    o.tail_eps = 1e-4;
+    scm_traj_result r;
+    CHECK(scm_traj_run(m, &scm_rule_gd, Q0, R0, &o, &r, &e) == SCM_OK &&
+              r.stop == SCM_STOP_EPS && isfinite(r.tail_t),
+          "linear weights run: stop %s, tail from %g: %s", scm_stop_reason_str(r.stop), r.tail_t,
+          r.err.msg);
+    /* RK4 on the weights to each output time */
+    ld t = 0, h = 1e-3L, k1[K][D], k2[K][D], k3[K][D], k4[K][D], Wt[K][D];
+    double worst = 0.0, wq = 0.0, lowest = 1.0;
+    for (long j = 0; j < r.n_out; j++) {
+        while (t < (ld)r.out_t[j]) {
+            const ld hs = (ld)r.out_t[j] - t < h ? (ld)r.out_t[j] - t : h;
+            ld(*ks[4])[D] = {k1, k2, k3, k4};
+            const ld c[4] = {0, 0.5L, 0.5L, 1};
+            for (int st = 0; st < 4; st++) {
+                for (int k = 0; k < K; k++)
+                    for (int i = 0; i < D; i++)
+                        Wt[k][i] = W[k][i] + (st ? c[st] * hs * ks[st - 1][k][i] : 0);
+                for (int i = 0; i < D; i++) {
+                    ld res = 0;
+                    for (int k = 0; k < K; k++)
+                        res += v[k] * Wt[k][i];
+                    for (int n = 0; n < M; n++)
+                        res -= vs[n] * Ws[n][i];
+                    for (int k = 0; k < K; k++)
+                        ks[st][k][i] = -v[k] * res;
+                }
+            }
+            for (int k = 0; k < K; k++)
+                for (int i = 0; i < D; i++)
+                    W[k][i] += hs / 6 * (k1[k][i] + 2 * k2[k][i] + 2 * k3[k][i] + k4[k][i]);
+            t += hs;
+        }
+        ld rr = 0;
+        for (int i = 0; i < D; i++) {
+            ld res = 0;
+            for (int k = 0; k < K; k++)
+                res += v[k] * W[k][i];
+            for (int n = 0; n < M; n++)
+                res -= vs[n] * Ws[n][i];
+            rr += res * res;
+        }
+        const double want = (double)(rr / (2 * D));
+        if (want >= 1e-12) {
+            const double rel = fabs(r.out_eps[j] - want) / want;
+            worst = fmax(worst, rel);
+            lowest = fmin(lowest, want);
+            CHECK(rel <= 1e-6, "linear weights: t = %g: eps %.12g, weights %.12g (rel %.2g)",
+                  r.out_t[j], r.out_eps[j], want, rel);
+        }
+        for (int k = 0; k < K; k++) {
+            for (int l = 0; l < K; l++) {
+                ld s = 0;
+                for (int i = 0; i < D; i++)
+                    s += W[k][i] * W[l][i];
+                wq = fmax(wq, fabs(r.out_Q[j * K * K + k * K + l] - (double)(s / D)));
+            }
+            for (int n = 0; n < M; n++) {
+                ld s = 0;
+                for (int i = 0; i < D; i++)
+                    s += W[k][i] * Ws[n][i];
+                wq = fmax(wq, fabs(r.out_R[j * K * M + k * M + n] - (double)(s / D)));
+            }
+        }
+    }
+    CHECK(lowest < 1e-11, "linear weights: the check reaches eps %g", lowest);
+    CHECK(wq <= 1e-9, "linear weights: Q, R against the weights' overlaps: max diff %g", wq);
+    printf("linear K = 3, M = 2, v != 1, T != I, d = 40: eps against the weights <= %.2g "
+           "(down to %.2g), Q, R within %.2g; tail from t = %.4g, %ld steps (%ld in the tail)\n",
+           worst, lowest, wq, r.tail_t, r.n_steps, r.tail_steps);
+    scm_traj_result_free(&r);
+    /* a rule whose flow does not close is refused, naming it */
+    CHECK(scm_traj_run(m, &scm_rule_normalised, Q0, R0, &o, &r, &e) == SCM_EINVAL &&
+              strstr(e.msg, "tail_eps") && strstr(e.msg, "normalised"),
+          "tail_eps with rule normalised refused: %s", e.msg);
+    scm_model_free(m);
+}
+
 int main(void)
 {
     test_realisable();
@@ -620,5 +583,9 @@ int main(void)
     accuracy_case("erf 3/3", &scm_act_erf, 3, 3, 3, 600.0, OPT_TAIL, 0);
     accuracy_case("linear 3/3", &scm_act_linear, 3, 3, 3, 6.0, OPT_TIGHT, 0);
     accuracy_case("linear 3/3", &scm_act_linear, 3, 3, 3, 6.0, 0, 0);
+    /* asserted: linear units with the tail stage's closed form */
+    accuracy_case("linear 3/3", &scm_act_linear, 3, 3, 3, 6.0, OPT_MID | OPT_TAIL, 1);
+    accuracy_case("linear 5/3", &scm_act_linear, 5, 3, 4, 4.0, OPT_MID | OPT_TAIL, 1);
+    test_linear_weights();
     return TEST_SUMMARY();
 }

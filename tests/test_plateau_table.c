@@ -4,8 +4,8 @@
  *  - coverage: every (K, M) with K - M in {0, 1, 2}, M = 2..40 has rows;
  *  - the published K = M = 7, n_anti = 1 point (eps ~ 0.02320) is a
  *    min_candidate row;
- *  - every row has a full stability class (global_min, min_candidate or
- *    saddle: no block-only verdict), and the K = M rows cover every
+ *  - every row has a full stability class (global_min, min_candidate,
+ *    saddle or degenerate: no block-only verdict), and the K = M rows cover every
  *    built-in ansatz (k1 and k1_one), the k1_one minimum at K = M = 20
  *    (loss 0.0597534191121, docs/crosscheck.md) among them;
  *  - a handful of rows, each named by (K, M, n_anti, loss) and its
@@ -18,6 +18,14 @@
  *    Jacobian of the full flow (scm_fp_full_stability) gives the row's
  *    class and its largest real part (where the table's came from the
  *    symmetric spectrum, symstab.h, beyond K = 20: another computation);
+ *    where the block Jacobian is not finite (parallel ReLU neurons, where
+ *    the (Q, R) Jacobian diverges), the class is instead the weight-space
+ *    Hessian's verdict in its parallel limit (scm_symstab_verdict) at the
+ *    recomputed point;
+ *  - every row whose block Jacobian is not finite has the Hessian's verdict
+ *    at its stored scalars (every such row of the M <= 40 table, every
+ *    25th of the M = 100 table beyond M = 40), and only those rows are
+ *    degenerate;
  *  - the M = 100 table: coverage of M = 2..100, its rows with M <= 40 are
  *    those of the M <= 40 table (text for text), rows at M = 60..100 (K up
  *    to 102) recomputed as above; its k1 = 1 plateau against the
@@ -31,7 +39,46 @@
 
 #include "../bench/plateau_row.h"
 #include "scm/fixedpoint.h"
+#include "scm/symstab.h"
 #include "testutil.h"
+
+/* The weight-space Hessian's verdict at the point x of in (its parallel
+ * limit, symstab.h), or "refused". */
+static const char *hessian_verdict(const scm_ansatz_inst *in, const double *x)
+{
+    scm_symstab_result h;
+    scm_error e;
+    const char *v = scm_stab_symmetric(in, &scm_act_relu, x, NULL, &h, &e) == SCM_OK
+                        ? scm_symstab_verdict(&h)
+                        : "refused";
+    scm_symstab_result_free(&h);
+    return v;
+}
+
+/* The point of row r at its stored scalars (NULL if not rebuilt). */
+static scm_ansatz_inst *row_point(const pt_row *r, double *x, int nmax)
+{
+    scm_ansatz *a = pt_load_builtin(r->ansatz);
+    scm_error e;
+    scm_ansatz_inst *in = a ? scm_ansatz_instantiate(a, r->K, r->M, r->ansatz_k1, &e) : NULL;
+    scm_ansatz_free(a);
+    char buf[PT_SCALARS];
+    snprintf(buf, sizeof buf, "%s", r->scalars);
+    int got = 0;
+    for (char *tok = strtok(buf, ";"); in && tok; tok = strtok(NULL, ";")) {
+        char *eq = strchr(tok, '=');
+        int c = eq ? (*eq = '\0', scm_ansatz_inst_find(in, tok)) : -1;
+        if (c >= 0 && c < nmax) {
+            x[c] = strtod(eq + 1, NULL);
+            got++;
+        }
+    }
+    if (in && got != scm_ansatz_inst_nscalars(in)) {
+        scm_ansatz_inst_free(in);
+        in = NULL;
+    }
+    return in;
+}
 
 static void recompute(const pt_row *r)
 {
@@ -100,7 +147,11 @@ static void recompute(const pt_row *r)
     CHECK_CLOSE(epsf, r->loss, 1e-10, atol, "full-flow loss");
     /* the class from the dense Jacobian of the full flow */
     double fmaxe = NAN;
-    if (K <= 30 && r->loss > 1e-12) {
+    if (!isfinite(r->block_eig) && r->loss > 1e-12) {
+        const char *v = hessian_verdict(in, x);
+        CHECK(!strcmp(r->cls, v), "K=%d M=%d loss %.12g: class %s, the Hessian's verdict %s", K,
+              M, r->loss, r->cls, v);
+    } else if (K <= 30 && r->loss > 1e-12) {
         CHECK(scm_fp_full_stability(fl, Q, R, &fmaxe, NULL) == SCM_OK, "dense Jacobian");
         const char *want = fmaxe > 1e-6 ? "saddle" : "min_candidate";
         CHECK(strcmp(r->cls, want) == 0, "K=%d M=%d loss %.12g: class %s, dense Jacobian %.6e",
@@ -159,7 +210,7 @@ static void check_table(const char *name, int Mmax, const pick_row *pick, int np
     static char line[8192], line2[8192], copy[8192];
     int have[3][101] = {{0}}, nrows = 0, refp = 0, nbad = 0, n_same = 0, n_diff = 0;
     int nclass_bad = 0, k1one_min = 0, dk0_ans[2] = {0, 0}, dk0_other = 0;
-    int done[16] = {0};
+    int done[16] = {0}, n_hess = 0, n_hess_bad = 0;
     for (int M = 0; M <= Mmax; M++)
         k1_plateau[M] = NAN;
     CHECK(fgets(line, sizeof line, f) && strncmp(line, "K,M,dK,", 7) == 0, "CSV header");
@@ -183,8 +234,22 @@ static void check_table(const char *name, int Mmax, const pick_row *pick, int np
             CHECK(0, "K=%d M=%d n_anti=%g loss %.12g: residual %g >= 1e-12", r.K, r.M, r.n_anti,
                   r.loss, r.residual);
         if (strcmp(r.cls, "saddle") && strcmp(r.cls, "min_candidate") &&
-            strcmp(r.cls, "global_min") && nclass_bad++ < 3)
+            strcmp(r.cls, "global_min") && strcmp(r.cls, "degenerate") && nclass_bad++ < 3)
             CHECK(0, "K=%d M=%d loss %.12g: class %s", r.K, r.M, r.loss, r.cls);
+        /* no block Jacobian: the class is the Hessian's (parallel limit) */
+        if (isfinite(r.block_eig)) {
+            CHECK(strcmp(r.cls, "degenerate"), "K=%d M=%d loss %.12g: degenerate without the "
+                  "Hessian", r.K, r.M, r.loss);
+        } else if (strcmp(r.cls, "global_min") && (!g || (r.M > 40 && nrows % 25 == 0))) {
+            double x[512];
+            scm_ansatz_inst *in = row_point(&r, x, 512);
+            const char *v = in ? hessian_verdict(in, x) : "not rebuilt";
+            scm_ansatz_inst_free(in);
+            n_hess++;
+            if (strcmp(v, r.cls) && n_hess_bad++ < 3)
+                CHECK(0, "K=%d M=%d loss %.12g: class %s, the Hessian's verdict %s", r.K, r.M,
+                      r.loss, r.cls, v);
+        }
         if (r.dK == 0 && r.M <= 40) {
             int i1 = strcmp(r.ansatz, "k1") == 0, i2 = strcmp(r.ansatz, "k1_one") == 0;
             dk0_ans[0] += i1;
@@ -225,6 +290,8 @@ static void check_table(const char *name, int Mmax, const pick_row *pick, int np
               pick[i].M, pick[i].n_anti, pick[i].loss);
     CHECK(refp == 1, "the published K = M = 7 point appears %d times", refp);
     CHECK(nclass_bad == 0, "%d rows without a full stability class", nclass_bad);
+    CHECK(n_hess > 0 && n_hess_bad == 0, "%d of %d rows without a block Jacobian differ from the "
+          "Hessian's verdict", n_hess_bad, n_hess);
     /* the K = M rows up to M = 40 come from every built-in ansatz for K = M */
     int n_km = 0;
     for (int i = 0; i < scm_ansatz_builtin_count(); i++) {
@@ -243,7 +310,8 @@ static void check_table(const char *name, int Mmax, const pick_row *pick, int np
     for (int d = 0; d <= 2; d++)
         for (int M = 2; M <= Mmax; M++)
             CHECK(have[d][M] > 0, "no row for K = %d, M = %d", M + d, M);
-    printf("%s: %d rows%s\n", name, nrows, g ? ", those with M <= 40 equal to the M <= 40 table" : "");
+    printf("%s: %d rows%s; %d rows without a block Jacobian checked against the Hessian\n",
+           name, nrows, g ? ", those with M <= 40 equal to the M <= 40 table" : "", n_hess);
 }
 
 /* The k1 = 1 plateau of the M = 100 table against the continuation in M
@@ -337,12 +405,18 @@ int main(void)
         {20, 20, 7, 0.0597534191119, mc}, {21, 21, 8, 0.0651940201092, mc},
         {22, 20, 5, 0.0290300994879, sd},
         {30, 30, 7, 0.052164150436, mc},  {40, 40, 1, 0.00631564575085, mc},
-        {40, 40, 10, 0.0861895672206, sd}, {42, 40, 3, 0.0113171606804, sd}};
+        {40, 40, 10, 0.0861895672206, sd}, {42, 40, 3, 0.0113171606804, sd},
+        /* no block Jacobian (parallel neurons): by the Hessian.  (Not the
+         * K = M + 2 rows with two parallel extra students: perturbing
+         * their scalars leaves the PSD cone; check_table checks them at
+         * the stored scalars.) */
+        {21, 20, 1, 0.0499384015994, sd}};
     /* M = 41..100; the full residual at K = 102 */
     const pick_row pick100[] = {
         {100, 100, 1, 0.0027416716664, mc}, {100, 100, 12, 0.0816668621189, sd},
         {101, 100, 2, 0.00375859278199, sd}, {102, 100, 3, 0.0057576103095, sd},
-        {61, 60, 5, 0.0213036621912, sd},   {75, 73, 1, 0.00341214147739, sd}};
+        {61, 60, 5, 0.0213036621912, sd},   {75, 73, 1, 0.00341214147739, sd},
+        {81, 80, 1, 0.00337649519958, sd}};
     static double plat40[101], plat100[101];
     check_table("plateau_table.csv", 40, pick, (int)(sizeof pick / sizeof pick[0]), NULL, plat40);
     check_table("plateau_table_M100.csv", 100, pick100, (int)(sizeof pick100 / sizeof pick100[0]),

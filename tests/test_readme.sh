@@ -128,7 +128,7 @@ check(all(r["residual_kind"] in ("full", "full_polished") and float(r["residual"
       "a plateau table row with a full residual >= 1e-12")
 says("full residual (below 1e-12)")
 cls = Counter(r["classification"] for r in T)
-check(set(cls) == {"min_candidate", "saddle", "global_min"} and
+check(set(cls) == {"min_candidate", "saddle", "global_min", "degenerate"} and
       all(float(r["full_max_eig"]) <= 1e-6 for r in T if r["classification"] == "min_candidate"),
       "stability classes %s; a min_candidate without the full Jacobian's spectrum" % dict(cls))
 says("a stability class (`min_candidate`, `saddle`, `global_min`) from the full Jacobian at "
@@ -171,8 +171,8 @@ check(Mb >= 1e4 and abs(Mb * float(big["fit_half_integer"]) / 0.2973 - 1) < 0.01
 says("eps ~ 0.2973/M with corrections in powers of M^(-1/2)")
 S = rows("plateau_stability.csv")
 SC = rows("plateau_stability_counts.csv")
-minima = Counter((r["K"], r["M"]) for r in T if r["classification"] != "saddle"
-                 and int(r["K"]) <= 22)
+minima = Counter((r["K"], r["M"]) for r in T
+                 if r["classification"] in ("min_candidate", "global_min") and int(r["K"]) <= 22)
 done = Counter((r["K"], r["M"]) for r in S)
 check(done == minima and max(int(r["K"]) for r in S) == 22,
       "plateau_stability.csv: not the table's minima with K <= 22")

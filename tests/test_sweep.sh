@@ -197,14 +197,21 @@ assert len(k1) == 1 and abs(k1[0]["loss"] - 0.0200141758085) < 1e-11, fr
 assert k1[0]["verdict"] == "stable" and k1[0]["hessian_verdict"] == "min", k1
 assert sum(f["count"] for f in fr) == 24
 # traces: the first run of each of the two most frequent classes, the same
-# runs as in the runs file (same final loss)
+# runs as in the runs file, integrated again accurately (compare_trace.c):
+# the same class and, at a plateau, the same final loss to the matching
+# tolerance; at the global minimum below the traces' eps_stop 1e-12
 runs = [json.loads(l) for l in open("c9.K9.runs.jsonl").read().splitlines()[1:]]
 tr = r["traces"]
 assert len(tr) == 2 and len({t["class"] for t in tr}) == 2, tr
+assert r["traces_integrator"]["eps_stop"] == 1e-12 and r["traces_integrator"]["tail_eps"] == 1e-4
 for t in tr:
     run = runs[t["index"]]
     assert run["class"] == t["class"] and all(x["class"] != t["class"] for x in runs[:t["index"]])
-    assert abs(t["eps"][-1] - run["eps"]) <= 1e-12 * max(1e-3, abs(run["eps"])), (t["eps"][-1], run)
+    assert t["class_traced"] == t["class"] and not t["class_differs"], t
+    if run["class"].startswith("global_minimum"):
+        assert t["eps"][-1] == t["eps_final"] < 1e-12 and t["tail_t"] > 0, (t["eps"][-1], run)
+    else:
+        assert abs(t["eps"][-1] - run["eps"]) <= 1e-8 * run["eps"], (t["eps"][-1], run)
 print(k1[0]["point_index"])
 PY
 "$SCM" stability --point c9.K9.families.json --index "$(cat c9.idx)" --trials 3 \

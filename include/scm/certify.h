@@ -111,6 +111,13 @@ typedef struct {
     double eps;            /* its floating-point loss */
     char stability[40];    /* the family's floating-point class ("" from a file) */
     scm_certify_result r;
+    /* a plateau table's row (scm_certify_table; table_line 0 otherwise): */
+    int table_line;        /* its line in the file (the header is line 1) */
+    double polish_shift;   /* max |change| of the scalars by the double Newton
+                              polish (NAN: the polish failed) */
+    int polished;          /* 1: the polished scalars were certified; 0: the
+                              stored ones (the polish failed or moved them by
+                              more than max_radius) */
 } scm_certify_entry;
 
 typedef struct {
@@ -138,6 +145,40 @@ scm_status scm_certify_family(int K, int M, int k1, int every_point, long starts
 #define SCM_CERTIFY_MINIMA (-2)
 scm_status scm_certify_fpfile(const char *path, long index, const scm_certify_opts *o,
                               scm_certify_list *out, scm_error *err);
+
+/* Which rows of a plateau table scm_certify_table certifies: every bound
+ * -1 is "any"; M in [M_min, M_max]. */
+typedef enum {
+    SCM_CERTIFY_ROWS_MINIMA = 0, /* classification min_candidate, global_min or
+                                    degenerate (zero modes beyond the rotations) */
+    SCM_CERTIFY_ROWS_BLOCK_STABLE, /* block_max_eig <= SCM_FAM_EIG_TOL (what --minima
+                                      takes from a fixed-points file) */
+    SCM_CERTIFY_ROWS_EVERY       /* every row */
+} scm_certify_rows;
+
+typedef struct {
+    int K, M, dK, k1;      /* k1: the family_n_anti column */
+    int M_min, M_max;
+    scm_certify_rows rows;
+} scm_certify_table_sel;
+
+/* Any row, minima only. */
+void scm_certify_table_sel_default(scm_certify_table_sel *s);
+
+/* Certify the selected rows of a plateau table (the CSV of
+ * bench/gen_plateau_table, e.g. data/plateau_table_M100.csv; columns K, M,
+ * family_n_anti, classification, ansatz, ansatz_k1, scalars, and
+ * block_max_eig for SCM_CERTIFY_ROWS_BLOCK_STABLE, found by the header)
+ * from their stored scalars ("name=value;..." to 15 digits): each is
+ * Newton-polished in double first (kept if it moves the scalars by at
+ * most o->max_radius), then certified (scm_certify_point, ReLU).  The
+ * whole file is checked before any row is certified; bad input
+ * (SCM_EINVAL) names the file, the line and the column.  progress (may be
+ * NULL) is called after each row with (done, total). */
+scm_status scm_certify_table(const char *path, const scm_certify_table_sel *sel,
+                             const scm_certify_opts *o,
+                             void (*progress)(void *ctx, int done, int total), void *ctx,
+                             scm_certify_list *out, scm_error *err);
 
 /* The list as the JSON result of `scm certify`; the caller frees it. */
 cJSON *scm_certify_list_json(const scm_certify_list *l, const scm_certify_opts *o);

@@ -114,6 +114,20 @@ typedef struct {
 scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, scm_error *err);
 void scm_compare_result_free(scm_compare_result *res);
 
+/* Before any file is touched (compare_opts.c): SCM_OK when no file the
+ * comparison o writes (PREFIX.json, .md, and per K .config.json,
+ * .runs.jsonl, .summary.json, .families.json) is one of its inputs
+ * (o->config_name, o->families[]; a families file given as the very name
+ * of K's is read, not written) and scm_output_check_path accepts them;
+ * else SCM_EINVAL (or that refusal) naming the path. */
+scm_status scm_compare_check_outputs(const scm_compare_opts *o, scm_error *err);
+
+/* A --rule list "R1,R2,..." split in place (list is modified) into
+ * rules[0 .. n-1], pointers into list: n, or -1 with err filled when a
+ * name is not a rule (scm_rule_find), is given twice, or there are more
+ * than cap. */
+int scm_compare_rules_list(char *list, const char **rules, int cap, scm_error *err);
+
 /* The Markdown report of res for the file prefix prefix (the text of
  * PREFIX.md); NULL on no memory, else the caller frees it. */
 char *scm_compare_markdown(const scm_compare_result *res, const char *prefix);

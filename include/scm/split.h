@@ -265,4 +265,9 @@ void scm_split_study_free(scm_split_study *st);
  * frees it (cJSON_Delete). */
 cJSON *scm_split_study_json(const scm_split_study *st);
 
+/* The table `scm split` prints: the parent, its inner Hessian and the class
+ * of the split line, one row per sample (split_text.c).  NUL-terminated,
+ * malloc'ed (the caller frees); NULL if out of memory. */
+char *scm_split_study_text(const scm_split_study *st);
+
 #endif

@@ -67,6 +67,17 @@ scm_status scm_stabpoint_load(const char *path, long index, scm_stabpoint *sp, s
 scm_status scm_stabpoint_family(const scm_family_pick_opts *o, scm_stabpoint *sp,
                                 scm_error *err);
 
+/* The point to analyse and its activation (stabpoint_get.c): entry index of
+ * the result file point (scm_stabpoint_load), or, when point is NULL, the
+ * chosen point of the family fo describes (scm_stabpoint_family; fo->act
+ * is set here, a failure's message is its list sp->pick.why when there is
+ * one).  The activation is actname, else the file's, else relu; an
+ * unknown name is SCM_EINVAL.  Free sp with scm_stabpoint_free in every
+ * case. */
+scm_status scm_stabpoint_get(const char *point, long index, const char *actname,
+                             scm_family_pick_opts *fo, scm_stabpoint *sp,
+                             const scm_activation **act, scm_error *err);
+
 /* The result object of `scm stability`: the point (desc, the family when
  * there is one, Q, R), the options o of the analysis and its result r for
  * activation act.  The caller frees it; NULL on no memory. */

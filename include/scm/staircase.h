@@ -201,6 +201,11 @@ scm_status scm_stair_study_run(const scm_stair_study_opts *o, scm_stair_study *s
  * The caller owns it; NULL when out of memory. */
 cJSON *scm_stair_study_json(const scm_stair_study_opts *o, const scm_stair_study *s);
 
+/* The table `scm staircase` prints: the settings, per run its plateaus with
+ * their matches and its end, the escape-time fits (staircase_text.c).
+ * NUL-terminated, malloc'ed (the caller frees); NULL if out of memory. */
+char *scm_stair_study_text(const scm_stair_study_opts *o, const scm_stair_study *s);
+
 void scm_stair_study_free(scm_stair_study *s);
 
 #endif

@@ -161,6 +161,17 @@ scm_status scm_stab_symmetric_jacobian(const scm_ansatz_inst *in, const scm_acti
                                        const double *x, const scm_symstab_opts *o,
                                        scm_symstab_result *res, scm_error *err);
 
+/* The verdict of a Hessian spectrum (scm_stab_symmetric), as the plateau
+ * tables name it: "saddle" (a negative eigenvalue: the loss is C^2 at
+ * every point accepted, parallel ReLU neurons included, so this is
+ * proved), "min_candidate" (none negative, and every zero a rotation
+ * outside the teacher span: a strict minimum up to that symmetry, to
+ * second order), "degenerate" (none negative, but zeros no symmetry
+ * forces, e.g. a continuum of fixed points by norm redistribution between
+ * parallel students: at best a non-strict minimum; the cubic terms of
+ * the ReLU kernel at parallel neurons decide).  A static string. */
+const char *scm_symstab_verdict(const scm_symstab_result *res);
+
 /* The eigenvalues expanded by multiplicity, ascending, into eval[0 ..
  * n-1]; n must be res->total (SCM_EINVAL otherwise).  For comparisons
  * with a dense spectrum. */

@@ -110,9 +110,11 @@ typedef struct {
      * and every loss in binary128 (flow_ext.h), ending at the same tests
      * (eps_stop on that loss).  It ends a loose stage.  Its reported losses
      * keep 1e-6 relative accuracy down to eps = 1e-12 where the state at
-     * the entry was accurate (docs/sweeps.md, "Reported losses").  Not for
-     * linear units (their minima have C != 0: the stage is not entered),
-     * a rule other than gd, a singular T (the run fails naming it). */
+     * the entry was accurate (docs/sweeps.md, "Reported losses").  Linear
+     * units (whose minima have C != 0) take a closed form instead, from the
+     * first step on whatever the loss (traj_tail_linear.c).  A rule other
+     * than gd, or gd training v, is refused (SCM_EINVAL naming tail_eps);
+     * a singular T fails the run, naming it. */
     double tail_eps, tail_rtol;
 } scm_traj_opts;
 

@@ -224,20 +224,8 @@ static scm_status call_stability(const py_args *a, char **out)
     scm_stab_result r;
     int dense = 0, perturb = SCM_STABPOINT_PERTURB_AUTO;
     scm_status st = st_read(a, &o, &fo, &point, &index, &actname, &dense, &perturb);
-    if (!st && point)
-        st = scm_stabpoint_load(point, index, &sp, a->err);
-    if (!st) {
-        const char *an = actname ? actname : point ? sp.activation : "relu";
-        if (!(act = scm_activation_find(an)))
-            st = scm_error_set(a->err, SCM_EINVAL, "%s: unknown activation '%s' (relu, erf, linear)",
-                               a->cmd, an);
-    }
-    if (!st && !point) {
-        fo.act = act;
-        st = scm_stabpoint_family(&fo, &sp, a->err);
-        if (st && sp.pick.why)
-            scm_error_set(a->err, st, "%s", sp.pick.why);
-    }
+    if (!st)
+        st = scm_stabpoint_get(point, index, actname, &fo, &sp, &act, a->err);
     if (!st)
         st = scm_stabpoint_analyse(&sp, act, &o, dense, perturb, fo.ansatz_file, &r, a->err);
     if (!st) {

@@ -53,17 +53,6 @@ char *cli_read_all(const char *path, size_t *len)
     return t;
 }
 
-cJSON *cli_read_json(const char *path)
-{
-    size_t len;
-    char *t = cli_read_all(path, &len);
-    if (!t)
-        return NULL;
-    cJSON *j = cJSON_ParseWithLength(t, len);
-    free(t);
-    return j;
-}
-
 int cli_parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
@@ -86,30 +75,6 @@ int cli_parse_double(const char *s, double *out)
     return 1;
 }
 
-int cli_opt_long(const char *me, const char *opt, const char *s, long lo, long hi, long *out)
-{
-    if (cli_parse_long(s, lo, hi, out))
-        return 0;
-    fprintf(stderr, "%s: %s needs an integer in [%ld, %ld], got '%s'\n", me, opt, lo, hi, s);
-    return -1;
-}
-
-int cli_opt_positive(const char *me, const char *opt, const char *s, double *out)
-{
-    double v;
-    if (cli_parse_double(s, &v) && v > 0.0) {
-        *out = v;
-        return 0;
-    }
-    fprintf(stderr, "%s: %s needs a positive number, got '%s'\n", me, opt, s);
-    return -1;
-}
-
-scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_error *err)
-{
-    return scm_sweep_families_load(path, fams, err);
-}
-
 char *cli_output_name(const char *config, const char *suffix)
 {
     const char *base = strrchr(config, '/');
@@ -123,37 +88,6 @@ char *cli_output_name(const char *config, const char *suffix)
         memcpy(out + n, suffix, s + 1);
     }
     return out;
-}
-
-int cli_opt_list(const char *me, const char *opt, const char *s, int positive, double *x, int cap,
-                 int *n)
-{
-    char buf[4096];
-    if (strlen(s) >= sizeof buf) {
-        fprintf(stderr, "%s: %s: list too long\n", me, opt);
-        return -1;
-    }
-    snprintf(buf, sizeof buf, "%s", s);
-    *n = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (*n == cap) {
-            fprintf(stderr, "%s: %s takes at most %d values\n", me, opt, cap);
-            return -1;
-        }
-        if (positive) {
-            if (cli_opt_positive(me, opt, tok, &x[*n]))
-                return -1;
-        } else if (!cli_parse_double(tok, &x[*n])) {
-            fprintf(stderr, "%s: %s needs finite numbers, got '%s'\n", me, opt, tok);
-            return -1;
-        }
-        (*n)++;
-    }
-    if (*n == 0) {
-        fprintf(stderr, "%s: %s needs at least one value\n", me, opt);
-        return -1;
-    }
-    return 0;
 }
 
 void cli_progress_start(cli_progress *p, long done0)
@@ -208,43 +142,9 @@ char *cli_config_text(const char *me, const char *path, const char *const *unset
                       size_t *len)
 {
     scm_error err;
-    char *text = scm_output_read_file(path, (size_t)64 << 20, len, &err);
-    if (!text || nunset == 0) {
-        if (!text)
-            fprintf(stderr, "%s: %s\n", me, err.msg);
-        return text;
-    }
-    cJSON *root = cJSON_ParseWithLength(text, *len);
-    free(text);
-    text = NULL;
-    if (!cJSON_IsObject(root)) {
-        fprintf(stderr, "%s: --unset: '%s' is not a JSON object\n", me, path);
-        goto out;
-    }
-    for (int i = 0; i < nunset; i++) {
-        char key[512];
-        snprintf(key, sizeof key, "%s", unset[i]);
-        cJSON *obj = root;
-        char *dot, *k = key;
-        while ((dot = strchr(k, '.')) && obj) {
-            *dot = '\0';
-            obj = cJSON_GetObjectItemCaseSensitive(obj, k);
-            k = dot + 1;
-        }
-        if (!cJSON_IsObject(obj) || !cJSON_GetObjectItemCaseSensitive(obj, k)) {
-            fprintf(stderr, "%s: --unset %s: '%s' has no such key; see %s --help\n", me, unset[i],
-                    path, me);
-            goto out;
-        }
-        cJSON_DeleteItemFromObjectCaseSensitive(obj, k);
-    }
-    text = scm_output_print(root, 1); /* every number exact */
-    if (!text)
-        fprintf(stderr, "%s: out of memory\n", me);
-    else
-        *len = strlen(text);
-out:
-    cJSON_Delete(root);
+    char *text;
+    if (scm_config_read(path, unset, nunset, &text, len, &err))
+        fprintf(stderr, "%s: %s\n", me, err.msg);
     return text;
 }
 
@@ -252,22 +152,10 @@ int cli_config_load(const char *me, const char *path, const char *const *sets, i
                     const char *const *unset, int nunset, scm_config **c)
 {
     scm_error err;
-    *c = NULL;
-    if (nunset == 0) {
-        if (scm_config_load(path, sets, nsets, c, &err) == SCM_OK)
-            return 0;
-        fprintf(stderr, "%s: %s\n", me, err.msg);
-        return 2;
-    }
-    size_t len;
-    char *text = cli_config_text(me, path, unset, nunset, &len);
-    if (!text)
-        return 2;
-    scm_status st = scm_config_parse(text, path, sets, nsets, c, &err);
-    free(text);
-    if (st)
-        fprintf(stderr, "%s: %s\n", me, err.msg);
-    return st ? 2 : 0;
+    if (scm_config_load_unset(path, sets, nsets, unset, nunset, c, &err) == SCM_OK)
+        return 0;
+    fprintf(stderr, "%s: %s\n", me, err.msg);
+    return 2;
 }
 
 /* The exit status of a failed write: 4 for I/O, 2 for a path refused, 1
@@ -300,6 +188,18 @@ char *cli_json_text(const cJSON *json, int compact, size_t *len)
     return w;
 }
 
+int cli_write_json_with(const char *me, const char *path, const cJSON *json, int compact,
+                        const char *path2, const char *text2, size_t len2)
+{
+    size_t len[2] = {0, len2};
+    char *js = cli_json_text(json, compact, &len[0]);
+    const char *paths[2] = {path, path2}, *data[2] = {js, text2};
+    int rc = !js || (path2 && !text2) ? (fprintf(stderr, "%s: out of memory\n", me), 1)
+                                      : cli_write_files(me, path2 ? 2 : 1, paths, data, len);
+    free(js);
+    return rc;
+}
+
 int cli_write_json(const char *me, const char *path, const cJSON *json, int compact)
 {
     scm_error err;
@@ -309,4 +209,45 @@ int cli_write_json(const char *me, const char *path, const cJSON *json, int comp
     }
     scm_status st = scm_output_write_json(path, json, compact, &err);
     return st ? write_status(me, st, &err) : 0;
+}
+
+int cli_exec_threads(const char *me, const cli_executor *ex, int threads)
+{
+    char why[256];
+    int n = threads ? threads : ex->one_thread ? 1 : cli_cpu_count();
+    if (ex->check_fn(n, why, sizeof why) == 0)
+        return n;
+    fprintf(stderr, "%s: %s\n", me, why);
+    return -1;
+}
+
+void cli_compare_event(const scm_compare_event *e, void *printer)
+{
+    cli_compare_printer *p = printer;
+    if (e->kind == SCM_COMPARE_NOTE) {
+        if (!p->quiet)
+            fprintf(stderr, "%s: %s\n", p->me, e->text);
+    } else if (e->kind == SCM_COMPARE_SWEEP_START) {
+        long ndone = scm_sweep_file_resumed(e->sweep);
+        cli_progress_start(&p->pc, ndone);
+        if (!p->quiet && ndone > 0)
+            fprintf(stderr, "%s: resuming '%s' after %ld of %ld runs\n", p->resume_me, e->path,
+                    ndone, scm_sweep_file_total(e->sweep));
+    } else if (e->kind == SCM_COMPARE_SWEEP_RECORD) {
+        if (p->progress)
+            cli_sweep_progress(e->sweep, &p->pc, 0);
+    } else {
+        double secs = cli_now() - p->pc.t0;
+        long total = e->run_ok ? scm_sweep_file_total(e->sweep) : 0; /* no sweep if not opened */
+        if (e->ran && p->progress)
+            cli_sweep_progress(e->sweep, &p->pc, 1);
+        if (e->status && p->summary) /* else printed once, when the caller returns it */
+            fprintf(stderr, "scm sweep: %s\n", e->err->msg);
+        if (e->run_ok && !p->quiet && p->summary)
+            cli_sweep_print_summary(scm_sweep_file_summary(e->sweep), total, total - p->pc.done0,
+                                    secs, p->ex->width_fn(p->threads), p->ex->unit);
+        else if (e->run_ok && !p->quiet)
+            fprintf(stderr, "%s: K = %ld: %ld new runs in %.1f s\n", p->me, e->K,
+                    total - p->pc.done0, secs);
+    }
 }

@@ -1,16 +1,18 @@
 /* cli_util.h (CLI): helpers every subcommand needs: reading a whole file,
- * parsing numeric options with a message that names the option, a clock
- * for progress lines.  Messages go to stderr as "<me>: ..." where me is the
- * subcommand ("scm sweep"). */
+ * quiet number parsers (cli_opts reports the errors), a clock for progress
+ * lines.  Messages go to stderr as "<me>: ..." where me is the subcommand
+ * ("scm sweep"). */
 #ifndef SCM_CLI_UTIL_H
 #define SCM_CLI_UTIL_H
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "scm/compare.h"
 #include "scm/config.h"
 #include "scm/sweep.h"
 #include "scm/sweepfile.h"
+#include "sweep_exec.h"
 
 /* Exit statuses of every command: 0 done, 1 a numerical failure (the
  * result says why), 2 bad input or usage (nothing written), 4 an output
@@ -32,10 +34,6 @@ double cli_now(void);
 #define CLI_READ_MAX ((size_t)1 << 30)
 char *cli_read_all(const char *path, size_t *len);
 
-/* The file parsed as JSON, or NULL (unreadable or not JSON).  The caller
- * frees with cJSON_Delete. */
-cJSON *cli_read_json(const char *path);
-
 /* Quiet parsers: 1 when s is a whole integer in [lo, hi] (a finite
  * number), 0 otherwise; *out is set only on success. */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
@@ -45,35 +43,19 @@ int cli_parse_long(const char *s, long lo, long hi, long *out);
 int cli_cpu_count(void);
 int cli_parse_double(const char *s, double *out);
 
-/* Reporting parsers for option values: 0 on success; -1 after printing
- * "<me>: <opt> needs an integer in [lo, hi], got '<s>'" (or "a positive
- * number"). */
-int cli_opt_long(const char *me, const char *opt, const char *s, long lo, long hi, long *out);
-int cli_opt_positive(const char *me, const char *opt, const char *s, double *out);
-
-/* A comma-separated list of 1 .. cap finite numbers (> 0 if positive) into
- * x[0 .. *n - 1]; 0, or -1 after printing the error. */
-int cli_opt_list(const char *me, const char *opt, const char *s, int positive, double *x, int cap,
-                 int *n);
-
 /* The default output name of a command: CONFIG's base name (directory
  * dropped) without .json, plus suffix (".result.json"); NULL on no memory,
  * else the caller frees. */
 char *cli_output_name(const char *config, const char *suffix);
 
-/* The config file's text with the keys unset[0 .. nunset - 1] ("a.b.c",
- * --unset) removed: NULL after printing "<me>: ..." (unreadable, not JSON,
- * a key it does not have).  The caller frees. */
+/* The config file's text with the keys unset[] removed (scm_config_read):
+ * NULL after printing "<me>: ...".  The caller frees. */
 char *cli_config_text(const char *me, const char *path, const char *const *unset, int nunset,
                       size_t *len);
 
-/* scm_config_load with --unset: without unset keys exactly scm_config_load;
- * 0, or 2 after printing "<me>: ...". */
+/* scm_config_load_unset: 0, or 2 after printing "<me>: ...". */
 int cli_config_load(const char *me, const char *path, const char *const *sets, int nsets,
                     const char *const *unset, int nunset, scm_config **c);
-
-/* A fixed-points result file (scm fixed-points -o) as sweep families. */
-scm_status cli_load_families(const char *path, scm_sweep_families *fams, scm_error *err);
 
 /* Progress on stderr, one printer for every command: "<what> done/total,
  * E s, about L s left[  extra]".  On a terminal a \r line at most every
@@ -103,11 +85,34 @@ void cli_sweep_progress(const scm_sweep_file *f, cli_progress *p, int final);
  * target is touched and no temporary is left). */
 int cli_write_files(const char *me, int n, const char *const *paths, const char *const *data,
                     const size_t *len);
+/* A JSON file (json NULL: no memory) and, when path2 is given, a second
+ * file of text2 (len2 bytes; NULL: no memory), both or neither, as
+ * cli_write_files; "out of memory" is status 1. */
+int cli_write_json_with(const char *me, const char *path, const cJSON *json, int compact,
+                        const char *path2, const char *text2, size_t len2);
 /* One JSON file (json NULL: no memory), atomically. */
 int cli_write_json(const char *me, const char *path, const cJSON *json, int compact);
 /* json as the text of its file (scm_output_print and a newline; *len its
  * length), NULL on no memory; the caller frees. */
 char *cli_json_text(const cJSON *json, int compact, size_t *len);
+
+/* The threads of a command run with --threads threads (0: ex's default,
+ * one under MPI, else the processors online): their number, or -1 after
+ * "<me>: <why>" when ex refuses it (checked before any file is touched). */
+int cli_exec_threads(const char *me, const cli_executor *ex, int threads);
+
+/* The printer of a comparison's events (scm_compare_event, as compare and
+ * map pass them): notes as "<me>: ...", the resumption of a sweep, its
+ * progress line (when progress), and at its end either the summary of
+ * `scm sweep` (summary = 1, with a failure's message; ex and threads give
+ * the timing line) or one line "<me>: K = K: N new runs in S s". */
+typedef struct {
+    const char *me, *resume_me;
+    int quiet, progress, summary, threads;
+    const cli_executor *ex;
+    cli_progress pc;
+} cli_compare_printer;
+void cli_compare_event(const scm_compare_event *e, void *printer);
 
 /* The final lines of `scm sweep` on stderr: counts, classes with Wilson
  * intervals, and the timing of new_runs runs in secs on width units. */

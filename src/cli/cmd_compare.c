@@ -1,22 +1,19 @@
 /* cmd_compare.c: `scm compare`: one sweep per K (same M, rule, init and
  * integrator), the families each K reaches with their stability verdicts,
  * and one report (JSON + Markdown) with Wilson intervals.  The comparison
- * is scm_compare_run (compare.h); here are the options, the messages of
- * its events, the report files and the figures. */
-#include <errno.h>
+ * is scm_compare_run (compare.h), its outputs checked first by
+ * scm_compare_check_outputs; here are the options, the report files and
+ * the figures (its events are printed by cli_compare_event). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli_plot.h"
 #include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/compare.h"
-#include "scm/output.h"
-#include "scm/sweepfile.h"
 #include "scm_paths.h"
 #include "sweep_exec.h"
 
@@ -162,42 +159,6 @@ static int compare_parse(int argc, char **argv, scm_compare_opts *o, compare_cli
     return -1;
 }
 
-/* The printing of the comparison's events: as `scm sweep` prints its own. */
-typedef struct {
-    int quiet, progress, threads;
-    const cli_executor *ex;
-    cli_progress pc;
-} compare_print;
-
-static void on_event(const scm_compare_event *e, void *user)
-{
-    compare_print *p = user;
-    if (e->kind == SCM_COMPARE_NOTE) {
-        if (!p->quiet)
-            fprintf(stderr, "scm compare: %s\n", e->text);
-    } else if (e->kind == SCM_COMPARE_SWEEP_START) {
-        long ndone = scm_sweep_file_resumed(e->sweep);
-        cli_progress_start(&p->pc, ndone);
-        if (!p->quiet && ndone > 0)
-            fprintf(stderr, "scm sweep: resuming '%s' after %ld of %ld runs\n", e->path, ndone,
-                    scm_sweep_file_total(e->sweep));
-    } else if (e->kind == SCM_COMPARE_SWEEP_RECORD) {
-        if (p->progress)
-            cli_sweep_progress(e->sweep, &p->pc, 0);
-    } else {
-        double secs = cli_now() - p->pc.t0;
-        if (e->ran && p->progress)
-            cli_sweep_progress(e->sweep, &p->pc, 1);
-        if (e->status)
-            fprintf(stderr, "scm sweep: %s\n", e->err->msg);
-        if (e->run_ok && !p->quiet) {
-            long total = scm_sweep_file_total(e->sweep);
-            cli_sweep_print_summary(scm_sweep_file_summary(e->sweep), total,
-                                    total - p->pc.done0, secs, p->ex->width_fn(p->threads), p->ex->unit);
-        }
-    }
-}
-
 /* The report, PREFIX.json and PREFIX.md, both or neither: 0, or the exit
  * status. */
 static int write_report(const scm_compare_result *res, const char *prefix)
@@ -205,50 +166,10 @@ static int write_report(const scm_compare_result *res, const char *prefix)
     char pj[4096], pm[4096];
     snprintf(pj, sizeof pj, "%s.json", prefix);
     snprintf(pm, sizeof pm, "%s.md", prefix);
-    const char *paths[2] = {pj, pm};
-    size_t len[2] = {0, 0};
-    char *data[2] = {cli_json_text(res->report, 0, &len[0]), scm_compare_markdown(res, prefix)};
-    len[1] = data[1] ? strlen(data[1]) : 0;
-    int rc = !data[0] || !data[1]
-                 ? (fprintf(stderr, "scm compare: out of memory\n"), 1)
-                 : cli_write_files("scm compare", 2, paths, (const char *const *)data, len);
-    free(data[0]);
-    free(data[1]);
+    char *md = scm_compare_markdown(res, prefix);
+    int rc = cli_write_json_with("scm compare", pj, res->report, 0, pm, md, md ? strlen(md) : 0);
+    free(md);
     return rc;
-}
-
-/* No output of the comparison may be one of its inputs (the config, a
- * families file) or a path scm_output_check_path refuses: 0, or 2. */
-static int compare_check_outputs(const scm_compare_opts *o, const char *config)
-{
-    static const char *const sfx[] = {".config.json", ".runs.jsonl", ".summary.json",
-                                      ".families.json"};
-    const char *ins[SCM_COMPARE_MAX_K + 1];
-    int nin = 0;
-    ins[nin++] = config;
-    for (int j = 0; j < o->nK; j++)
-        ins[nin++] = o->families[j];
-    char path[4200];
-    snprintf(path, sizeof path, "%s.json", o->prefix);
-    if (cli_check_output("scm compare", path, ins, nin))
-        return 2;
-    snprintf(path, sizeof path, "%s.md", o->prefix);
-    if (cli_check_output("scm compare", path, ins, nin))
-        return 2;
-    for (int j = 0; j < o->nK; j++)
-        for (int q = 0; q < 4; q++) {
-            snprintf(path, sizeof path, "%s.K%ld%s", o->prefix, o->K[j], sfx[q]);
-            if (q == 3 && o->families[j] && strcmp(path, o->families[j]) == 0)
-                continue; /* the families given are read, this name is not written */
-            for (int i = 0; i < nin; i++)
-                if (ins[i] && scm_output_same_file(path, ins[i]) &&
-                    !(q == 3 && i == j + 1)) {
-                    fprintf(stderr, "scm compare: the output '%s' is also an input ('%s'); "
-                                    "refused\n", path, ins[i]);
-                    return 2;
-                }
-        }
-    return 0;
 }
 
 /* The failure of the comparison reported: the exit status. */
@@ -273,44 +194,35 @@ int scm_cmd_compare(int argc, char **argv, const cli_executor *ex)
     int rc = compare_parse(argc, argv, &o, &c);
     if (rc >= 0)
         return rc;
-    const int nthreads = c.threads ? c.threads : ex->one_thread ? 1 : cli_cpu_count();
-    char why[256];
-    if (ex->check_fn(nthreads, why, sizeof why) != 0) { /* scm-mpi: before any file */
-        fprintf(stderr, "scm compare: %s\n", why);
+    const int nthreads = cli_exec_threads("scm compare", ex, c.threads);
+    if (nthreads < 0) /* scm-mpi: before any file */
         return 2;
-    }
     if (!o.prefix) {
         snprintf(c.pbuf, sizeof c.pbuf, "compare_M%ld", o.M);
         o.prefix = c.pbuf;
     }
     char *text = NULL;
     size_t tlen = 0;
-    if (c.config && c.nunsets) {
-        if (!(text = cli_config_text("scm compare", c.config, c.unsets, c.nunsets, &tlen)))
-            return 2;
-    } else if (c.config) {
-        text = cli_read_all(c.config, &tlen);
-        if (!text) {
-            fprintf(stderr, "scm compare: cannot read '%s': %s\n", c.config, strerror(errno));
-            return 2;
-        }
-    }
-    if ((rc = compare_check_outputs(&o, c.config))) {
-        free(text);
-        return rc;
-    }
+    if (c.config && !(text = cli_config_text("scm compare", c.config, c.unsets, c.nunsets, &tlen)))
+        return 2;
+    scm_error err;
     o.config_text = text;
     o.config_name = c.config;
+    if (scm_compare_check_outputs(&o, &err)) {
+        fprintf(stderr, "scm compare: %s\n", err.msg);
+        free(text);
+        return 2;
+    }
     o.sets = c.sets;
     o.have_seed = c.seed >= 0;
     o.seed = c.seed >= 0 ? (uint64_t)c.seed : 0;
     o.threads = nthreads;
     o.exec = ex->sweep_fn;
-    compare_print pr = {c.quiet, !c.quiet, nthreads, ex, {0, 0.0, 0.0}};
-    o.event = on_event;
+    cli_compare_printer pr = {"scm compare", "scm sweep", c.quiet, !c.quiet, 1, nthreads, ex,
+                              {0, 0.0, 0.0}};
+    o.event = cli_compare_event;
     o.event_user = &pr;
     scm_compare_result res;
-    scm_error err;
     char path[4096];
     if (scm_compare_run(&o, &res, &err)) {
         rc = compare_failed(&res, &err);

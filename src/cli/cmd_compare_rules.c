@@ -56,25 +56,18 @@ int scm_cmd_compare_rules(int argc, char **argv, const cli_executor *ex)
         sub[ns++] = argv[i];
     }
     int rc = 2;
-    char rbuf[256], *rules[MAX_RULES], pbuf[64];
+    char rbuf[256], pbuf[64];
+    const char *rules[MAX_RULES];
     int nr = 0;
+    scm_error err;
     if (!rules_arg) {
         fprintf(stderr, ME ": --rule needs a list of rules (%s)\n", scm_rule_names());
         goto out;
     }
     snprintf(rbuf, sizeof rbuf, "%s", rules_arg);
-    for (char *t = strtok(rbuf, ","); t; t = strtok(NULL, ",")) {
-        if (nr == MAX_RULES || !scm_rule_find(t)) {
-            fprintf(stderr, ME ": --rule: '%s' is not a rule (%s; at most %d)\n", t,
-                    scm_rule_names(), MAX_RULES);
-            goto out;
-        }
-        for (int j = 0; j < nr; j++)
-            if (!strcmp(rules[j], t)) {
-                fprintf(stderr, ME ": --rule: '%s' given twice\n", t);
-                goto out;
-            }
-        rules[nr++] = t;
+    if ((nr = scm_compare_rules_list(rbuf, rules, MAX_RULES, &err)) < 0) {
+        fprintf(stderr, ME ": %s\n", err.msg);
+        goto out;
     }
     if (nr == 0 || M < 0 || nK == 0) {
         fprintf(stderr, ME ": --rule needs --M, --K and --runs (see scm compare --help)\n");
@@ -111,8 +104,7 @@ int scm_cmd_compare_rules(int argc, char **argv, const cli_executor *ex)
     /* the table across rules */
     cJSON *root = NULL;
     char *md = NULL;
-    scm_error err;
-    if (scm_compare_rules_table(prefix, M, Ks, nK, (const char *const *)rules, nr, &root, &md,
+    if (scm_compare_rules_table(prefix, M, Ks, nK, rules, nr, &root, &md,
                                 &err)) {
         fprintf(stderr, ME ": %s\n", err.msg);
         rc = 1;
@@ -121,12 +113,7 @@ int scm_cmd_compare_rules(int argc, char **argv, const cli_executor *ex)
     char pj[1200], pm[1200];
     snprintf(pj, sizeof pj, "%.900s.rules.json", prefix);
     snprintf(pm, sizeof pm, "%.900s.rules.md", prefix);
-    const char *paths[2] = {pj, pm};
-    size_t len[2] = {0, strlen(md)};
-    char *js = cli_json_text(root, 0, &len[0]);
-    const char *data[2] = {js, md};
-    rc = js ? cli_write_files(ME, 2, paths, data, len) : (fprintf(stderr, ME ": out of memory\n"), 1);
-    free(js);
+    rc = cli_write_json_with(ME, pj, root, 0, pm, md, strlen(md));
     if (!rc) {
         printf("wrote      %s.rules.json, %s.rules.md\n", prefix, prefix);
         if (!no_plots)

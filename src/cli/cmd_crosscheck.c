@@ -5,7 +5,6 @@
  * point.  Exit status 3 when an end point is unmatched (docs/crosscheck.md).
  * The computation is scm_xc_check_* (crosscheck.h), step by step so that
  * the progress lines come between the steps. */
-#include <gsl/gsl_errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +129,6 @@ int scm_cmd_crosscheck(int argc, char **argv)
     int rc = parse_args(argc, argv, &g);
     if (rc >= 0)
         return rc;
-    gsl_set_error_handler_off();
     if (cli_check_output(XC_ME, g.out, g.files, g.o.n_ansatz))
         return 2;
 

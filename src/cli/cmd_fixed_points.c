@@ -4,7 +4,6 @@
  * scm_fp_table_run (include/scm/fptable.h); here are the options, the
  * printed table, the JSON result file (written atomically) and the exit
  * status. */
-#include <gsl/gsl_errno.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -206,7 +205,6 @@ int scm_cmd_fixed_points(int argc, char **argv)
         scm_fp_table_seeds_free(seeds);
         return rc;
     }
-    gsl_set_error_handler_off();
     if (o.stability && !c.quiet) {
         o.progress = fp_progress;
         o.progress_ctx = &c;

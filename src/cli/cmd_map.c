@@ -1,9 +1,8 @@
 /* cmd_map.c: `scm map`: the map of global convergence over (M, K - M), one
  * sweep per cell as `scm compare` runs it (scm_map_run, map.h); here are
- * the options, the messages of its events, the files PREFIX.json and
- * PREFIX.csv, the table on stdout and the figures (scripts/plot_map.py). */
-#include <errno.h>
-#include <math.h>
+ * the options, the files PREFIX.json and PREFIX.csv, the table on stdout
+ * (scm_map_text) and the figures (scripts/plot_map.py); its events are
+ * printed by cli_compare_event. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +14,8 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "scm/map.h"
+#include "scm/map_text.h"
 #include "scm/output.h"
-#include "scm/sweepfile.h"
 #include "sweep_exec.h"
 
 #define ME "scm map"
@@ -105,64 +104,6 @@ static int map_parse(int argc, char **argv, scm_map_opts *o, map_cli *c)
     return -1;
 }
 
-typedef struct {
-    int quiet, progress, threads;
-    const cli_executor *ex;
-    cli_progress pc;
-} map_print;
-
-static void on_event(const scm_compare_event *e, void *user)
-{
-    map_print *p = user;
-    if (e->kind == SCM_COMPARE_NOTE) {
-        if (!p->quiet)
-            fprintf(stderr, ME ": %s\n", e->text);
-    } else if (e->kind == SCM_COMPARE_SWEEP_START) {
-        long ndone = scm_sweep_file_resumed(e->sweep);
-        p->pc.done0 = ndone;
-        p->pc.t0 = p->pc.last = cli_now();
-        if (!p->quiet && ndone > 0)
-            fprintf(stderr, ME ": resuming '%s' after %ld of %ld runs\n", e->path, ndone,
-                    scm_sweep_file_total(e->sweep));
-    } else if (e->kind == SCM_COMPARE_SWEEP_RECORD) {
-        if (p->progress)
-            cli_sweep_progress(e->sweep, &p->pc, 0);
-    } else {
-        if (e->ran && p->progress)
-            cli_sweep_progress(e->sweep, &p->pc, 1);
-        /* a failed sweep's message: printed once, when scm_map_run returns it */
-        if (e->run_ok && !p->quiet)
-            fprintf(stderr, ME ": K = %ld: %ld new runs in %.1f s\n", e->K,
-                    scm_sweep_file_total(e->sweep) - p->pc.done0, cli_now() - p->pc.t0);
-    }
-}
-
-/* The table on stdout: per cell the global fraction, not converged, the
- * most frequent other family. */
-static void print_table(const cJSON *map)
-{
-    printf("%5s %5s %4s  %-24s %-24s %s\n", "M", "K", "dK", "global [95%]", "not converged",
-           "median t");
-    const cJSON *cell;
-    cJSON_ArrayForEach(cell, cJSON_GetObjectItemCaseSensitive(map, "cells"))
-    {
-        const cJSON *g = cJSON_GetObjectItemCaseSensitive(cell, "global");
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(cell, "not_converged");
-        const cJSON *gw = cJSON_GetObjectItemCaseSensitive(g, "wilson95");
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(cell, "median_t_converged");
-        char gs[64], ns[64];
-        snprintf(gs, sizeof gs, "%.3f [%.3f, %.3f]",
-                 cJSON_GetObjectItemCaseSensitive(g, "fraction")->valuedouble,
-                 cJSON_GetArrayItem(gw, 0)->valuedouble, cJSON_GetArrayItem(gw, 1)->valuedouble);
-        snprintf(ns, sizeof ns, "%.0f", cJSON_GetObjectItemCaseSensitive(n, "count")->valuedouble);
-        printf("%5.0f %5.0f %4.0f  %-24s %-24s %.4g\n",
-               cJSON_GetObjectItemCaseSensitive(cell, "M")->valuedouble,
-               cJSON_GetObjectItemCaseSensitive(cell, "K")->valuedouble,
-               cJSON_GetObjectItemCaseSensitive(cell, "dK")->valuedouble, gs, ns,
-               cJSON_IsNumber(t) ? t->valuedouble : NAN);
-    }
-}
-
 /* PREFIX.json and PREFIX.csv: 0 or the exit status. */
 static int write_outputs(const scm_map_result *res, const char *prefix, char *path, size_t len)
 {
@@ -188,21 +129,16 @@ int scm_cmd_map(int argc, char **argv, const cli_executor *ex)
     int rc = map_parse(argc, argv, &o, &c);
     if (rc >= 0)
         return rc;
-    const long nthreads = c.threads ? c.threads : ex->one_thread ? 1 : cli_cpu_count();
+    const int nthreads = cli_exec_threads(ME, ex, (int)c.threads);
     const long seed = c.seed;
-    char why[256];
-    if (ex->check_fn((int)nthreads, why, sizeof why) != 0) {
-        fprintf(stderr, ME ": %s\n", why);
+    if (nthreads < 0)
         return 2;
-    }
     if (!o.prefix)
         o.prefix = "map";
     char *text = NULL;
     size_t tlen = 0;
-    if (c.config && !(text = cli_read_all(c.config, &tlen))) {
-        fprintf(stderr, ME ": cannot read '%s': %s\n", c.config, strerror(errno));
+    if (c.config && !(text = cli_config_text(ME, c.config, NULL, 0, &tlen)))
         return 2;
-    }
     char path[4200];
     const char *ins[1] = {c.config};
     snprintf(path, sizeof path, "%s.json", o.prefix);
@@ -219,8 +155,9 @@ int scm_cmd_map(int argc, char **argv, const cli_executor *ex)
     o.seed = (uint64_t)(seed >= 0 ? seed : 0);
     o.threads = (int)nthreads;
     o.exec = ex->sweep_fn;
-    map_print pr = {c.quiet, !c.quiet && isatty(2), (int)nthreads, ex, {0, 0.0, 0.0}};
-    o.event = on_event;
+    cli_compare_printer pr = {ME, ME, c.quiet, !c.quiet && isatty(2), 0, (int)nthreads, ex,
+                              {0, 0.0, 0.0}};
+    o.event = cli_compare_event;
     o.event_user = &pr;
     scm_map_result res;
     scm_error err;
@@ -230,8 +167,11 @@ int scm_cmd_map(int argc, char **argv, const cli_executor *ex)
             fprintf(stderr, ME ": the row M = %ld failed\n", res.failed_M);
         rc = res.failed_input ? 2 : err.code == SCM_EIO ? CLI_EXIT_IO : 1;
     } else if (!(rc = write_outputs(&res, o.prefix, path, sizeof path))) {
+        char *table = c.quiet ? NULL : scm_map_text(res.map);
+        if (table)
+            fputs(table, stdout);
+        free(table);
         if (!c.quiet) {
-            print_table(res.map);
             fprintf(stderr, ME ": wrote %s.json and %s.csv\n", o.prefix, o.prefix);
         }
         rc = c.no_plots ? 0 : cli_plot(ME, "plot_map.py", path, NULL, c.quiet);

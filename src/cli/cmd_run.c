@@ -2,11 +2,9 @@
  * a short summary on the terminal and a JSON result file (plus a CSV of
  * the trajectory on request), both written atomically.  What is printed
  * and written is built by trajout.h. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli_opts.h"
 #include "cli_util.h"
@@ -73,8 +71,6 @@ int scm_cmd_run(int argc, char **argv)
     scm_error err;
     scm_error_clear(&err);
     scm_config *c = NULL;
-    scm_model *m = NULL;
-    double *Q0 = NULL, *R0 = NULL;
     char *out_alloc = NULL;
     cJSON *res_json = NULL;
     scm_traj_result r;
@@ -83,29 +79,18 @@ int scm_cmd_run(int argc, char **argv)
 
     if (cli_config_load(cmd.me, config, sets, set.n, unsets, unset.n, &c))
         goto done;
-    if (!out)
-        out = out_alloc = cli_output_name(config, ".result.json");
-    if (out && output_conflict(config, out, csv))
-        goto done;
-    m = scm_config_model(c, &err);
-    Q0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->K);
-    R0 = malloc(sizeof(double) * (size_t)c->K * (size_t)c->M);
-    if (!m || !Q0 || !R0 || !out) {
-        fprintf(stderr, "scm run: %s: %s\n", config, m ? "out of memory" : err.msg);
+    if (!out && !(out = out_alloc = cli_output_name(config, ".result.json"))) {
+        fprintf(stderr, "scm run: %s: out of memory\n", config);
         goto done;
     }
-    if (scm_config_initial_state(c, m, Q0, R0, &err)) {
+    if (output_conflict(config, out, csv))
+        goto done;
+    double t0 = cli_now();
+    if (scm_config_run(c, &r, &err)) {
         fprintf(stderr, "scm run: %s: %s\n", config, err.msg);
         goto done;
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (scm_traj_run(m, c->rule, Q0, R0, &c->traj, &r, &err)) {
-        fprintf(stderr, "scm run: %s: %s\n", config, err.msg);
-        goto done;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    double secs = cli_now() - t0;
 
     res_json = scm_traj_out_json(c, &r);
     if (!res_json) {
@@ -113,18 +98,10 @@ int scm_cmd_run(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    const char *paths[2] = {out, csv};
-    size_t lens[2] = {0, 0};
-    char *texts[2] = {cli_json_text(res_json, 0, &lens[0]),
-                      csv ? scm_traj_out_csv(c, &r, &lens[1]) : NULL};
-    if (!texts[0] || (csv && !texts[1])) {
-        fprintf(stderr, "scm run: out of memory\n");
-        rc = 1;
-    } else {
-        rc = cli_write_files(cmd.me, csv ? 2 : 1, paths, (const char *const *)texts, lens);
-    }
-    free(texts[0]);
-    free(texts[1]);
+    size_t clen = 0;
+    char *ctext = csv ? scm_traj_out_csv(c, &r, &clen) : NULL;
+    rc = cli_write_json_with(cmd.me, out, res_json, 0, csv, ctext, clen);
+    free(ctext);
     if (rc)
         goto done;
     char *text = quiet ? NULL : scm_traj_out_text(c, &r, secs);
@@ -144,10 +121,7 @@ int scm_cmd_run(int argc, char **argv)
 done:
     cJSON_Delete(res_json);
     scm_traj_result_free(&r);
-    free(Q0);
-    free(R0);
     free(out_alloc);
-    scm_model_free(m);
     scm_config_free(c);
     return rc;
 }

@@ -108,13 +108,10 @@ static int write_files(const scm_simulate_study *st, const scm_simulate_result *
                        const char *json_path, const char *csv_path)
 {
     cJSON *json = scm_simulate_study_json(st, res);
-    const char *paths[2] = {json_path, csv_path};
-    size_t len[2] = {0, 0};
-    char *data[2] = {cli_json_text(json, 1, &len[0]), scm_simulate_study_csv(st, res, &len[1])};
-    int rc = !data[0] || !data[1] ? (fprintf(stderr, "%s: out of memory\n", ME), 1)
-                                  : cli_write_files(ME, 2, paths, (const char *const *)data, len);
-    free(data[0]);
-    free(data[1]);
+    size_t len = 0;
+    char *csv = scm_simulate_study_csv(st, res, &len);
+    int rc = cli_write_json_with(ME, json_path, json, 1, csv_path, csv, len);
+    free(csv);
     cJSON_Delete(json);
     return rc;
 }

@@ -5,8 +5,7 @@
  * perturbation test).  The study is the library's (scm_split_parent_*,
  * scm_split_samples, scm_split_study_* in include/scm/split.h); the
  * command parses, calls, prints the table and writes the JSON result
- * atomically (docs/split.md). */
-#include <gsl/gsl_errno.h>
+ * atomically (docs/split.md); the table is scm_split_study_text. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,51 +20,6 @@
 #define ME "scm split"
 #define MAX_LAMBDA SCM_SPLIT_MAX_SAMPLES
 #define MAX_DAUGHTERS SCM_SPLIT_MAX_DAUGHTERS
-
-static void print_table(const scm_split_study *st)
-{
-    const scm_split_parent *p = st->parent;
-    const scm_model *m = st->model;
-    const scm_split_inner *h = &st->inner;
-    const scm_stab_counts *pc = &st->parent_counts;
-    const scm_stab_zero_modes *pz = &st->parent_zero;
-    const scm_split_sample *s = st->samples;
-    const int ns = st->n_samples;
-    const long d = st->d;
-    printf("scm split: K = %ld -> %ld, M = %ld, %s, d = %ld, neuron %d (v_r = %g)\n", p->K,
-           p->K + s[0].n - 1, p->M, m->act->name, d, h->r, m->v[h->r]);
-    printf("parent     %s\n", p->desc);
-    printf("           Hessian (K d = %ld): %d negative, %d zero, %d positive; symmetry zero "
-           "modes %ld\n",
-           p->K * d, pc->n_neg, pc->n_zero, pc->n_pos, pz->total);
-    printf("inner Hessian d H_r: on the %d-dim span of students and teachers:", h->rank);
-    for (int i = 0; i < h->rank; i++)
-        printf(" %.6g", h->eval[i]);
-    printf("\n           on the complement (multiplicity d - %d): %.6g%s\n", h->rank, h->h_perp,
-           h->perp_flat ? " (flat: explained zero modes of the split point)" : "");
-    printf("           class %s: %s\n", scm_split_class_str(h->cls),
-           h->cls == SCM_SPLIT_PD   ? "minima for lambda in (0, 1), saddles outside"
-           : h->cls == SCM_SPLIT_ND ? "saddles for lambda in (0, 1), minima outside"
-           : h->cls == SCM_SPLIT_INDEFINITE ? "saddles for every lambda"
-                                            : "degenerate (a zero eigenvalue on the span)");
-    if (pc->n_neg > 0)
-        printf("           (the parent is itself a saddle: every split point is a saddle)\n");
-    printf("%-24s %-10s %-14s %-14s %-9s %-9s %-10s %-12s %s\n", "mu", "residual",
-           "neg/zero/pos", "predicted", "expl.zero", "d*minev", "verdict", "predicted", "perturb");
-    for (int i = 0; i < ns; i++) {
-        const scm_split_point *q = &s[i].pt;
-        char mu[64] = "", a[32], b[32];
-        int k = 0;
-        for (int j = 0; j < s[i].n && k < (int)sizeof mu - 12; j++)
-            k += snprintf(mu + k, sizeof mu - (size_t)k, j ? ",%.4g" : "%.4g", s[i].mu[j]);
-        snprintf(a, sizeof a, "%d/%d/%d", q->counts.n_neg, q->counts.n_zero, q->counts.n_pos);
-        snprintf(b, sizeof b, "%ld/%ld/%ld", q->pred.n_neg, q->pred.n_zero, q->pred.n_pos);
-        printf("%-24s %-10.2e %-14s %-14s %-9ld %-9.3g %-10s %-12s %s\n", mu, q->residual, a, b,
-               q->explained_zero, q->eval_min * (double)d, scm_hverdict_str(q->verdict),
-               scm_hverdict_str(q->pred_verdict),
-               s[i].perturbed ? scm_verdict_str(s[i].pverdict) : "-");
-    }
-}
 
 /* The exit status of a library failure: 2 for bad input, else 1. */
 static int fail(const scm_error *err)
@@ -107,8 +61,15 @@ static int run(scm_split_parent *p, const scm_split_study_opts *o, const char *o
         rc = fail(&err);
         goto done;
     }
-    if (!quiet)
-        print_table(&st);
+    char *text = quiet ? NULL : scm_split_study_text(&st);
+    if (!quiet && !text) {
+        fprintf(stderr, ME ": out of memory\n");
+        rc = 1;
+        goto done;
+    }
+    if (text)
+        fputs(text, stdout);
+    free(text);
     if (out) {
         cJSON *root = scm_split_study_json(&st);
         rc = cli_write_json(ME, out, root, 0);
@@ -184,7 +145,6 @@ int scm_cmd_split(int argc, char **argv)
         grid = 9;
     if (do_polish && !point)
         return cli_usage_error(ME, "--polish applies to --point only");
-    gsl_set_error_handler_off();
     scm_split_sample *s = NULL;
     scm_split_parent p;
     memset(&p, 0, sizeof p);

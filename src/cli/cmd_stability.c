@@ -3,10 +3,9 @@
  * enumerated point with k1 anti-aligned students) or as entry i of a
  * `scm fixed-points -o` result file.  Prints a table and writes a JSON
  * result atomically (docs/stability.md).  The point comes from
- * scm_stabpoint_load or scm_stabpoint_family, its analysis from
+ * scm_stabpoint_get (the file's or the family's), its analysis from
  * scm_stab_analyse, the report from scm_stabpoint_text and the result
  * object from scm_stabpoint_json. */
-#include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,36 +150,20 @@ static void st_progress(void *ctx, int done, int total)
 static int get_point(const st_args *g, scm_stabpoint *sp, const scm_activation **act)
 {
     scm_error err;
-    scm_status st = SCM_OK;
-    memset(sp, 0, sizeof *sp);
-    if (g->point && (st = scm_stabpoint_load(g->point, g->index, sp, &err))) {
-        fprintf(stderr, ME ": %s\n", err.msg);
-        return st == SCM_ENOMEM ? 1 : 2;
-    }
-    const char *an = g->actname ? g->actname : g->point ? sp->activation : "relu";
-    *act = scm_activation_find(an);
-    if (!*act) {
-        fprintf(stderr, ME ": unknown activation '%s' (relu, erf, linear)\n", an);
-        return 2;
-    }
-    if (g->point)
-        return 0;
     scm_family_pick_opts fo;
     scm_family_pick_opts_default(&fo);
     fo.K = (int)g->K;
     fo.M = (int)g->M;
     fo.k1 = (int)g->k1;
-    fo.act = *act;
     fo.ansatz_file = g->ansatz;
     fo.starts = g->starts;
     fo.threads = cli_cpu_count(); /* the family does not depend on it */
     fo.index = g->index;
     fo.loss = g->loss;
-    if ((st = scm_stabpoint_family(&fo, sp, &err))) {
-        fprintf(stderr, ME ": %s\n", sp->pick.why ? sp->pick.why : err.msg);
-        return st == SCM_EINVAL || st == SCM_EIO ? 2 : 1;
-    }
-    return 0;
+    scm_status st = scm_stabpoint_get(g->point, g->index, g->actname, &fo, sp, act, &err);
+    if (st)
+        fprintf(stderr, ME ": %s\n", err.msg);
+    return !st ? 0 : st == SCM_EINVAL || st == SCM_EIO ? 2 : 1;
 }
 
 int scm_cmd_stability(int argc, char **argv)
@@ -191,7 +174,6 @@ int scm_cmd_stability(int argc, char **argv)
         rc = check_args(&g);
     if (rc >= 0)
         return rc;
-    gsl_set_error_handler_off();
 
     scm_stabpoint sp;
     const scm_activation *act = NULL;

@@ -4,9 +4,7 @@
  * of each loss curve matched to fixed points, and the escape times against
  * log(1 / alpha) with a fitted slope, compared with 1 / lambda;
  * docs/staircase.md).  Prints a table and writes the study's JSON (with the
- * loss curves) atomically. */
-#include <gsl/gsl_errno.h>
-#include <math.h>
+ * loss curves) atomically; the table is scm_stair_study_text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,41 +16,6 @@
 #include "scm/staircase.h"
 
 #define ME "scm staircase"
-
-static void print_table(const scm_stair_study_opts *o, const scm_stair_study *s)
-{
-    printf("scm staircase: K = %ld, M = %ld, %s, rule %s, T = diag(", o->K, o->M, o->act->name,
-           o->rule->name);
-    for (long m = 0; m < o->M; m++)
-        printf("%s%g", m ? ", " : "", o->T_diag[m]);
-    printf("), v* = (");
-    for (long m = 0; m < o->M; m++)
-        printf("%s%g", m ? ", " : "", o->vstar[m]);
-    printf("), d = %ld, seed %ld; fixed points from %s\n", o->d, o->seed,
-           s->polish ? "Newton polish of the plateaus" : "the enumerator");
-    printf("%-10s %-8s %-9s %-16s %-16s %-10s %s\n", "alpha", "plateau", "tau_start",
-           "tau_escape", "loss", "matched", "fixed point");
-    for (int a = 0; a < s->n_rows; a++) {
-        const scm_stair_study_row *r = &s->rows[a];
-        for (int k = 0; k < r->np; k++) {
-            int f = r->match[k];
-            int last = r->pl[k].i_end == r->n_curve - 1;
-            printf("%-10.3g %-8d %-9.4g %-16.6g %-16.10g %-10s %s\n", r->alpha, k,
-                   r->pl[k].t_start, last ? NAN : r->pl[k].t_end, r->pl[k].eps,
-                   f >= 0 ? "yes" : "no",
-                   f >= 0 ? s->fp_name[f] : (last ? "(end of run)" : "-"));
-        }
-        printf("%-10.3g end: %s at tau = %.6g, loss %.4g\n", r->alpha,
-               scm_stop_reason_str(r->tr.stop), r->tr.t, r->tr.eps);
-    }
-    for (int i = 0; i < s->n_fits; i++) {
-        const scm_stair_study_fit *t = &s->fits[i];
-        printf("fixed point loss %.10g (%s): escape time = %.5g log(1/alpha) + %.5g "
-               "(slope +- %.2g, %d alphas); 1/lambda = %.5g\n",
-               s->fp_eps[t->fp], s->fp_name[t->fp], t->slope, t->intercept, t->se, t->n,
-               1.0 / t->lambda);
-    }
-}
 
 /* The study's problems that do not stop it, as they come. */
 static void note_stderr(void *user, const char *msg)
@@ -73,8 +36,15 @@ static int staircase(const scm_stair_study_opts *o, const char *out, int quiet)
         scm_stair_study_free(&s);
         return rc;
     }
-    if (!quiet)
-        print_table(o, &s);
+    char *text = quiet ? NULL : scm_stair_study_text(o, &s);
+    if (!quiet && !text) {
+        fprintf(stderr, ME ": out of memory\n");
+        scm_stair_study_free(&s);
+        return 1;
+    }
+    if (text)
+        fputs(text, stdout);
+    free(text);
     if (out) {
         cJSON *root = scm_stair_study_json(o, &s);
         rc = cli_write_json(ME, out, root, 1);
@@ -162,6 +132,5 @@ int scm_cmd_staircase(int argc, char **argv)
     }
     o.threads = cli_cpu_count();
     o.note = note_stderr;
-    gsl_set_error_handler_off();
     return staircase(&o, out, quiet);
 }

@@ -188,13 +188,8 @@ int scm_cmd_sweep(int argc, char **argv, const cli_executor *ex)
     int rc = sweep_parse(argc, argv, &a);
     if (rc >= 0)
         return rc;
-    if (a.threads == 0)
-        a.threads = ex->one_thread ? 1 : cli_cpu_count();
-    char why[256];
-    if (ex->check_fn(a.threads, why, sizeof why) != 0) {
-        fprintf(stderr, "scm sweep: %s\n", why);
+    if ((a.threads = cli_exec_threads("scm sweep", ex, a.threads)) < 0)
         return 2;
-    }
 
     scm_error err;
     scm_error_clear(&err);
@@ -212,7 +207,7 @@ int scm_cmd_sweep(int argc, char **argv, const cli_executor *ex)
         fprintf(stderr, "scm sweep: %s: a sweep needs init.type = \"random\"\n", a.config);
         goto done;
     }
-    if (a.fam_path && cli_load_families(a.fam_path, &fams, &err)) {
+    if (a.fam_path && scm_sweep_families_load(a.fam_path, &fams, &err)) {
         fprintf(stderr, "scm sweep: %s\n", err.msg);
         goto done;
     }

@@ -15,7 +15,13 @@
 
 #include <gsl/gsl_eigen.h>
 
+#include "core/flow_internal.h"
+#include "core/kernel_batch.h"
 #include "core/linalg.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SCM_FLOW_AVX2 1 /* lin_dgrad also in AVX2 registers where the CPU has them */
+#endif
 
 struct scm_flow {
     const scm_model *m;
@@ -25,6 +31,16 @@ struct scm_flow {
     double *A, *B, *S, *P;
     double *RT, *C; /* scratch: R^T (M x K), a K x K product */
     double *F; /* K x (K + M) pair values f of scm_flow_rhs_gv */
+    /* A and B hold flow_grad's values at (gQ, gR) with the second layer gv
+     * when g_valid: a linearisation at the point of the last right-hand
+     * side (CVODE's set-up at its predictor) copies them */
+    double *gQ, *gR, *gv;
+    int g_valid;
+    double *sq; /* sqrt of the diagonal: K students (per call), M teachers */
+    /* one row of pairs of flow_grad (K + M): arguments, values, statuses */
+    double *rb, *rc;
+    scm_pair *rp;
+    scm_status *rst;
     struct flow_lin *lin; /* the linearisation of scm_flow_jvp, lazily */
     struct flow_pc *pc;   /* the preconditioner of scm_flow_precond_*, lazily */
 };
@@ -52,7 +68,11 @@ struct flow_lin {
     int valid;
     double *Q, *R, *A, *B, *S, *h, *dQ, *dR, *dA, *dB, *P;
     double *RT, *BT, *C; /* R^T, B^T (M x K) at the point; a K x K product */
-    scm_pair2 *ss, *st;
+    /* the second derivatives, one K x K array per component (aa, ab, ac,
+     * bb, bc, cc) for the student pairs (k < l), one K x M array (aa, ac,
+     * cc) for the student-teacher pairs: lin_dgrad runs along a row of
+     * each, in vector registers; dg, tk: K and max(K, M) scratch */
+    double *ss[6], *st[3], *dg, *tk;
 };
 
 static void lin_free(struct flow_lin *L)
@@ -60,8 +80,7 @@ static void lin_free(struct flow_lin *L)
     if (!L)
         return;
     free(L->Q); /* one block holds all the doubles */
-    free(L->ss);
-    free(L->st);
+    free(L->ss[0]);
     free(L);
 }
 
@@ -80,10 +99,21 @@ scm_flow *scm_flow_alloc(const scm_model *model)
     fl->F = malloc(sizeof(double) * K * (K + M));
     fl->RT = malloc(sizeof(double) * K * M);
     fl->C = malloc(sizeof(double) * K * K);
-    if (!fl->A || !fl->B || !fl->S || !fl->P || !fl->F || !fl->RT || !fl->C) {
+    fl->gQ = malloc(sizeof(double) * (K * K + K * M + 4 * K + 3 * M));
+    fl->rp = malloc(sizeof(scm_pair) * (K + M));
+    fl->rst = malloc(sizeof(scm_status) * (K + M));
+    if (!fl->A || !fl->B || !fl->S || !fl->P || !fl->F || !fl->RT || !fl->C || !fl->gQ ||
+        !fl->rp || !fl->rst) {
         scm_flow_free(fl);
         return NULL;
     }
+    fl->gR = fl->gQ + K * K;
+    fl->gv = fl->gR + K * M;
+    fl->sq = fl->gv + K;
+    fl->rb = fl->sq + K + M;
+    fl->rc = fl->rb + K + M;
+    for (size_t n = 0; n < M; n++)
+        fl->sq[K + n] = sqrt(model->T[n * M + n]);
     fl->eps_tt = teacher_term(model);
     fl->T_identity = 1;
     for (size_t i = 0; i < M * M; i++)
@@ -104,6 +134,9 @@ void scm_flow_free(scm_flow *fl)
     free(fl->F);
     free(fl->RT);
     free(fl->C);
+    free(fl->gQ);
+    free(fl->rp);
+    free(fl->rst);
     lin_free(fl->lin);
     pc_free(fl->pc);
     free(fl);
@@ -135,6 +168,11 @@ static int student_dead(const scm_model *m, const double *Q, const double *R, in
     return 1;
 }
 
+int scm_flow_student_dead(const scm_model *m, const double *Q, const double *R, int k)
+{
+    return student_dead(m, Q, R, k);
+}
+
 /* The absolute slack of the Cauchy-Schwarz bound: SCM_FLOW_CS_SLACK times
  * the largest squared norm of the state, the scale of the integration error
  * (and of traj's PSD check).  The kernels allow a relative excess only,
@@ -150,11 +188,40 @@ static double cs_slack(const scm_model *m, const double *Q)
     return SCM_FLOW_CS_SLACK * s;
 }
 
-/* c clamped onto +-sqrt(ab) when it exceeds the bound by at most tol. */
+/* c clamped onto +-n, n = sqrt(ab), when it exceeds it by at most tol. */
+static double clamp_cs_n(double n, double c, double tol)
+{
+    return fabs(c) > n && fabs(c) - n <= tol ? copysign(n, c) : c;
+}
+
 static double clamp_cs(double a, double b, double c, double tol)
 {
-    double n = sqrt(a) * sqrt(b);
-    return fabs(c) > n && fabs(c) - n <= tol ? copysign(n, c) : c;
+    return clamp_cs_n(sqrt(a) * sqrt(b), c, tol);
+}
+
+/* The pairs of student k with the students l = k .. K - 1, then with the
+ * teachers, into rp and rst (as the activation's pair() gives them; ReLU's
+ * side by side, scm_kernel_relu_pairs), arguments clamped by clamp_cs.
+ * The pairs of dead students are formed too, and ignored by the caller. */
+static void row_pairs(scm_flow *fl, const double *Q, const double *R, int k, double tol)
+{
+    const scm_model *m = fl->m;
+    const int K = m->K, M = m->M, n = K - k + M;
+    const double *sq = fl->sq, a = Q[k * K + k];
+    for (int l = k; l < K; l++) {
+        fl->rb[l - k] = Q[l * K + l];
+        fl->rc[l - k] = clamp_cs_n(sq[k] * sq[l], Q[k * K + l], tol);
+    }
+    for (int p = 0; p < M; p++) {
+        fl->rb[K - k + p] = m->T[p * M + p];
+        fl->rc[K - k + p] = clamp_cs_n(sq[k] * sq[K + p], R[k * M + p], tol);
+    }
+    if (m->act == &scm_act_relu) {
+        scm_kernel_relu_pairs(a, n, fl->rb, fl->rc, fl->rp, fl->rst);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        fl->rst[i] = m->act->pair(a, fl->rb[i], fl->rc[i], &fl->rp[i]);
 }
 
 /* scm_flow_grad, and when F is not NULL the pair values f in F (K x (K + M),
@@ -165,7 +232,7 @@ static scm_status flow_grad(scm_flow *fl, const double *Q, const double *R, doub
 {
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    const double *v = fl->v, *vs = m->vs, *T = m->T;
+    const double *v = fl->v, *vs = m->vs;
     const double tol = cs_slack(m, Q);
     double e = fl->eps_tt;
     if (A)
@@ -174,18 +241,20 @@ static scm_status flow_grad(scm_flow *fl, const double *Q, const double *R, doub
         memset(B, 0, sizeof(double) * (size_t)K * (size_t)M);
     if (F)
         memset(F, 0, sizeof(double) * (size_t)K * (size_t)(K + M));
+    for (int k = 0; k < K; k++) /* sqrt(Q_kk), then sqrt(T_nn): clamp_cs's, once */
+        fl->sq[k] = sqrt(Q[k * K + k]);
     for (int k = 0; k < K; k++) {
         int dk = student_dead(m, Q, R, k);
         if (dk < 0)
             return SCM_ENOTPSD;
         if (dk)
             continue;
+        row_pairs(fl, Q, R, k, tol);
         for (int l = k; l < K; l++) {
-            scm_pair p;
             if (l > k && student_dead(m, Q, R, l))
                 continue;
-            scm_status st = m->act->pair(Q[k * K + k], Q[l * K + l],
-                                         clamp_cs(Q[k * K + k], Q[l * K + l], Q[k * K + l], tol), &p);
+            const scm_pair p = fl->rp[l - k];
+            const scm_status st = fl->rst[l - k];
             if (st)
                 return st;
             if (F)
@@ -205,9 +274,8 @@ static scm_status flow_grad(scm_flow *fl, const double *Q, const double *R, doub
             }
         }
         for (int n = 0; n < M; n++) {
-            scm_pair p;
-            scm_status st = m->act->pair(Q[k * K + k], T[n * M + n],
-                                         clamp_cs(Q[k * K + k], T[n * M + n], R[k * M + n], tol), &p);
+            const scm_pair p = fl->rp[K - k + n];
+            const scm_status st = fl->rst[K - k + n];
             if (st && !(teacher_dead(st) && Q[k * K + k] > 0.0))
                 return st;
             if (F)
@@ -233,6 +301,36 @@ scm_status scm_flow_grad(scm_flow *fl, const double *Q, const double *R, double 
     return flow_grad(fl, Q, R, eps, A, B, NULL);
 }
 
+/* flow_grad into fl->A and fl->B, remembering the point (see g_valid). */
+static scm_status grad_own(scm_flow *fl, const double *Q, const double *R, double *eps,
+                           double *F)
+{
+    const size_t K = (size_t)fl->m->K, M = (size_t)fl->m->M;
+    scm_status st = flow_grad(fl, Q, R, eps, fl->A, fl->B, F);
+    fl->g_valid = st == SCM_OK;
+    if (fl->g_valid) {
+        memcpy(fl->gQ, Q, sizeof(double) * K * K);
+        memcpy(fl->gR, R, sizeof(double) * K * M);
+        memcpy(fl->gv, fl->v, sizeof(double) * K);
+    }
+    return st;
+}
+
+/* A and B at (Q, R) into A and B: fl's, when they were taken there (with
+ * the same second layer), else flow_grad's.  The same bits either way. */
+static scm_status grad_at(scm_flow *fl, const double *Q, const double *R, double *A, double *B)
+{
+    const size_t K = (size_t)fl->m->K, M = (size_t)fl->m->M;
+    if (fl->g_valid && memcmp(fl->gQ, Q, sizeof(double) * K * K) == 0 &&
+        memcmp(fl->gR, R, sizeof(double) * K * M) == 0 &&
+        memcmp(fl->gv, fl->v, sizeof(double) * K) == 0) {
+        memcpy(A, fl->A, sizeof(double) * K * K);
+        memcpy(B, fl->B, sizeof(double) * K * M);
+        return SCM_OK;
+    }
+    return flow_grad(fl, Q, R, NULL, A, B, NULL);
+}
+
 scm_status scm_flow_loss(scm_flow *fl, const double *Q, const double *R, double *eps)
 {
     return scm_flow_grad(fl, Q, R, eps, NULL, NULL);
@@ -252,7 +350,7 @@ static scm_status flow_rhs(scm_flow *fl, const double *Q, const double *R, doubl
 {
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    scm_status st = flow_grad(fl, Q, R, eps, fl->A, fl->B, F);
+    scm_status st = grad_own(fl, Q, R, eps, F);
     if (st)
         return st;
     symmetrise(K, fl->A, fl->S);
@@ -399,7 +497,7 @@ scm_status scm_flow_grad_norm2(scm_flow *fl, const double *Q, const double *R, d
 {
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
-    scm_status st = scm_flow_grad(fl, Q, R, NULL, fl->A, fl->B);
+    scm_status st = grad_own(fl, Q, R, NULL, NULL);
     if (st)
         return st;
     symmetrise(K, fl->A, fl->S);
@@ -427,9 +525,8 @@ static struct flow_lin *lin_alloc(int K, int M)
         return NULL;
     size_t KK = (size_t)K * K, KM = (size_t)K * M, KP = (size_t)K * (size_t)(K > M ? K : M);
     L->Q = malloc(sizeof(double) * (6 * KK + 6 * KM + (size_t)K + KP));
-    L->ss = malloc(sizeof(scm_pair2) * KK);
-    L->st = malloc(sizeof(scm_pair2) * KM);
-    if (!L->Q || !L->ss || !L->st) {
+    L->ss[0] = malloc(sizeof(double) * (6 * KK + 3 * KM + (size_t)K + KP));
+    if (!L->Q || !L->ss[0]) {
         lin_free(L);
         return NULL;
     }
@@ -446,6 +543,13 @@ static struct flow_lin *lin_alloc(int K, int M)
     L->RT = L->P + KP;
     L->BT = L->RT + KM;
     L->C = L->BT + KM;
+    for (int i = 1; i < 6; i++)
+        L->ss[i] = L->ss[i - 1] + KK;
+    L->st[0] = L->ss[5] + KK;
+    for (int i = 1; i < 3; i++)
+        L->st[i] = L->st[i - 1] + KM;
+    L->dg = L->st[2] + KM;
+    L->tk = L->dg + K;
     return L;
 }
 
@@ -460,7 +564,7 @@ static scm_status lin_setup(scm_flow *fl, struct flow_lin *L, const double *Q, c
     const int K = m->K, M = m->M;
     const scm_activation *act = m->act;
     L->valid = 0;
-    scm_status st = scm_flow_grad(fl, Q, R, NULL, L->A, L->B);
+    scm_status st = grad_at(fl, Q, R, L->A, L->B);
     if (st)
         return st;
     symmetrise(K, L->A, L->S);
@@ -478,20 +582,23 @@ static scm_status lin_setup(scm_flow *fl, struct flow_lin *L, const double *Q, c
             L->h[k] = m->v[k] * m->v[k] * (q.aa + q.ab + q.ac + 0.5 * (q.ac + q.bc + q.cc));
         }
         for (int l = k + 1; l < K; l++) {
-            L->ss[k * K + l] = (scm_pair2){0, 0, 0, 0, 0, 0};
-            if (student_dead(m, Q, R, l))
-                continue;
-            if ((st = scm_kernel_pair2(act, FLOW_JVP_SREL_MIN, a, Q[l * K + l], Q[k * K + l],
-                                       &L->ss[k * K + l])))
+            q = (scm_pair2){0, 0, 0, 0, 0, 0};
+            if (!student_dead(m, Q, R, l) &&
+                (st = scm_kernel_pair2(act, FLOW_JVP_SREL_MIN, a, Q[l * K + l], Q[k * K + l], &q)))
                 return st;
+            const double c[6] = {q.aa, q.ab, q.ac, q.bb, q.bc, q.cc};
+            for (int i = 0; i < 6; i++)
+                L->ss[i][k * K + l] = c[i];
         }
         for (int n = 0; n < M; n++) {
-            st = scm_kernel_pair2(act, FLOW_JVP_SREL_MIN, a, m->T[n * M + n], R[k * M + n],
-                                  &L->st[k * M + n]);
+            st = scm_kernel_pair2(act, FLOW_JVP_SREL_MIN, a, m->T[n * M + n], R[k * M + n], &q);
             if (st == SCM_EDEAD) /* a zero-norm teacher unit: no terms */
                 st = SCM_OK;
             if (st)
                 return st;
+            L->st[0][k * M + n] = q.aa;
+            L->st[1][k * M + n] = q.ac;
+            L->st[2][k * M + n] = q.cc;
         }
     }
     memcpy(L->Q, Q, sizeof(double) * (size_t)K * (size_t)K);
@@ -503,33 +610,80 @@ static scm_status lin_setup(scm_flow *fl, struct flow_lin *L, const double *Q, c
 }
 
 /* dA and dB in the direction (dQ, dR) from the cached second derivatives
- * (the derivative of the bookkeeping in scm_flow_grad). */
-static void lin_dgrad(const scm_model *m, struct flow_lin *L, const double *dQ,
-                      const double *dR)
+ * (the derivative of the bookkeeping in scm_flow_grad).  Every entry
+ * receives the terms of the textbook double loop over the pairs (k < l,
+ * then the teachers n), each formed by the same expression, in the same
+ * order: the terms of a row are formed side by side (the compiler
+ * vectorises the loops over l and n), the sums into A_kk then taken in
+ * turn, and the diagonal of dA is kept in dg (contiguous) meanwhile. */
+static inline __attribute__((always_inline)) void lin_dgrad_body(
+    const scm_model *m, struct flow_lin *restrict L, const double *restrict dQ,
+    const double *restrict dR)
 {
     const int K = m->K, M = m->M;
-    const double *v = m->v, *vs = m->vs;
-    memset(L->dA, 0, sizeof(double) * (size_t)K * (size_t)K);
-    memset(L->dB, 0, sizeof(double) * (size_t)K * (size_t)M);
+    const double *restrict v = m->v, *restrict vs = m->vs;
+    double *restrict dA = L->dA, *restrict dB = L->dB, *restrict dg = L->dg, *restrict t = L->tk;
+    memset(dA, 0, sizeof(double) * (size_t)K * (size_t)K);
+    memset(dB, 0, sizeof(double) * (size_t)K * (size_t)M);
+    memset(dg, 0, sizeof(double) * (size_t)K);
+    double *restrict dd = L->P; /* the diagonal of dQ, contiguous (P is free here) */
+    for (int k = 0; k < K; k++)
+        dd[k] = dQ[k * K + k];
     for (int k = 0; k < K; k++) {
         if (student_dead(m, L->Q, L->R, k))
             continue;
-        const double da = dQ[k * K + k];
-        L->dA[k * K + k] += L->h[k] * da;
+        const double da = dd[k], vk = v[k];
+        const long o = (long)k * K;
+        const double *restrict aa = L->ss[0] + o, *restrict ab = L->ss[1] + o,
+                               *restrict ac = L->ss[2] + o, *restrict bb = L->ss[3] + o,
+                               *restrict bc = L->ss[4] + o, *restrict cc = L->ss[5] + o;
+        const double *restrict dc = dQ + o;
+        dg[k] += L->h[k] * da;
         for (int l = k + 1; l < K; l++) {
-            const scm_pair2 *q = &L->ss[k * K + l];
-            const double db = dQ[l * K + l], dc = dQ[k * K + l], w = v[k] * v[l];
-            L->dA[k * K + k] += w * (q->aa * da + q->ab * db + q->ac * dc);
-            L->dA[l * K + l] += w * (q->ab * da + q->bb * db + q->bc * dc);
-            L->dA[k * K + l] = L->dA[l * K + k] = 0.5 * w * (q->ac * da + q->bc * db + q->cc * dc);
+            const double w = vk * v[l], db = dd[l];
+            t[l] = w * (aa[l] * da + ab[l] * db + ac[l] * dc[l]);
+            dg[l] += w * (ab[l] * da + bb[l] * db + bc[l] * dc[l]);
+            dA[o + l] = 0.5 * w * (ac[l] * da + bc[l] * db + cc[l] * dc[l]);
         }
+        double s = dg[k];
+        for (int l = k + 1; l < K; l++)
+            s += t[l];
+        const long p = (long)k * M;
+        const double *restrict ta = L->st[0] + p, *restrict tc = L->st[1] + p,
+                               *restrict tcc = L->st[2] + p, *restrict dr = dR + p;
         for (int n = 0; n < M; n++) {
-            const scm_pair2 *q = &L->st[k * M + n];
-            const double dc = dR[k * M + n], w = v[k] * vs[n];
-            L->dA[k * K + k] -= w * (q->aa * da + q->ac * dc);
-            L->dB[k * M + n] = -w * (q->ac * da + q->cc * dc);
+            const double w = vk * vs[n];
+            t[n] = w * (ta[n] * da + tc[n] * dr[n]);
+            dB[p + n] = -w * (tc[n] * da + tcc[n] * dr[n]);
         }
+        for (int n = 0; n < M; n++)
+            s -= t[n];
+        dg[k] = s;
     }
+    for (int k = 0; k < K; k++) {
+        dA[(long)k * K + k] = dg[k];
+        for (int l = k + 1; l < K; l++)
+            dA[(long)l * K + k] = dA[(long)k * K + l];
+    }
+}
+
+#ifdef SCM_FLOW_AVX2
+__attribute__((target("avx2"))) static void lin_dgrad_avx2(const scm_model *m, struct flow_lin *L,
+                                                          const double *dQ, const double *dR)
+{
+    lin_dgrad_body(m, L, dQ, dR);
+}
+#endif
+
+static void lin_dgrad(const scm_model *m, struct flow_lin *L, const double *dQ, const double *dR)
+{
+#ifdef SCM_FLOW_AVX2
+    if (__builtin_cpu_supports("avx2")) {
+        lin_dgrad_avx2(m, L, dQ, dR);
+        return;
+    }
+#endif
+    lin_dgrad_body(m, L, dQ, dR);
 }
 
 scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const double *dQ,
@@ -743,7 +897,7 @@ scm_status scm_flow_precond_setup(scm_flow *fl, const double *Q, const double *R
         return SCM_ENOMEM;
     struct flow_pc *pc = fl->pc;
     pc->valid = 0;
-    scm_status st = scm_flow_grad(fl, Q, R, NULL, fl->A, fl->B);
+    scm_status st = grad_own(fl, Q, R, NULL, NULL);
     if (st)
         return st;
     symmetrise(K, fl->A, pc->S->data); /* a fresh K x K gsl_matrix is contiguous */
@@ -796,148 +950,4 @@ scm_status scm_flow_precond_solve(scm_flow *fl, double gamma, const double *rQ,
         !isfinite(scm_linalg_max_abs(zR, (long)K * M)))
         return SCM_ENAN;
     return SCM_OK;
-}
-
-/* ---- the loss of a realisable state (flow.h, "Realisable states") ---- */
-
-/* Ap = A^+ for the symmetric n x n A (eigenvalues below 1e-12 of the
- * largest dropped), from the eigenpairs in ev, evec. */
-static void pinv_from_eig(int n, const gsl_vector *ev, const gsl_matrix *evec, double *Ap)
-{
-    double top = 0.0;
-    for (int i = 0; i < n; i++)
-        top = fmax(top, fabs(gsl_vector_get(ev, (size_t)i)));
-    memset(Ap, 0, sizeof(double) * (size_t)n * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        double mu = gsl_vector_get(ev, (size_t)i);
-        if (!(mu > 1e-12 * top))
-            continue;
-        for (int a = 0; a < n; a++)
-            for (int b = 0; b < n; b++)
-                Ap[a * n + b] += gsl_matrix_get(evec, (size_t)a, (size_t)i) *
-                                 gsl_matrix_get(evec, (size_t)b, (size_t)i) / mu;
-    }
-}
-
-/* The symmetric eigenproblem of the n x n row-major X into ev, evec. */
-static scm_status eig_sym(int n, const double *X, gsl_vector *ev, gsl_matrix *evec)
-{
-    gsl_matrix *A = gsl_matrix_alloc((size_t)n, (size_t)n);
-    gsl_eigen_symmv_workspace *w = gsl_eigen_symmv_alloc((size_t)n);
-    scm_status st = SCM_ENOMEM;
-    if (A && w) {
-        memcpy(A->data, X, sizeof(double) * (size_t)n * (size_t)n); /* fresh: contiguous */
-        st = gsl_eigen_symmv(A, ev, evec, w) == GSL_SUCCESS ? SCM_OK : SCM_ESOLVER;
-    }
-    gsl_matrix_free(A);
-    if (w)
-        gsl_eigen_symmv_free(w);
-    return st;
-}
-
-/* C = Q - R T^+ R^T over the live students (index list live, nl of them),
- * symmetric from Q's upper triangle, into C (nl x nl). */
-static scm_status schur_live(const scm_model *m, const double *Q, const double *R,
-                             const int *live, int nl, double *C)
-{
-    const int K = m->K, M = m->M;
-    double *Tp = malloc(sizeof(double) * (size_t)M * (size_t)M);
-    gsl_vector *ev = gsl_vector_alloc((size_t)M);
-    gsl_matrix *evec = gsl_matrix_alloc((size_t)M, (size_t)M);
-    scm_status st = Tp && ev && evec ? eig_sym(M, m->T, ev, evec) : SCM_ENOMEM;
-    if (!st) {
-        pinv_from_eig(M, ev, evec, Tp);
-        for (int i = 0; i < nl; i++)
-            for (int j = i; j < nl; j++) {
-                const int k = live[i], l = live[j];
-                double s = 0.0;
-                for (int a = 0; a < M; a++)
-                    for (int b = 0; b < M; b++)
-                        s += R[k * M + a] * Tp[a * M + b] * R[l * M + b];
-                C[i * nl + j] = C[j * nl + i] = Q[k * K + l] - s;
-            }
-    }
-    free(Tp);
-    gsl_vector_free(ev);
-    gsl_matrix_free(evec);
-    return st;
-}
-
-scm_status scm_flow_realisable(const scm_model *m, const double *Q, const double *R, double *Qp,
-                               double *proj)
-{
-    const int K = m->K, M = m->M;
-    *proj = 0.0;
-    for (long i = 0; i < (long)K * K; i++)
-        if (!isfinite(Q[i]))
-            return SCM_ENAN;
-    for (long i = 0; i < (long)K * M; i++)
-        if (!isfinite(R[i]))
-            return SCM_ENAN;
-    if (Qp != Q)
-        memcpy(Qp, Q, sizeof(double) * (size_t)K * (size_t)K);
-    int *live = malloc(sizeof(int) * (size_t)K), nl = 0;
-    double *C = malloc(sizeof(double) * (size_t)K * (size_t)K);
-    gsl_vector *ev = gsl_vector_alloc((size_t)K);
-    gsl_matrix *evec = gsl_matrix_alloc((size_t)K, (size_t)K);
-    scm_status st = live && C && ev && evec ? SCM_OK : SCM_ENOMEM;
-    for (int k = 0; !st && k < K; k++)
-        if (!student_dead(m, Q, R, k)) /* a dead student's rows stay exactly 0 */
-            live[nl++] = k;
-    if (!st && nl > 0 && !(st = schur_live(m, Q, R, live, nl, C))) {
-        gsl_vector_view evv = gsl_vector_subvector(ev, 0, (size_t)nl);
-        gsl_matrix_view evm = gsl_matrix_submatrix(evec, 0, 0, (size_t)nl, (size_t)nl);
-        gsl_matrix *Z = gsl_matrix_alloc((size_t)nl, (size_t)nl); /* contiguous copy */
-        st = Z ? eig_sym(nl, C, &evv.vector, Z) : SCM_ENOMEM;
-        if (!st)
-            gsl_matrix_memcpy(&evm.matrix, Z);
-        gsl_matrix_free(Z);
-        for (int i = 0; !st && i < nl; i++) {
-            const double lam = gsl_vector_get(&evv.vector, (size_t)i);
-            if (!(lam < 0.0))
-                continue;
-            *proj = fmax(*proj, -lam); /* Qp += |lam| u u^T */
-            for (int a = 0; a < nl; a++)
-                for (int b = 0; b < nl; b++)
-                    Qp[live[a] * K + live[b]] -= lam * gsl_matrix_get(&evm.matrix, (size_t)a, (size_t)i) *
-                                                 gsl_matrix_get(&evm.matrix, (size_t)b, (size_t)i);
-        }
-    }
-    for (int k = 0; !st && *proj > 0.0 && k < K; k++) /* exactly symmetric */
-        for (int l = k + 1; l < K; l++)
-            Qp[l * K + k] = Qp[k * K + l];
-    free(live);
-    free(C);
-    gsl_vector_free(ev);
-    gsl_matrix_free(evec);
-    return st;
-}
-
-scm_status scm_flow_loss_realisable(scm_flow *fl, const double *Q, const double *R, double *eps,
-                                    double *proj)
-{
-    const int K = fl->m->K;
-    double *Qp = malloc(sizeof(double) * (size_t)K * (size_t)K);
-    if (!Qp)
-        return SCM_ENOMEM;
-    scm_status st = scm_flow_realisable(fl->m, Q, R, Qp, proj);
-    if (!st)
-        st = scm_flow_grad(fl, Qp, R, eps, NULL, NULL);
-    free(Qp);
-    if (!st && *eps < 0.0) {
-        /* a realisable state's loss is >= 0: below that is the round-off of
-         * the cancelling sum, at most a few ulps of its O((K + M)^2) terms */
-        const scm_model *m = fl->m;
-        double scale = 1.0;
-        for (int k = 0; k < K; k++)
-            scale = fmax(scale, Q[k * K + k]);
-        for (int n = 0; n < m->M; n++)
-            scale = fmax(scale, m->T[n * m->M + n]);
-        const double n = (double)(K + m->M);
-        if (*eps >= -SCM_FLOW_LOSS_ROUNDOFF * n * n * scale)
-            *eps = 0.0;
-        else
-            st = SCM_ENOTPSD;
-    }
-    return st;
 }

@@ -3,6 +3,7 @@
  * fma determinant, atan2 instead of arccos, a series for the cancellation of
  * f at rho -> -1), tiny and huge norms (exact power-of-4 scaling). */
 #include "scm/kernel.h"
+#include "core/kernel_batch.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -216,6 +217,103 @@ static double erf_g(double x) { return erf(x / M_SQRT2); }
 static double erf_dg(double x) { return sqrt(2.0 / M_PI) * exp(-0.5 * x * x); }
 static double linear_g(double x) { return x; }
 static double linear_dg(double x) { (void)x; return 1.0; }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* (gcc's -std=c11 contracts nothing anyway) */
+#endif
+/* Lanes per pass of relu_pairs_fma (its arrays are on the stack). */
+#define RELU_CHUNK 64
+
+/* relu_pair on up to RELU_CHUNK pairs (a, b[i], c[i]): the common case
+ * four lanes at a time, with the operations of relu_pair in the same
+ * order (a vector sqrt, division, multiply, add and fused multiply-add
+ * round each lane as the scalar ones and libm's fma do), atan2 lane by
+ * lane from libm; any other lane through relu_pair itself. */
+__attribute__((target("avx2,fma"))) static void relu_pairs_fma(double a, int n,
+                                                               const double *restrict b,
+                                                               const double *restrict c,
+                                                               scm_pair *restrict out,
+                                                               scm_status *restrict st)
+{
+    double bb[RELU_CHUNK], cc[RELU_CHUNK], s[RELU_CHUNK], th[RELU_CHUNK];
+    int ok[RELU_CHUNK];
+    const int n4 = (n + 3) & ~3;
+    for (int i = 0; i < n4; i++) { /* padded with a harmless pair */
+        bb[i] = i < n ? b[i] : 1.0;
+        cc[i] = i < n ? c[i] : 0.0;
+    }
+    const int a_ok = a >= DET2_SAFE_LO && a <= DET2_SAFE_HI;
+    const __m256d va = _mm256_set1_pd(a), lo = _mm256_set1_pd(DET2_SAFE_LO),
+                  hi = _mm256_set1_pd(DET2_SAFE_HI), zero = _mm256_setzero_pd(),
+                  sign = _mm256_set1_pd(-0.0), one = _mm256_set1_pd(1.0);
+    for (int i = 0; i < n4; i += 4) { /* gram_sqrt on det2's unscaled path */
+        const __m256d vb = _mm256_loadu_pd(bb + i), vc = _mm256_loadu_pd(cc + i);
+        const __m256d p = _mm256_mul_pd(va, vb), q = _mm256_mul_pd(vc, vc);
+        const __m256d d = _mm256_add_pd(_mm256_sub_pd(p, q),
+                                        _mm256_sub_pd(_mm256_fmsub_pd(va, vb, p),
+                                                      _mm256_fmsub_pd(vc, vc, q)));
+        __m256d m = _mm256_and_pd(_mm256_cmp_pd(vb, lo, _CMP_GE_OQ),
+                                  _mm256_cmp_pd(vb, hi, _CMP_LE_OQ));
+        m = _mm256_and_pd(m, _mm256_cmp_pd(_mm256_andnot_pd(sign, vc), hi, _CMP_LE_OQ));
+        m = _mm256_and_pd(m, _mm256_cmp_pd(d, zero, _CMP_GE_OQ));
+        _mm256_storeu_pd(s + i, _mm256_sqrt_pd(_mm256_blendv_pd(zero, d, m)));
+        const int bits = a_ok ? _mm256_movemask_pd(m) : 0;
+        for (int q4 = 0; q4 < 4; q4++)
+            ok[i + q4] = (bits >> q4) & 1;
+    }
+    for (int i = 0; i < n4; i++)
+        th[i] = ok[i] && i < n ? atan2(s[i], -cc[i]) : 0.0;
+    const __m256d twopi = _mm256_set1_pd(2.0 * M_PI), fourpi = _mm256_set1_pd(4.0 * M_PI),
+                  half = _mm256_set1_pd(0.5),
+                  ra = _mm256_set1_pd(sqrt(a_ok ? a : 1.0));
+    for (int i = 0; i < n; i += 4) {
+        const __m256d vs = _mm256_loadu_pd(s + i), vc = _mm256_loadu_pd(cc + i),
+                      vt = _mm256_loadu_pd(th + i);
+        const __m256d vb = _mm256_loadu_pd(bb + i);
+        const __m256d rb = _mm256_sqrt_pd(_mm256_blendv_pd(one, vb,
+                                          _mm256_cmp_pd(vb, lo, _CMP_GE_OQ)));
+        const __m256d fc = _mm256_div_pd(vt, twopi);
+        const __m256d f = _mm256_add_pd(_mm256_div_pd(vs, twopi), _mm256_mul_pd(vc, fc));
+        const __m256d fa = _mm256_div_pd(_mm256_div_pd(_mm256_div_pd(vs, ra), fourpi), ra);
+        const __m256d fb = _mm256_div_pd(_mm256_div_pd(_mm256_div_pd(vs, rb), fourpi), rb);
+        /* relu_pair's branch: c >= 0 or s >= 1/2 (-c); else it cancels */
+        const __m256d plain = _mm256_or_pd(
+            _mm256_cmp_pd(vc, zero, _CMP_GE_OQ),
+            _mm256_cmp_pd(vs, _mm256_mul_pd(half, _mm256_xor_pd(vc, sign)), _CMP_GE_OQ));
+        const int bits = _mm256_movemask_pd(plain);
+        double vf[4], vfa[4], vfb[4], vfc[4];
+        _mm256_storeu_pd(vf, f);
+        _mm256_storeu_pd(vfa, fa);
+        _mm256_storeu_pd(vfb, fb);
+        _mm256_storeu_pd(vfc, fc);
+        for (int q4 = 0; q4 < 4 && i + q4 < n; q4++) {
+            const int j = i + q4;
+            ok[j] &= (bits >> q4) & 1;
+            out[j] = (scm_pair){vf[q4], vfa[q4], vfb[q4], vfc[q4]};
+            st[j] = ok[j] ? pair_finite(&out[j]) : SCM_OK;
+            if (!ok[j] || st[j])
+                st[j] = relu_pair(a, b[j], c[j], &out[j]);
+        }
+    }
+}
+#endif
+
+void scm_kernel_relu_pairs(double a, int n, const double *b, const double *c, scm_pair *out,
+                           scm_status *st)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        for (int i = 0; i < n; i += RELU_CHUNK)
+            relu_pairs_fma(a, n - i < RELU_CHUNK ? n - i : RELU_CHUNK, b + i, c + i, out + i,
+                           st + i);
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++)
+        st[i] = relu_pair(a, b[i], c[i], &out[i]);
+}
 
 const scm_activation scm_act_relu = {"relu", relu_pair, relu_i3, relu_g, relu_dg};
 const scm_activation scm_act_erf = {"erf", erf_pair, erf_i3, erf_g, erf_dg};

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int scm_linalg_cholesky(double *A, int n)
+/* The textbook (left-looking) factor: entry (i, j) is A_ij minus
+ * L_ik L_jk for k = 0, 1, .., j - 1 in turn, then divided by L_jj. */
+static int cholesky_left(double *A, int n)
 {
     for (int j = 0; j < n; j++) {
         double d = A[j * n + j];
@@ -24,6 +26,55 @@ int scm_linalg_cholesky(double *A, int n)
         }
     }
     return -1;
+}
+
+/* The same factor right-looking: once column j is final, it is subtracted
+ * from the trailing triangle, row by row along contiguous memory (with
+ * column j copied to col), which the compiler vectorises.  Each entry
+ * receives the same subtractions in the same order k = 0, 1, .. as in
+ * cholesky_left, so the factor is bitwise the same (test_linalg).  It is
+ * the PSD check of every trajectory step (n = K + M). */
+#define CHOL_COL_MAX 512
+static inline __attribute__((always_inline)) int cholesky_right(double *restrict A, int n)
+{
+    double col[CHOL_COL_MAX];
+    for (int j = 0; j < n; j++) {
+        double d = A[j * n + j];
+        if (!(d > 0.0))
+            return j;
+        d = sqrt(d);
+        A[j * n + j] = d;
+        for (int i = j + 1; i < n; i++)
+            col[i] = A[i * n + j] = A[i * n + j] / d;
+        for (int i = j + 1; i < n; i++) {
+            double *restrict a = A + (long)i * n;
+            const double x = col[i];
+            for (int l = j + 1; l <= i; l++)
+                a[l] -= x * col[l];
+        }
+    }
+    return -1;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SCM_LINALG_AVX2 1
+__attribute__((target("avx2"))) static int cholesky_right_avx2(double *A, int n)
+{
+    return cholesky_right(A, n);
+}
+#endif
+
+static int cholesky_right_plain(double *A, int n) { return cholesky_right(A, n); }
+
+int scm_linalg_cholesky(double *A, int n)
+{
+    if (n > CHOL_COL_MAX)
+        return cholesky_left(A, n);
+#ifdef SCM_LINALG_AVX2
+    if (__builtin_cpu_supports("avx2"))
+        return cholesky_right_avx2(A, n);
+#endif
+    return cholesky_right_plain(A, n);
 }
 
 /* C = A B in 4 x 4 tiles of C held in registers (the plain loop below
@@ -73,10 +124,94 @@ static void gemm_nn(int m, int n, int k, const double *restrict A, const double 
     }
 }
 
+#ifdef SCM_LINALG_AVX2
+/* The same product with AVX2 registers (4 doubles) in 4 x 8 tiles, where
+ * the CPU has them (bench/bench_map_ab.sh measures the runs).  AVX2 brings
+ * no FMA, and a vector multiply or add rounds each lane as the scalar one
+ * does, so every entry is still the plain loop's sum, bit for bit
+ * (test_linalg compares them).  The tiles are inlined into the AVX2
+ * function, so that no 256-bit value crosses a call. */
+typedef double v4d __attribute__((vector_size(32)));
+
+/* C[0..R-1][0..4V-1] = A[0..R-1][:] B[:][0..4V-1], each entry summed over p
+ * in increasing order from 0 (A, B, C at the tile's corner). */
+#define GEMM_TILE(NAME, R, V)                                                                \
+    static inline __attribute__((always_inline)) void NAME(                                   \
+        int n, int k, const double *restrict A, const double *restrict B, double *restrict C) \
+    {                                                                                         \
+        v4d c[R][V];                                                                          \
+        for (int r = 0; r < R; r++)                                                           \
+            for (int q = 0; q < V; q++)                                                       \
+                c[r][q] = (v4d){0.0, 0.0, 0.0, 0.0};                                          \
+        for (int p = 0; p < k; p++) {                                                         \
+            v4d b[V];                                                                         \
+            for (int q = 0; q < V; q++)                                                       \
+                memcpy(&b[q], B + (long)p * n + 4 * q, sizeof b[q]);                          \
+            for (int r = 0; r < R; r++) {                                                     \
+                const double a = A[(long)r * k + p];                                          \
+                const v4d av = {a, a, a, a};                                                  \
+                for (int q = 0; q < V; q++)                                                   \
+                    c[r][q] += av * b[q];                                                     \
+            }                                                                                 \
+        }                                                                                     \
+        for (int r = 0; r < R; r++)                                                           \
+            for (int q = 0; q < V; q++)                                                       \
+                memcpy(C + (long)r * n + 4 * q, &c[r][q], sizeof c[r][q]);                    \
+    }
+GEMM_TILE(tile4x8, 4, 2)
+GEMM_TILE(tile4x4, 4, 1)
+GEMM_TILE(tile1x4, 1, 1)
+
+/* C[i][j] for the rows i0..i1-1 and the columns j0..n-1, plainly. */
+static inline __attribute__((always_inline)) void gemm_plain(int i0, int i1, int j0, int n,
+                                                             int k, const double *restrict A,
+                                                             const double *restrict B,
+                                                             double *restrict C)
+{
+    for (int i = i0; i < i1; i++)
+        for (int j = j0; j < n; j++) {
+            double c = 0.0;
+            for (int p = 0; p < k; p++)
+                c += A[(long)i * k + p] * B[(long)p * n + j];
+            C[(long)i * n + j] = c;
+        }
+}
+
+__attribute__((target("avx2"))) static void gemm_nn_avx2(int m, int n, int k,
+                                                         const double *restrict A,
+                                                         const double *restrict B,
+                                                         double *restrict C)
+{
+    int i = 0;
+    for (; i + 4 <= m; i += 4) {
+        const double *a = A + (long)i * k;
+        double *c = C + (long)i * n;
+        int j = 0;
+        for (; j + 8 <= n; j += 8)
+            tile4x8(n, k, a, B + j, c + j);
+        for (; j + 4 <= n; j += 4)
+            tile4x4(n, k, a, B + j, c + j);
+        gemm_plain(i, i + 4, j, n, k, A, B, C);
+    }
+    for (; i < m; i++) {
+        int j = 0;
+        for (; j + 4 <= n; j += 4)
+            tile1x4(n, k, A + (long)i * k, B + j, C + (long)i * n + j);
+        gemm_plain(i, i + 1, j, n, k, A, B, C);
+    }
+}
+#endif
+
 void scm_linalg_gemm(int m, int n, int k, const double *A, const double *B, int transb,
                      double *C)
 {
     if (!transb) {
+#ifdef SCM_LINALG_AVX2
+        if (__builtin_cpu_supports("avx2")) {
+            gemm_nn_avx2(m, n, k, A, B, C);
+            return;
+        }
+#endif
         gemm_nn(m, n, k, A, B, C);
         return;
     }
@@ -101,16 +236,27 @@ void scm_linalg_transpose(int m, int n, const double *A, double *At)
             At[(long)j * m + i] = A[(long)i * n + j];
 }
 
+/* Without an early exit at a NaN and in four lanes, so that the loop
+ * vectorises: the maximum is exact in any order, and a NaN still gives NaN
+ * (a != a). */
 double scm_linalg_max_abs(const double *x, long n)
 {
-    double m = 0.0;
-    for (long i = 0; i < n; i++) {
-        if (isnan(x[i]))
-            return NAN;
-        if (fabs(x[i]) > m)
-            m = fabs(x[i]);
+    double m[4] = {0.0, 0.0, 0.0, 0.0}, bad[4] = {0.0, 0.0, 0.0, 0.0};
+    long i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int q = 0; q < 4; q++) {
+            const double a = fabs(x[i + q]);
+            bad[q] = a != a ? 1.0 : bad[q];
+            m[q] = a > m[q] ? a : m[q];
+        }
+    for (; i < n; i++) {
+        const double a = fabs(x[i]);
+        bad[0] = a != a ? 1.0 : bad[0];
+        m[0] = a > m[0] ? a : m[0];
     }
-    return m;
+    if (bad[0] + bad[1] + bad[2] + bad[3] > 0.0)
+        return NAN;
+    return fmax(fmax(m[0], m[1]), fmax(m[2], m[3]));
 }
 
 scm_status scm_linalg_re_range(gsl_matrix *J, double *re_max, double *re_min)

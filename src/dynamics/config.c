@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "scm/init.h"
 #include "scm/output.h"
@@ -654,49 +655,95 @@ out:
     return st;
 }
 
-scm_status scm_config_load(const char *path, const char *const *sets, int nsets,
-                           scm_config **out, scm_error *err)
+/* The key "a.b.c" removed from root: 0, or -1 when root has no such key. */
+static int unset_key(cJSON *root, const char *path_key)
 {
-    *out = NULL;
+    char key[512];
+    snprintf(key, sizeof key, "%s", path_key);
+    cJSON *obj = root;
+    char *dot, *k = key;
+    while ((dot = strchr(k, '.')) && obj) {
+        *dot = '\0';
+        obj = cJSON_GetObjectItemCaseSensitive(obj, k);
+        k = dot + 1;
+    }
+    if (!cJSON_IsObject(obj) || !cJSON_GetObjectItemCaseSensitive(obj, k))
+        return -1;
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, k);
+    return 0;
+}
+
+scm_status scm_config_unset(char **text, size_t *len, const char *source,
+                            const char *const *unset, int nunset, scm_error *err)
+{
+    if (nunset == 0)
+        return SCM_OK;
+    cJSON *root = cJSON_ParseWithLength(*text, *len);
+    scm_status st = SCM_OK;
+    if (!cJSON_IsObject(root))
+        st = scm_error_set(err, SCM_EINVAL, "--unset: '%s' is not a JSON object", source);
+    for (int i = 0; !st && i < nunset; i++)
+        if (unset_key(root, unset[i]))
+            st = scm_error_set(err, SCM_EINVAL, "--unset %s: '%s' has no such key", unset[i],
+                               source);
+    char *t = st ? NULL : scm_output_print(root, 1); /* every number exact */
+    cJSON_Delete(root);
+    if (!st && !t)
+        st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+    if (!st) {
+        free(*text);
+        *text = t;
+        *len = strlen(t);
+    }
+    return st;
+}
+
+scm_status scm_config_read(const char *path, const char *const *unset, int nunset, char **text,
+                           size_t *len, scm_error *err)
+{
+    /* the directory and the open failure told apart, as they always were */
+    struct stat sb;
+    *text = NULL;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return scm_error_set(err, SCM_EIO, "cannot read config '%s': it is a directory", path);
     FILE *f = fopen(path, "rb");
     if (!f)
         return scm_error_set(err, SCM_EIO, "cannot open config '%s': %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    scm_status st = SCM_OK;
-    while (buf) {
-        len += fread(buf + len, 1, cap - len - 1, f);
-        if (len < cap - 1)
-            break;
-        if (cap > ((size_t)64 << 20)) {
-            st = scm_error_set(err, SCM_EINVAL, "config '%s' is larger than 64 MiB", path);
-            break;
-        }
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f), why = errno;
     fclose(f);
+    scm_error e;
+    char *buf = scm_output_read_file(path, SCM_CONFIG_MAX_BYTES, len, &e);
     if (!buf)
-        return scm_error_set(err, SCM_ENOMEM, "out of memory reading '%s'", path);
-    if (!st && bad)
-        st = scm_error_set(err, SCM_EIO, "cannot read config '%s': %s", path,
-                           why == EISDIR ? "it is a directory" : strerror(why));
-    if (!st) {
-        buf[len] = '\0';
-        if (strlen(buf) != len)
-            st = scm_error_set(err, SCM_EINVAL, "config '%s' contains a NUL byte", path);
-        else
-            st = scm_config_parse(buf, path, sets, nsets, out, err);
-    }
-    free(buf);
+        return e.code == SCM_EINVAL
+                   ? scm_error_set(err, SCM_EINVAL, "config '%s' is larger than 64 MiB", path)
+                   : scm_error_set(err, e.code, "config: %s", e.msg);
+    scm_status st = strlen(buf) != *len ? scm_error_set(err, SCM_EINVAL,
+                                                        "config '%s' contains a NUL byte", path)
+                                        : scm_config_unset(&buf, len, path, unset, nunset, err);
+    if (st)
+        free(buf);
+    else
+        *text = buf;
     return st;
+}
+
+scm_status scm_config_load_unset(const char *path, const char *const *sets, int nsets,
+                                 const char *const *unset, int nunset, scm_config **out,
+                                 scm_error *err)
+{
+    char *text;
+    size_t len;
+    *out = NULL;
+    scm_status st = scm_config_read(path, unset, nunset, &text, &len, err);
+    if (!st)
+        st = scm_config_parse(text, path, sets, nsets, out, err);
+    free(text);
+    return st;
+}
+
+scm_status scm_config_load(const char *path, const char *const *sets, int nsets,
+                           scm_config **out, scm_error *err)
+{
+    return scm_config_load_unset(path, sets, nsets, NULL, 0, out, err);
 }
 
 scm_model *scm_config_model(const scm_config *c, scm_error *err)

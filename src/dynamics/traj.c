@@ -380,7 +380,8 @@ static scm_status run_start(traj_run *r, const double *Q0, const double *R0, scm
     scm_traj_result *res = r->res;
     const int K = r->K;
     scm_status st;
-    if ((st = scm_rule_params_check(rule, &o->rule_params, err)))
+    if ((st = scm_rule_params_check(rule, &o->rule_params, err)) ||
+        (st = scm_traj_tail_check(rule, o, err)))
         return st;
     st = scm_model_check_state(m, Q0, R0, o->psd_tol, err);
     if (st)

@@ -40,10 +40,27 @@
  * components, GMRES above. */
 #define TAIL_DENSE_MAX 200
 
+scm_status scm_traj_tail_check(const scm_rule *rule, const scm_traj_opts *o, scm_error *err)
+{
+    if (o->tail_eps > 0.0 && (rule != &scm_rule_gd || o->v0))
+        return scm_error_set(err, SCM_EINVAL,
+                             "integrator.tail_eps = %g: the tail stage needs the gd rule with the "
+                             "model's fixed v, not rule '%s'%s (its flow of C = Q - R T^-1 R^T, "
+                             "or for linear units of the residual r, does not close); use "
+                             "tail_eps 0",
+                             o->tail_eps, rule->name, o->v0 ? " training v" : "");
+    return SCM_OK;
+}
+
 int scm_traj_tail_applies(const scm_model *m, const scm_rule *rule, const scm_traj_opts *o,
                           const double *Q, const double *R, double eps, int n_dead)
 {
     const int K = m->K, M = m->M;
+    /* linear units: the closed form (traj_tail_linear.c) holds from any
+     * state, and the earlier it starts the less of the integrator's
+     * absolute error (~1e-10, relative to eps = 1e-4: 1e-6) it inherits */
+    if (m->act == &scm_act_linear)
+        return o->tail_eps > 0.0 && rule == &scm_rule_gd && !o->v0;
     if (!(o->tail_eps > 0.0 && rule == &scm_rule_gd && !o->v0 && n_dead == 0 && eps < o->tail_eps))
         return 0;
     /* C_kk = Q_kk - R_k T^-1 R_k^T; T^-1 by the binary128 inverse is the
@@ -225,10 +242,29 @@ static scm_status tail_eval(tail_run *r, scm_traj_tail_out *out)
     return SCM_OK;
 }
 
+/* The stop tests both tails make before each step: sets out->stop and
+ * returns 1 when one holds. */
+int scm_traj_tail_stopped(const scm_traj_opts *o, scm_traj_tail_out *out)
+{
+    if (o->eps_stop > 0.0 && out->eps < o->eps_stop)
+        out->stop = SCM_STOP_EPS;
+    else if (o->grad_stop > 0.0 && out->max_F < o->grad_stop)
+        out->stop = SCM_STOP_FIXED_POINT;
+    else if (out->t >= o->t_max)
+        out->stop = SCM_STOP_T_MAX;
+    else
+        return 0;
+    return 1;
+}
+
 void scm_traj_tail_run(const scm_model *m, const scm_traj_opts *o, double t0, const double *Q0,
                        const double *R0, int next, long steps_left, const scm_traj_tail_io *io,
                        scm_traj_tail_out *out)
 {
+    if (m->act == &scm_act_linear) {
+        scm_traj_tail_linear_run(m, o, t0, Q0, R0, next, steps_left, io, out);
+        return;
+    }
     tail_run r;
     memset(&r, 0, sizeof r);
     out->next = next;
@@ -242,18 +278,8 @@ void scm_traj_tail_run(const scm_model *m, const scm_traj_opts *o, double t0, co
         st = tail_eval(&r, out);
     out->stop = SCM_STOP_MAX_STEPS;
     for (long steps = 0; !st && steps < steps_left;) {
-        if (o->eps_stop > 0.0 && out->eps < o->eps_stop) {
-            out->stop = SCM_STOP_EPS;
+        if (scm_traj_tail_stopped(o, out))
             break;
-        }
-        if (o->grad_stop > 0.0 && out->max_F < o->grad_stop) {
-            out->stop = SCM_STOP_FIXED_POINT;
-            break;
-        }
-        if (out->t >= o->t_max) {
-            out->stop = SCM_STOP_T_MAX;
-            break;
-        }
         sunrealtype tret;
         int flag = CVode(r.cv, o->t_max, r.y, &tret, CV_ONE_STEP);
         steps++;

@@ -94,4 +94,27 @@ scm_status scm_cert_strictness(const scm_ansatz_inst *in, const scm_activation *
                                const double *x, double r, const scm_certify_opts *o,
                                scm_certify_result *res);
 
+/* ---- the points of `scm certify` (certify_run.c, certify_table.c) ---- */
+
+/* The built-in ansätze, parsed. */
+#define SCM_CERT_MAX_BUILTINS 32
+typedef struct {
+    int n;
+    scm_ansatz *a[SCM_CERT_MAX_BUILTINS];
+} scm_cert_builtins;
+
+scm_status scm_cert_builtins_load(scm_cert_builtins *b, scm_error *err);
+void scm_cert_builtins_free(scm_cert_builtins *b);
+/* The one named name, or NULL. */
+const scm_ansatz *scm_cert_builtin_named(const scm_cert_builtins *b, const char *name);
+
+/* The whole file (NUL-terminated, the caller frees it; at most
+ * SCM_CERT_FILE_MAX bytes: the shared bounded reader), or NULL with err
+ * "certify: cannot read PATH" (or too large, no memory). */
+#define SCM_CERT_FILE_MAX ((size_t)1 << 30)
+char *scm_cert_read_file(const char *path, scm_error *err);
+
+/* A new zeroed entry at the end of l, or NULL (no memory). */
+scm_certify_entry *scm_cert_list_add(scm_certify_list *l);
+
 #endif

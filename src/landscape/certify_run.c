@@ -9,6 +9,9 @@
 #include "scm/certify.h"
 #include "scm/family.h"
 #include "scm/blockflow.h"
+#include "scm/output.h"
+
+#include "landscape/certify_internal.h"
 
 /* fixedpoint.h's default full_max_K: the family search keeps points with a full state only. */
 #define SCM_CERTIFY_FULL_MAX_K 400
@@ -20,7 +23,7 @@ void scm_certify_list_free(scm_certify_list *l)
     l->n = l->cap = 0;
 }
 
-static scm_certify_entry *list_add(scm_certify_list *l)
+scm_certify_entry *scm_cert_list_add(scm_certify_list *l)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 16;
@@ -35,20 +38,14 @@ static scm_certify_entry *list_add(scm_certify_list *l)
     return e;
 }
 
-typedef struct {
-    int n;
-    scm_ansatz *a[32];
-} builtins;
-
-static scm_status builtins_load(builtins *b, scm_error *err)
+scm_status scm_cert_builtins_load(scm_cert_builtins *b, scm_error *err)
 {
     b->n = 0;
-    for (int i = 0; i < scm_ansatz_builtin_count() && b->n < 32; i++) {
+    for (int i = 0; i < scm_ansatz_builtin_count() && b->n < SCM_CERT_MAX_BUILTINS; i++) {
         const char *file, *t = scm_ansatz_builtin_text(i, &file);
         scm_ansatz *a = scm_ansatz_parse(t, strlen(t), file, err);
         if (!a) {
-            for (int j = 0; j < b->n; j++)
-                scm_ansatz_free(b->a[j]);
+            scm_cert_builtins_free(b);
             return err ? err->code : SCM_EINVAL;
         }
         b->a[b->n++] = a;
@@ -56,13 +53,14 @@ static scm_status builtins_load(builtins *b, scm_error *err)
     return SCM_OK;
 }
 
-static void builtins_free(builtins *b)
+void scm_cert_builtins_free(scm_cert_builtins *b)
 {
     for (int j = 0; j < b->n; j++)
         scm_ansatz_free(b->a[j]);
+    b->n = 0;
 }
 
-static const scm_ansatz *builtin_named(const builtins *b, const char *name)
+const scm_ansatz *scm_cert_builtin_named(const scm_cert_builtins *b, const char *name)
 {
     for (int j = 0; j < b->n; j++)
         if (strcmp(scm_ansatz_name(b->a[j]), name) == 0)
@@ -71,11 +69,11 @@ static const scm_ansatz *builtin_named(const builtins *b, const char *name)
 }
 
 /* Certify x of instance (ansatz, K, M, ak1) into e. */
-static scm_status certify_in(const builtins *b, const char *ansatz, int K, int M, int ak1,
+static scm_status certify_in(const scm_cert_builtins *b, const char *ansatz, int K, int M, int ak1,
                              const double *x, const scm_certify_opts *o, scm_certify_entry *e,
                              scm_error *err)
 {
-    const scm_ansatz *a = builtin_named(b, ansatz);
+    const scm_ansatz *a = scm_cert_builtin_named(b, ansatz);
     if (!a)
         return scm_error_set(err, SCM_EINVAL, "certify: no built-in ansatz named %s", ansatz);
     scm_ansatz_inst *in = scm_ansatz_instantiate(a, K, M, ak1, err);
@@ -86,7 +84,7 @@ static scm_status certify_in(const builtins *b, const char *ansatz, int K, int M
     return st;
 }
 
-static scm_status family_one(const builtins *b, int K, int M, int k1, int every, long starts,
+static scm_status family_one(const scm_cert_builtins *b, int K, int M, int k1, int every, long starts,
                              const scm_certify_opts *o, scm_certify_list *out, scm_error *err)
 {
     scm_fp_opts fo;
@@ -106,7 +104,7 @@ static scm_status family_one(const builtins *b, int K, int M, int k1, int every,
             if (!full_failed && p->cls != SCM_FAM_MIN_CANDIDATE)
                 continue;
         }
-        scm_certify_entry *e = list_add(out);
+        scm_certify_entry *e = scm_cert_list_add(out);
         if (!e) {
             st = scm_error_set(err, SCM_ENOMEM, "certify: out of memory");
             break;
@@ -166,7 +164,7 @@ static int continue_in_k(const scm_ansatz *a, int ak1, int K0, int K, int d, dou
  * candidates at (K0, K0 - d), K0 = 16 + d, continued in K (what
  * `scm fixed-points --grow-from` does, in short).  Returns the number of
  * starts written to xs (cap of them, nsc each) for ansatz a. */
-static int grown_starts(const builtins *b, const scm_ansatz *a, int K, int M, int k1, long starts,
+static int grown_starts(const scm_cert_builtins *b, const scm_ansatz *a, int K, int M, int k1, long starts,
                         double *xs, int cap, int nsc)
 {
     int d = K - M, K0 = 16 + d, n = 0;
@@ -194,7 +192,7 @@ static int grown_starts(const builtins *b, const scm_ansatz *a, int K, int M, in
  * point of every built-in ansatz instance at k1 with k1 anti-aligned
  * students, classified by the block Jacobian (a block-stable point is a
  * minimum candidate the full spectrum has not checked), merged by loss. */
-static scm_status family_block(const builtins *b, int K, int M, int k1, int every, long starts,
+static scm_status family_block(const scm_cert_builtins *b, int K, int M, int k1, int every, long starts,
                                const scm_certify_opts *o, scm_certify_list *out, scm_error *err)
 {
     scm_fp_opts fo;
@@ -230,7 +228,7 @@ static scm_status family_block(const builtins *b, int K, int M, int k1, int ever
             int dup = 0;
             for (int q = first; q < out->n; q++)
                 dup = dup || fabs(out->e[q].eps - s.pt[p].eps) < 1e-10;
-            scm_certify_entry *e = dup ? NULL : list_add(out);
+            scm_certify_entry *e = dup ? NULL : scm_cert_list_add(out);
             if (dup)
                 continue;
             if (!e) {
@@ -266,8 +264,8 @@ scm_status scm_certify_family(int K, int M, int k1, int every_point, long starts
         return scm_error_set(err, SCM_EINVAL,
                              "certify: K = %d, M = %d, k1 = %d, starts = %ld out of range", K, M,
                              k1, starts);
-    builtins b;
-    scm_status st = builtins_load(&b, err);
+    scm_cert_builtins b;
+    scm_status st = scm_cert_builtins_load(&b, err);
     if (st)
         return st;
     int lo = k1 < 0 ? 0 : k1, hi = k1 < 0 ? K : k1, any = 0;
@@ -280,43 +278,29 @@ scm_status scm_certify_family(int K, int M, int k1, int every_point, long starts
         else
             any = 1;
     }
-    builtins_free(&b);
+    scm_cert_builtins_free(&b);
     if (!st && !any)
         st = scm_error_set(err, SCM_EINVAL, "certify: no built-in ansatz applies at K = %d, M = %d",
                            K, M);
     return st;
 }
 
-/* The text of the file at path (NUL-terminated; the caller frees it). */
-static char *read_text(const char *path)
+char *scm_cert_read_file(const char *path, scm_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0, k;
-    char *buf = malloc(cap + 1);
-    while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += k;
-        if (n == cap) {
-            char *nb = realloc(buf, 2 * cap + 1);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf)
-        buf[n] = '\0';
-    return buf;
+    scm_error e;
+    size_t len;
+    scm_error_clear(&e);
+    char *text = scm_output_read_file(path, SCM_CERT_FILE_MAX, &len, &e);
+    if (!text && e.code == SCM_EIO)
+        scm_error_set(err, SCM_EIO, "certify: cannot read %s", path);
+    else if (!text)
+        scm_error_set(err, e.code ? e.code : SCM_ENOMEM, "certify: %s", e.msg);
+    return text;
 }
 
 /* Entry index of a fixed-points result: its ansatz, instance and scalars
  * (by name) into *in (instantiated) and x.  Errors name the file. */
-static scm_status fpfile_point(const builtins *b, const cJSON *root, const char *path, long index,
+static scm_status fpfile_point(const scm_cert_builtins *b, const cJSON *root, const char *path, long index,
                                scm_ansatz_inst **in, double *x, int cap, scm_certify_entry *e,
                                scm_error *err)
 {
@@ -344,7 +328,7 @@ static scm_status fpfile_point(const builtins *b, const cJSON *root, const char 
         return scm_error_set(err, SCM_EINVAL,
                              "certify: %s: point %ld has no ansatz, instance or scalars", path,
                              index);
-    const scm_ansatz *a = builtin_named(b, an->valuestring);
+    const scm_ansatz *a = scm_cert_builtin_named(b, an->valuestring);
     if (!a)
         return scm_error_set(err, SCM_EINVAL, "certify: %s: no built-in ansatz named %s", path,
                              an->valuestring);
@@ -380,15 +364,15 @@ static scm_status fpfile_point(const builtins *b, const cJSON *root, const char 
 scm_status scm_certify_fpfile(const char *path, long index, const scm_certify_opts *o,
                               scm_certify_list *out, scm_error *err)
 {
-    char *text = read_text(path);
+    char *text = scm_cert_read_file(path, err);
     if (!text)
-        return scm_error_set(err, SCM_EIO, "certify: cannot read %s", path);
+        return err ? err->code : SCM_EIO;
     cJSON *root = cJSON_Parse(text);
     free(text);
     if (!root)
         return scm_error_set(err, SCM_EINVAL, "certify: %s: not JSON", path);
-    builtins b;
-    scm_status st = builtins_load(&b, err);
+    scm_cert_builtins b;
+    scm_status st = scm_cert_builtins_load(&b, err);
     if (st) {
         cJSON_Delete(root);
         return st;
@@ -406,7 +390,7 @@ scm_status scm_certify_fpfile(const char *path, long index, const scm_certify_op
         scm_ansatz_inst *in = NULL;
         double x[512];
         st = fpfile_point(&b, root, path, i, &in, x, 512, &ent, err);
-        scm_certify_entry *e = st ? NULL : list_add(out);
+        scm_certify_entry *e = st ? NULL : scm_cert_list_add(out);
         if (!st && !e)
             st = scm_error_set(err, SCM_ENOMEM, "certify: out of memory");
         if (!st) {
@@ -428,7 +412,7 @@ scm_status scm_certify_fpfile(const char *path, long index, const scm_certify_op
         }
         scm_ansatz_inst_free(in);
     }
-    builtins_free(&b);
+    scm_cert_builtins_free(&b);
     cJSON_Delete(root);
     return st;
 }
@@ -462,6 +446,11 @@ cJSON *scm_certify_list_json(const scm_certify_list *l, const scm_certify_opts *
         cJSON_AddNumberToObject(p, "eps", e->eps);
         if (e->stability[0])
             cJSON_AddStringToObject(p, "float_class", e->stability);
+        if (e->table_line > 0) {
+            cJSON_AddNumberToObject(p, "table_line", e->table_line);
+            cJSON_AddNumberToObject(p, "polish_shift", e->polish_shift);
+            cJSON_AddBoolToObject(p, "polished", e->polished);
+        }
         cJSON_AddItemToArray(arr, p);
         nc += e->r.certified;
         nmin += e->r.certified && e->r.strict == 1;

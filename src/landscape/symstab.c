@@ -176,7 +176,9 @@ static const char *zero_cause(const scm_symstab_result *res, const scm_activatio
     if (act == &scm_act_linear)
         return "linear units: the loss depends on sum_k w_k only";
     if (res->parallel_students)
-        return "ReLU homogeneity within a group of parallel students, or a continuum";
+        return "norm redistribution between parallel students: a continuum of fixed points";
+    if (res->parallel && !res->out_of_span)
+        return "a continuum of fixed points (students parallel to one teacher) or accidental";
     if (res->out_of_span && res->n_zero == res->zero_rotations)
         return "rotations outside the teacher span: all the zeros, p (d - M) - p (p + 1)/2";
     if (res->out_of_span)
@@ -249,6 +251,7 @@ scm_status scm_stab_symmetric(const scm_ansatz_inst *in, const scm_activation *a
         sym_units_free(&un);
         return scm_error_set(err, st, "out of memory in the symmetric Hessian");
     }
+    un.kc = calloc(SYM_KC_CAP, sizeof *un.kc); /* NULL: no cache, same results */
     sym_ctx cx = {in, act, x, &un, &res->refusal, err, NULL, NULL, NULL, o->parallel_limit, res};
     long perp_dim = 0;
     double *zbuf = NULL;
@@ -300,6 +303,7 @@ scm_status scm_stab_symmetric_jacobian(const scm_ansatz_inst *in, const scm_acti
         sym_units_free(&un);
         return scm_error_set(err, st, "out of memory in the symmetric spectrum");
     }
+    un.kc = calloc(SYM_KC_CAP, sizeof *un.kc); /* NULL: no cache, same results */
     /* no weight space here: no ghost coordinates, whatever the span */
     sym_ctx cx = {in, act, x, &un, &res->refusal, err, NULL, NULL, NULL, 0, res};
     res->n_units = un.n;
@@ -357,6 +361,13 @@ scm_status scm_stab_symmetric_full(const scm_ansatz_inst *in, const scm_activati
         st = scm_stab_symmetric(in, act, x, o, res, err);
     free(x);
     return st;
+}
+
+const char *scm_symstab_verdict(const scm_symstab_result *res)
+{
+    if (res->n_neg > 0)
+        return "saddle";
+    return res->n_zero == res->zero_rotations ? "min_candidate" : "degenerate";
 }
 
 scm_status scm_symstab_expand(const scm_symstab_result *res, double *eval, long n)

@@ -151,6 +151,7 @@ static scm_status space_block(const sym_space *sp, double *ev, double *evi, int 
     double *V = malloc(sizeof *V * nn), *C = malloc(sizeof *C * nn), *E = malloc(sizeof *E * nn);
     double *lam = malloc(sizeof *lam * (size_t)(nf + 1)), *N = malloc(sizeof *N * nn);
     double *A = malloc(sizeof *A * ((size_t)nf * (size_t)(nF + 1)));
+    int *vr = NULL;
     scm_status st = SCM_OK;
     *k = 0;
     if (!V || !C || !E || !lam || !N || !A) {
@@ -158,14 +159,34 @@ static scm_status space_block(const sym_space *sp, double *ev, double *evi, int 
         goto out;
     }
     parity_basis(sp, V, &dv);
+    /* V has one or two nonzeros per column and at most one per row (rows
+     * ascending in vr, vrow): the products with V below skip its zeros,
+     * which changes no bit of the sums (x + 0 * y = x for finite y) */
+    vr = malloc(sizeof *vr * (size_t)(2 * nf + 2));
+    int *vrow = vr ? vr + nf + 1 : NULL;
+    if (!vr) {
+        st = SCM_ENOMEM;
+        goto out;
+    }
+    for (int r = 0; r < nf; r++) {
+        vrow[r] = -1;
+        for (int i = 0; i < dv; i++)
+            if (V[r * nf + i] != 0.0)
+                vrow[r] = i;
+    }
     /* C = (V^T F)(V^T F)^T, dv x dv; its null space is the wanted part */
-    for (int i = 0; i < dv; i++)
+    for (int i = 0; i < dv; i++) {
+        int nz = 0;
+        for (int r = 0; r < nf; r++)
+            if (vrow[r] == i)
+                vr[nz++] = r;
         for (int j = 0; j < nF; j++) {
             double s = 0.0;
-            for (int r = 0; r < nf; r++)
-                s += V[r * nf + i] * sp->F[r * nF + j];
+            for (int q = 0; q < nz; q++)
+                s += V[vr[q] * nf + i] * sp->F[vr[q] * nF + j];
             A[i * nF + j] = s;
         }
+    }
     for (int i = 0; i < dv; i++)
         for (int j = 0; j < dv; j++) {
             double s = 0.0;
@@ -179,12 +200,8 @@ static scm_status space_block(const sym_space *sp, double *ev, double *evi, int 
     for (int q = 0; q < dv; q++) {
         if (!(lam[q] <= SYM_NULL_TOL))
             continue;
-        for (int r = 0; r < nf; r++) {
-            double s = 0.0;
-            for (int i = 0; i < dv; i++)
-                s += V[r * nf + i] * E[i * dv + q];
-            N[r * nf + *k] = s;
-        }
+        for (int r = 0; r < nf; r++)
+            N[r * nf + *k] = vrow[r] < 0 ? 0.0 : V[r * nf + vrow[r]] * E[vrow[r] * dv + q];
         (*k)++;
     }
     /* B = N^T (Hs N): Hs N once into E (nf x k, stride nf; E's eigenvectors
@@ -220,6 +237,7 @@ out:
     free(lam);
     free(N);
     free(A);
+    free(vr);
     return st;
 }
 
@@ -473,9 +491,11 @@ static scm_status run_job(const sym_ctx *cx, const sym_job *jb, long d, scm_syms
         goto out;
     }
     pattern_matrix(c, jb->mode, &cl, Mx, OR, JQ);
+    for (int j = 0; j < nf; j++)
+        ev[j] = sqrt(cl.w[j]); /* ev: scratch until space_block */
     for (int i = 0; i < nf; i++)
         for (int j = 0; j < nf; j++)
-            Hs[i * nf + j] = sqrt(cl.w[i]) * Mx[i * nf + j] / sqrt(cl.w[j]);
+            Hs[i * nf + j] = ev[i] * Mx[i * nf + j] / ev[j];
     if (jb->swap_unit >= 0)
         swap_perm(c, jb->swap_unit, &cl, perm);
     sym_space sp = {nf, nF, Hs, F, jb->swap_unit >= 0 ? perm : NULL, jb->sign,
@@ -517,6 +537,7 @@ void sym_units_free(sym_units *u)
     free(u->tg);
     free(u->n_u);
     free(u->name);
+    free(u->kc);
 }
 
 scm_status sym_units_build(const scm_ansatz_inst *in, sym_units *u)

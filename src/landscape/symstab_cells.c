@@ -257,16 +257,48 @@ static int parallel_limit(const sym_ctx *cx, double a, double b, double cv, int 
     return 1;
 }
 
-/* One kernel evaluation with its second derivatives; on failure the
- * refusal and the message name the pair. */
+/* The cache slot of (a, b, c, students): a hit, or the free slot to fill
+ * (NULL when there is no cache or it is full). */
+static sym_kc_entry *kc_slot(const sym_ctx *cx, double a, double b, double cv, int students)
+{
+    sym_kc_entry *kc = cx->units->kc;
+    if (!kc)
+        return NULL;
+    double v[3] = {a, b, cv};
+    unsigned long long h = (unsigned long long)students * 0x9e3779b97f4a7c15ULL;
+    for (int i = 0; i < 3; i++) {
+        unsigned long long bits;
+        memcpy(&bits, &v[i], sizeof bits);
+        h = (h ^ bits) * 0x100000001b3ULL;
+        h ^= h >> 29;
+    }
+    for (int k = 0; k < SYM_KC_CAP; k++) {
+        sym_kc_entry *e = &kc[(h + (unsigned)k) % SYM_KC_CAP];
+        if (!e->used || (e->a == a && e->b == b && e->c == cv && e->students == students))
+            return e;
+    }
+    return NULL;
+}
+
+/* One kernel evaluation with its second derivatives (cached per point:
+ * the same function of the same arguments); on failure the refusal and
+ * the message name the pair. */
 static scm_status kern(const sym_ctx *cx, double a, double b, double cv, int students,
                        const char *what, scm_pair *p, scm_pair2 *q)
 {
+    sym_kc_entry *e = kc_slot(cx, a, b, cv, students);
+    if (e && e->used) {
+        *p = e->p;
+        *q = e->q;
+        return SCM_OK;
+    }
     scm_status st = cx->act->pair(a, b, cv, p);
     if (!st)
         st = scm_kernel_pair2(cx->act, SCM_STAB_SREL_MIN, a, b, cv, q);
     if (st == SCM_ESINGULAR && parallel_limit(cx, a, b, cv, students, p, q))
         st = SCM_OK;
+    if (!st && e)
+        *e = (sym_kc_entry){a, b, cv, students, 1, *p, *q};
     if (!st)
         return SCM_OK;
     scm_symstab_refusal r = st == SCM_ESINGULAR ? SCM_SYMSTAB_PARALLEL

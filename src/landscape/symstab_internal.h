@@ -17,6 +17,18 @@ typedef struct {
 /* Entry classes of an R pattern. */
 enum { SYM_DIAG = 0, SYM_OFF = 1, SYM_CONST = 2 };
 
+/* A cache of the pair kernels of one point (symstab_cells.c, kern): the
+ * refinements of every isotypic block evaluate the same few (a, b, c)
+ * again and again.  Open addressing on the bits of the arguments; the
+ * values are those of the first evaluation, so bit for bit the same. */
+typedef struct {
+    double a, b, c;
+    int students, used;
+    scm_pair p;
+    scm_pair2 q;
+} sym_kc_entry;
+#define SYM_KC_CAP 256
+
 /* The units: groups permuted together (a paired student and teacher
  * group, an unpaired student group, or a teacher group without
  * students), sizes > 0 only. */
@@ -25,6 +37,7 @@ typedef struct {
     int *sg, *tg;      /* student / teacher group of the instance, or -1 */
     double *n_u;       /* size */
     char (*name)[72];
+    sym_kc_entry *kc;  /* [SYM_KC_CAP] kernel cache of the point, or NULL (none) */
 } sym_units;
 
 /* What the cell builder needs. */

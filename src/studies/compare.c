@@ -31,6 +31,7 @@ typedef struct {
     const scm_compare_opts *o;
     scm_compare_result *res;
     cJSON *fam_arr, *reached_arr, *hist_arr, *trace_arr, *files_arr;
+    cJSON *trace_integ; /* the traces' integrator (compare_trace.c) */
     long nrows_max;
     long *cnt, *done;
     char fam_made[PATH_LEN];
@@ -421,8 +422,10 @@ static scm_status add_k(compare_state *s, int j, const scm_config *c, const char
                           cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(S, "classes"), 1));
     cJSON_AddItemToArray(s->hist_arr, ho);
     uint64_t base = o->have_seed ? o->seed : (uint64_t)c->seed;
-    if ((st = scm_compare_traces(s->runsf, o->traces, c, base, K, s->trace_arr, err)))
+    if ((st = scm_compare_traces(s->runsf, fam_path, o->traces, c, base, K, s->trace_arr, err)))
         return fail(s, SCM_COMPARE_PART_COMPARE, 0, K, st);
+    if (!s->trace_integ) /* the same for every K: one config but model.K */
+        s->trace_integ = scm_compare_trace_integrator_json(c);
     return SCM_OK;
 }
 
@@ -708,8 +711,11 @@ static void assemble(compare_state *s, cJSON *report)
         cJSON_AddItemToObject(report, "not_converged_near", near_arr);
     cJSON_AddItemToObject(report, "histograms", s->hist_arr);
     cJSON_AddItemToObject(report, "traces", s->trace_arr);
+    if (s->trace_integ)
+        cJSON_AddItemToObject(report, "traces_integrator", s->trace_integ);
     cJSON_AddItemToObject(report, "files", s->files_arr);
     s->fam_arr = s->reached_arr = s->hist_arr = s->trace_arr = s->files_arr = NULL;
+    s->trace_integ = NULL;
 }
 
 scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, scm_error *err)
@@ -764,6 +770,7 @@ out:
     cJSON_Delete(s.hist_arr);
     cJSON_Delete(s.trace_arr);
     cJSON_Delete(s.files_arr);
+    cJSON_Delete(s.trace_integ);
     free(s.cnt);
     free(s.done);
     for (int j = 0; j < SCM_COMPARE_MAX_K; j++) {

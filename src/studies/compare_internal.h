@@ -34,10 +34,21 @@ scm_status scm_compare_reached(const scm_compare_opts *o, const char *fam_path, 
 cJSON *scm_compare_near_rows(cJSON *const *summ, const long *Ks, int nK, const cJSON *reached);
 
 /* Loss-vs-time traces of the first run of each of the n most frequent
- * classes of the runs file, appended to out.  SCM_EIO when the file cannot
- * be read back. */
-scm_status scm_compare_traces(const char *runs_path, int n, const scm_config *c, uint64_t base,
-                              long K, cJSON *out, scm_error *err);
+ * classes of the runs file (compare_trace.c), appended to out: each run
+ * integrated again from its initial state with scm_compare_trace_opts and
+ * classified against the families of fam_path (NULL: none) as the sweep
+ * does.  SCM_EIO when a file cannot be read back. */
+scm_status scm_compare_traces(const char *runs_path, const char *fam_path, int n,
+                              const scm_config *c, uint64_t base, long K, cJSON *out,
+                              scm_error *err);
+
+/* The traces' integrator: c's, without a loose stage, rtol <= 1e-10,
+ * atol <= 1e-12, eps_stop <= 1e-12 (when on), no early stop, and the tail
+ * stage (traj.h) from eps = 1e-4 for the gd rule; recording. */
+void scm_compare_trace_opts(const scm_config *c, scm_traj_opts *to);
+
+/* Those options as the report's "traces_integrator" object. */
+cJSON *scm_compare_trace_integrator_json(const scm_config *c);
 
 /* What differs between the first line old_line of a runs file and the
  * header want a sweep would write, for a message: the first of runs, seed,

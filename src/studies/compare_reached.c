@@ -2,14 +2,12 @@
  * where the runs of one K ended: the families reached, each with the
  * stability verdict of its point (the perturbation test and the Hessian,
  * as `scm fixed-points --stability`), the unconverged runs by the point
- * they sit near, and loss-vs-time traces of the first run of the most
- * frequent classes (recorded again: the runs file keeps no trajectory). */
+ * they sit near (the traces are compare_trace.c's). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "scm/init.h"
 #include "scm/output.h"
 #include "scm/stability.h"
 #include "scm/sweep.h"
@@ -219,110 +217,4 @@ cJSON *scm_compare_near_rows(cJSON *const *summ, const long *Ks, int nK, const c
         }
     }
     return out;
-}
-
-
-/* The runs to trace: the first run of each of the n most frequent classes
- * of a runs file (so that the traces show the different plateaus, not n
- * runs that happen to end alike).  Fills idx[] and cls[] (most frequent
- * first); returns how many, or -1 if the file cannot be read. */
-#define TRACE_MAX_CLASSES 512
-static int pick_traces(const char *runs_path, int n, long *idx, char (*cls)[80])
-{
-    FILE *f = fopen(runs_path, "r");
-    if (!f)
-        return -1;
-    static const int cap = TRACE_MAX_CLASSES;
-    char(*name)[80] = malloc(sizeof *name * (size_t)cap);
-    long *first = malloc(sizeof *first * (size_t)cap), *count = malloc(sizeof *count * (size_t)cap);
-    char *line = malloc(1 << 16);
-    int nc = 0;
-    if (!name || !first || !count || !line) {
-        nc = -1;
-        goto done;
-    }
-    int header = 1;
-    while (fgets(line, 1 << 16, f)) {
-        if (header) { /* line 1 is the sweep's header */
-            header = 0;
-            continue;
-        }
-        cJSON *r = cJSON_Parse(line);
-        const cJSON *ci = cJSON_GetObjectItemCaseSensitive(r, "class"),
-                    *ii = cJSON_GetObjectItemCaseSensitive(r, "index");
-        if (cJSON_IsString(ci) && cJSON_IsNumber(ii)) {
-            int q = 0;
-            while (q < nc && strcmp(name[q], ci->valuestring) != 0)
-                q++;
-            if (q == nc && nc < cap) {
-                snprintf(name[nc], sizeof name[nc], "%s", ci->valuestring);
-                first[nc] = (long)ii->valuedouble;
-                count[nc++] = 0;
-            }
-            if (q < nc)
-                count[q]++;
-        }
-        cJSON_Delete(r);
-    }
-    int got = 0;
-    for (; got < n && got < nc; got++) { /* selection by count, ties by first run */
-        int b = -1;
-        for (int q = 0; q < nc; q++)
-            if (count[q] > 0 && (b < 0 || count[q] > count[b] ||
-                                 (count[q] == count[b] && first[q] < first[b])))
-                b = q;
-        if (b < 0)
-            break;
-        idx[got] = first[b];
-        snprintf(cls[got], sizeof cls[got], "%s", name[b]);
-        count[b] = 0;
-    }
-    nc = got;
-done:
-    fclose(f);
-    free(name);
-    free(first);
-    free(count);
-    free(line);
-    return nc;
-}
-
-
-scm_status scm_compare_traces(const char *runs_path, int n, const scm_config *c, uint64_t base,
-                              long K, cJSON *out, scm_error *err_out)
-{
-    long tidx[100];
-    char tcls[100][80];
-    int nt = pick_traces(runs_path, n, tidx, tcls);
-    if (nt < 0)
-        return scm_error_set(err_out, SCM_EIO, "cannot read back '%s'", runs_path);
-    /* a run that cannot be traced ends the traces of this K, quietly */
-    scm_error err;
-    scm_model *m = scm_config_model(c, &err);
-    double *Q0 = m ? malloc(sizeof(double) * (size_t)(c->K * c->K)) : NULL;
-    double *R0 = m ? malloc(sizeof(double) * (size_t)(c->K * c->M)) : NULL;
-    for (int q = 0; m && Q0 && R0 && q < nt; q++) {
-        const long t = tidx[q];
-        scm_traj_result tr;
-        if (scm_init_sample(m, c->law, c->d, c->sigma, scm_sweep_seed(base, t), Q0, R0, &err))
-            break;
-        if (c->scale != 1.0)
-            scm_init_scale(m, c->scale, Q0, R0);
-        scm_traj_opts to = c->traj;
-        to.record = 1;
-        if (scm_traj_run(m, c->rule, Q0, R0, &to, &tr, &err))
-            break;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "K", (double)K);
-        cJSON_AddNumberToObject(o, "index", (double)t);
-        cJSON_AddStringToObject(o, "class", tcls[q]);
-        cJSON_AddItemToObject(o, "t", scm_output_vector(tr.out_t, (int)tr.n_out));
-        cJSON_AddItemToObject(o, "eps", scm_output_vector(tr.out_eps, (int)tr.n_out));
-        cJSON_AddItemToArray(out, o);
-        scm_traj_result_free(&tr);
-    }
-    free(Q0);
-    free(R0);
-    scm_model_free(m);
-    return SCM_OK;
 }

@@ -1,7 +1,8 @@
 /* compare_report.c: the Markdown report of a comparison (compare.h):
  * the tables of PREFIX.json (fractions with Wilson intervals, classes,
  * anti-aligned counts, families reached with their stability, unconverged
- * runs by the point they sit near, the families given) as the text of
+ * runs by the point they sit near, the families given, how the traces
+ * were integrated) as the text of
  * PREFIX.md; and the stamp of PREFIX.json (scmode_version, status) that the
  * other commands' results carry. */
 #include <math.h>
@@ -213,6 +214,45 @@ static void md_families(const md_ctx *x)
     }
 }
 
+/* The traces: how they were integrated, and the traced runs whose
+ * accurate rerun ended in another class than the sweep's (compare_trace.c). */
+static void md_traces(const md_ctx *x, const cJSON *R)
+{
+    md_buf *md = x->md;
+    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(R, "traces_integrator");
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(ti, "rtol");
+    const cJSON *te = cJSON_GetObjectItemCaseSensitive(ti, "tail_eps");
+    const cJSON *es = cJSON_GetObjectItemCaseSensitive(ti, "eps_stop");
+    if (!cJSON_IsNumber(rt) || !cJSON_IsNumber(te) || !cJSON_IsNumber(es))
+        return;
+    int n = 0, nd = 0;
+    const cJSON *tr;
+    cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(R, "traces"))
+    {
+        n++;
+        nd += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tr, "class_differs"));
+    }
+    md_printf(md, "\nTraces: %d run(s) integrated again from their initial states without the "
+                  "loose stage (rtol %g, eps_stop %g, ",
+              n, rt->valuedouble, es->valuedouble);
+    if (te->valuedouble > 0.0)
+        md_printf(md, "the tail stage from eps = %g", te->valuedouble);
+    else
+        md_printf(md, "no tail stage for this rule");
+    md_printf(md, "; `traces_integrator`); %d ended in another class than the sweep's run%s\n",
+              nd, nd ? ":" : ".");
+    cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(R, "traces"))
+    {
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tr, "class_differs")))
+            continue;
+        md_printf(md, "- K = %.0f, run %.0f: %s in the sweep, %s when traced\n",
+                  cJSON_GetObjectItemCaseSensitive(tr, "K")->valuedouble,
+                  cJSON_GetObjectItemCaseSensitive(tr, "index")->valuedouble,
+                  cJSON_GetObjectItemCaseSensitive(tr, "class")->valuestring,
+                  cJSON_GetObjectItemCaseSensitive(tr, "class_traced")->valuestring);
+    }
+}
+
 /* The files of the report. */
 static void md_files(const md_ctx *x)
 {
@@ -260,6 +300,7 @@ char *scm_compare_markdown(const scm_compare_result *res, const char *prefix)
     md_reached(&x);
     md_near(&x);
     md_families(&x);
+    md_traces(&x, R);
     md_files(&x);
     if (b.oom) {
         free(b.p);
