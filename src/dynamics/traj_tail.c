@@ -242,21 +242,6 @@ static scm_status tail_eval(tail_run *r, scm_traj_tail_out *out)
     return SCM_OK;
 }
 
-/* The stop tests both tails make before each step: sets out->stop and
- * returns 1 when one holds. */
-int scm_traj_tail_stopped(const scm_traj_opts *o, scm_traj_tail_out *out)
-{
-    if (o->eps_stop > 0.0 && out->eps < o->eps_stop)
-        out->stop = SCM_STOP_EPS;
-    else if (o->grad_stop > 0.0 && out->max_F < o->grad_stop)
-        out->stop = SCM_STOP_FIXED_POINT;
-    else if (out->t >= o->t_max)
-        out->stop = SCM_STOP_T_MAX;
-    else
-        return 0;
-    return 1;
-}
-
 void scm_traj_tail_run(const scm_model *m, const scm_traj_opts *o, double t0, const double *Q0,
                        const double *R0, int next, long steps_left, const scm_traj_tail_io *io,
                        scm_traj_tail_out *out)
