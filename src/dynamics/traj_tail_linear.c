@@ -140,8 +140,9 @@ static void lin_out(lin_tail *L, double t, scm_traj_tail_out *out)
     memcpy(out->R, L->R, sizeof(double) * (size_t)(K * M));
 }
 
-/* The stop tests both tails make (kept here, below traj_tail.c, so the two files do not call each other) before each step: sets out->stop and
- * returns 1 when one holds. */
+/* The stop tests both tails make before each step: sets out->stop and
+ * returns 1 when one holds (here, not in traj_tail.c, so that the two
+ * files do not call each other). */
 int scm_traj_tail_stopped(const scm_traj_opts *o, scm_traj_tail_out *out)
 {
     if (o->eps_stop > 0.0 && out->eps < o->eps_stop)
