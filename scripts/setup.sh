@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 PACKAGES=(gcc pkg-config meson ninja-build libgsl-dev libsundials-dev libcjson-dev
           libflint-arb-dev   # ball arithmetic of scm certify (docs/certify.md)
           python3 python3-numpy python3-matplotlib python3-mpmath
-          python3-venv python3-pip python3-mesonpy python3-nbclient python3-nbformat
-          python3-ipykernel   # pip install . and the notebook test (docs/python.md)
+          python3-venv python3-pip python3-mesonpy
+          patchelf   # pip install . (meson-python only recommends it; docs/python.md)
+          python3-nbclient python3-nbformat python3-ipykernel   # the notebook test
           libopenmpi-dev openmpi-bin)   # scm-mpi and its test (docs/sweeps.md)
 
 install_missing() {
