@@ -9,7 +9,12 @@
  *       point on the given threads (--repeat N: N times, the mean printed;
  *       for profiles), and (unless --dense 0) at K = M = 20, 30 the ratio of the
  *       dense Hessian's time (scm_stab_hessian + scm_stab_spectrum) to the
- *       symmetric one's.
+ *       symmetric one's.  --dump OUT.csv writes every eigenvalue of every
+ *       point (Hessian and Jacobian, %.17g, in the order of the result) and
+ *       the verdicts; --compare OLD.csv compares them with such a file of
+ *       another build (the same points, grown the same way): how many are
+ *       bit for bit equal, the largest relative difference, and whether any
+ *       verdict or block label differs (exit 1 beyond 1e-12 relative).
  *   bench_symstab --classify OUT.csv --Ms 10,20,... [--threads 2]
  *       every specialised point at K = M, M + 1, M + 2 for each M: M, K - M,
  *       ansatz, k1 (anti-aligned students), loss, d times the smallest
@@ -243,6 +248,122 @@ static int classify_csv(const char *path, const char *Ms, int threads)
     return 0;
 }
 
+/* One part (Hessian "H" or Jacobian "J") of point i into out: a header
+ * line (status, count, largest |lambda|, verdict) and one line per entry. */
+static void dump_part(FILE *out, int i, const pt *q, const char *part, scm_status st,
+                      const scm_symstab_result *r)
+{
+    double vmax = 0.0;
+    for (int e = 0; !st && e < r->n; e++)
+        vmax = fmax(vmax, hypot(r->eig[e].value, r->eig[e].imag));
+    fprintf(out, "%d,%d,%.17g,%s,-1,%d,%d,%.17g,%s\n", i, q->k1, q->eps, part, (int)st,
+            st ? 0 : r->n, vmax, st ? "failed" : scm_symstab_verdict(r));
+    for (int e = 0; !st && e < r->n; e++) {
+        const scm_symstab_eig *g = &r->eig[e];
+        fprintf(out, "%d,%d,%.17g,%s,%d,%.17g,%.17g,%ld,%d,%d,%d,%d\n", i, q->k1, q->eps, part,
+                e, g->value, g->imag, g->mult, g->part, g->irrep, g->unit, g->unit2);
+    }
+}
+
+/* --dump: every eigenvalue of every point of f into path. */
+static int dump_points(const fams *f, const char *path)
+{
+    FILE *out = fopen(path, "w");
+    if (!out) {
+        fprintf(stderr, "cannot write %s\n", path);
+        return 4;
+    }
+    for (int i = 0; i < f->np; i++) {
+        const pt *q = &f->p[i];
+        scm_symstab_result h, j;
+        memset(&h, 0, sizeof h);
+        memset(&j, 0, sizeof j);
+        scm_error e;
+        scm_status sh = scm_stab_symmetric(q->in, &scm_act_relu, q->x, NULL, &h, &e);
+        scm_status sj = scm_stab_symmetric_jacobian(q->in, &scm_act_relu, q->x, NULL, &j, &e);
+        dump_part(out, i, q, "H", sh, &h);
+        dump_part(out, i, q, "J", sj, &j);
+        scm_symstab_result_free(&h);
+        scm_symstab_result_free(&j);
+    }
+    return fclose(out) ? 4 : 0;
+}
+
+/* Split a dump line into at most 12 fields (in place); the count. */
+static int dump_fields(char *line, char **f)
+{
+    int n = 0;
+    line[strcspn(line, "\n")] = '\0';
+    f[n++] = line;
+    for (char *c = line; *c && n < 12; c++)
+        if (*c == ',') {
+            *c = '\0';
+            f[n++] = c + 1;
+        }
+    return n;
+}
+
+/* --compare OLD NEW (two --dump files of the same points): every line
+ * must have the same labels; the values are compared relative to
+ * themselves and to the largest |lambda| of their part.  0 if all agree
+ * to 1e-12 relative (to the part's largest |lambda| for values below
+ * 1e-12 of it, the zeros) with the same verdicts, else 1. */
+static int compare_dumps(const char *old_path, const char *new_path)
+{
+    FILE *a = fopen(old_path, "r"), *b = fopen(new_path, "r");
+    if (!a || !b) {
+        fprintf(stderr, "cannot read %s or %s\n", old_path, new_path);
+        if (a)
+            fclose(a);
+        if (b)
+            fclose(b);
+        return 2;
+    }
+    static char la[512], lb[512];
+    long lines = 0, vals = 0, same = 0, bad_label = 0, bad_verdict = 0, bad_value = 0;
+    double worst_rel = 0.0, worst_scaled = 0.0, vmax = 0.0;
+    for (;;) {
+        char *ra = fgets(la, sizeof la, a), *rb = fgets(lb, sizeof lb, b), *fa[12], *fb[12];
+        if (!ra || !rb) {
+            bad_label += (ra != NULL) != (rb != NULL);
+            break;
+        }
+        lines++;
+        int na = dump_fields(la, fa), nb = dump_fields(lb, fb);
+        if (na != nb || strcmp(fa[0], fb[0]) || strcmp(fa[3], fb[3]) || strcmp(fa[4], fb[4])) {
+            bad_label++;
+            continue;
+        }
+        if (atoi(fa[4]) < 0) { /* header: status, count, vmax, verdict */
+            bad_label += strcmp(fa[5], fb[5]) || strcmp(fa[6], fb[6]);
+            bad_verdict += na < 9 || strcmp(fa[8], fb[8]);
+            vmax = strtod(fa[7], NULL);
+            continue;
+        }
+        for (int k = 7; k < na; k++)
+            bad_label += strcmp(fa[k], fb[k]) != 0;
+        for (int k = 5; k <= 6; k++) {
+            double x = strtod(fa[k], NULL), y = strtod(fb[k], NULL), dif = fabs(x - y);
+            vals++;
+            same += !strcmp(fa[k], fb[k]);
+            double rel = dif == 0.0 ? 0.0 : dif / fabs(x), scaled = vmax > 0.0 ? dif / vmax : dif;
+            if (fabs(x) > 1e-12 * vmax)
+                worst_rel = fmax(worst_rel, rel);
+            worst_scaled = fmax(worst_scaled, scaled);
+            bad_value += fabs(x) > 1e-12 * vmax ? !(rel <= 1e-12) : !(scaled <= 1e-12);
+        }
+    }
+    fclose(a);
+    fclose(b);
+    printf("compare %s with %s: %ld lines, %ld values (real and imaginary parts), %ld bit for "
+           "bit equal; largest difference %.3g relative (values above 1e-12 of their part's "
+           "largest), %.3g of the part's largest |lambda|; %ld labels and %ld verdicts differ, "
+           "%ld values beyond 1e-12\n",
+           new_path, old_path, lines, vals, same, worst_rel, worst_scaled, bad_label,
+           bad_verdict, bad_value);
+    return bad_label || bad_verdict || bad_value ? 1 : 0;
+}
+
 /* Seconds of the dense Hessian and its spectrum at point q of K = M. */
 static double dense_time(const pt *q, int K)
 {
@@ -299,15 +420,25 @@ static double sym_time(const pt *q, int reps)
     return best;
 }
 
-static int bench(int M, int threads, int repeat, int dense)
+static int bench(int M, int threads, int repeat, int dense, const char *dump,
+                 const char *cmp)
 {
     fams f;
-    double t0 = now();
+    double t0 = now(), g0 = cpu_now();
     grow(M, 0, 8, threads, &f);
     double t1 = now();
-    printf("K = M = %d: %d distinct specialised points grown from M0 = 8 in %.2f s (not timed "
-           "below)\n",
-           M, f.np, t1 - t0);
+    printf("K = M = %d: %d distinct specialised points grown from M0 = 8 in %.2f s wall, "
+           "%.2f s CPU (not timed below)\n",
+           M, f.np, t1 - t0, cpu_now() - g0);
+    if (dump) {
+        int rc = dump_points(&f, dump);
+        if (!rc && cmp)
+            rc = compare_dumps(cmp, dump);
+        if (rc) {
+            fams_free(&f);
+            return rc;
+        }
+    }
     int i1 = k1_point(&f, 1);
     if (i1 >= 0)
         printf("one point (k1 = 1, loss %.10g): all eigenvalues, Hessian and Jacobian: "
@@ -525,7 +656,7 @@ int main(int argc, char **argv)
     gsl_set_error_handler_off();
     int M = 1000, threads = 2, repeat = 1, dense = 1;
     const char *csv = NULL, *Ms = "10,20,50,100,200,500,1000";
-    const char *pl_in = NULL, *pl_out = NULL, *pl_hess = NULL;
+    const char *pl_in = NULL, *pl_out = NULL, *pl_hess = NULL, *dump = NULL, *cmp = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--M"))
             M = atoi(argv[i + 1]);
@@ -542,6 +673,10 @@ int main(int argc, char **argv)
             repeat = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--dense"))
             dense = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--dump"))
+            dump = argv[i + 1];
+        else if (!strcmp(argv[i], "--compare"))
+            cmp = argv[i + 1];
         else if (!strcmp(argv[i], "--hessian-csv"))
             pl_hess = argv[i + 1];
         else {
@@ -553,5 +688,9 @@ int main(int argc, char **argv)
         return reclassify(pl_in, pl_out, pl_hess);
     if (threads < 1 || threads > 16 || M < 8 || repeat < 1)
         return 2;
-    return csv ? classify_csv(csv, Ms, threads) : bench(M, threads, repeat, dense);
+    if (cmp && !dump) {
+        fprintf(stderr, "--compare OLD.csv needs --dump NEW.csv\n");
+        return 2;
+    }
+    return csv ? classify_csv(csv, Ms, threads) : bench(M, threads, repeat, dense, dump, cmp);
 }

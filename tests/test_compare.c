@@ -196,6 +196,80 @@ static void check_table(const scm_compare_opts *o, const cJSON *report)
     (void)nrows;
 }
 
+/* An executor of jobs that counts them by kind and runs them on 2 threads. */
+static long jobs_fams, jobs_stab;
+static scm_status counting_jobs(scm_compare_job *jobs, int n, int nthreads, scm_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        jobs_fams += strstr(jobs[i].in, "\"job\":\"families\"") != NULL;
+        jobs_stab += strstr(jobs[i].in, "\"job\":\"stability\"") != NULL;
+    }
+    return scm_compare_jobs_exec(jobs, n, nthreads < 2 ? 2 : nthreads, err);
+}
+
+/* The whole text of a file, or NULL. */
+static char *slurp(const char *path)
+{
+    size_t len;
+    return scm_output_read_file(path, (size_t)64 << 20, &len, NULL);
+}
+
+/* The jobs (issue 29): a comparison at M = 7, K = 7, 8 (30 runs: a plateau
+ * is reached, so a verdict is computed) with an executor of jobs writes
+ * the same files and report as without one, and hands it the families of
+ * both K and the verdicts; a text that is no job is refused. */
+static void check_jobs(const char *dir)
+{
+    char *rep[2] = {NULL, NULL};
+    for (int pass = 0; pass < 2; pass++) {
+        char prefix[256];
+        snprintf(prefix, sizeof prefix, "%s/j%d", dir, pass);
+        counts n = {0};
+        scm_compare_opts o;
+        set_opts(&o, prefix, &n);
+        o.M = 7;
+        o.K[0] = 7;
+        o.K[1] = 8;
+        o.runs = 30;
+        o.traces = 0;
+        o.no_stability = 0;
+        o.threads = 1;
+        o.jobs = pass ? counting_jobs : NULL;
+        scm_compare_result res;
+        scm_error err;
+        scm_status st = scm_compare_run(&o, &res, &err);
+        CHECK(st == SCM_OK, "compare with jobs %d: %s", pass, err.msg);
+        rep[pass] = st == SCM_OK ? cJSON_PrintUnformatted(res.report) : NULL;
+        scm_compare_result_free(&res);
+    }
+    CHECK(jobs_fams == 2 && jobs_stab >= 1, "jobs: %ld families, %ld stability", jobs_fams,
+          jobs_stab);
+    /* the reports name their own files: compare them with j0 for j1 */
+    char *fix = rep[1];
+    for (char *q = fix ? strstr(fix, "/j1.") : NULL; q; q = strstr(q + 1, "/j1."))
+        q[2] = '0';
+    CHECK(rep[0] && fix && strcmp(rep[0], fix) == 0, "the report differs with jobs");
+    CHECK(rep[0] && strstr(rep[0], "\"escapes_to\""), "no verdict was computed");
+    free(rep[0]);
+    free(rep[1]);
+    const char *kinds[] = {"config.json", "families.json", "runs.jsonl", "summary.json"};
+    for (int K = 7; K <= 8; K++)
+        for (int q = 0; q < 4; q++) {
+            char a[300], b[300];
+            snprintf(a, sizeof a, "%s/j0.K%d.%s", dir, K, kinds[q]);
+            snprintf(b, sizeof b, "%s/j1.K%d.%s", dir, K, kinds[q]);
+            char *x = slurp(a), *y = slurp(b);
+            CHECK(x && y && strcmp(x, y) == 0, "%s differs with jobs", b);
+            free(x);
+            free(y);
+        }
+    char *out = NULL;
+    scm_error err;
+    CHECK(scm_compare_job_run("{\"job\": \"nothing\"}", 1, &out, &err) == SCM_EINVAL &&
+              !out && strstr(err.msg, "nothing"),
+          "an unknown job: %s", err.msg);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/test_compare.XXXXXX";
@@ -271,6 +345,7 @@ int main(void)
     CHECK(st == SCM_EIO && rj == NULL && rmd == NULL, "missing summary: %d %s", st, err.msg);
 
     check_eps_global(dir, prefix);
+    check_jobs(dir);
 
     /* a rerun with another --runs is refused naming it, and (as every
      * failure of part SWEEP) through the SWEEP_END event, which is what

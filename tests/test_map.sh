@@ -4,7 +4,9 @@
 #     byte, and the map's global / family / not-converged counts equal those
 #     counted from the compare's runs file (under the Gaussian law and
 #     xavier_uniform, M = 3, 4, dK = 0, 1, 24 runs);
-#  2. the same map.json, map.csv and runs files with 1 and 2 threads;
+#  2. the same map.json, map.csv and runs files with 1 and 2 threads, and
+#     under scm-mpi -np 2, whose ranks compute the families (a job made to
+#     fail on rank 1, or 0, stops the map naming the rank, nothing written);
 #  3. a map killed (SIGKILL) inside a sweep and run again ends byte-identical
 #     to the uninterrupted one (at least one kill must land mid-sweep);
 #  4. bad input (ranges, --runs 0, an unknown law, a config key) exits 2 and
@@ -99,6 +101,21 @@ if [ -x "$SCMM" ] && command -v mpirun > /dev/null; then
             check "cmp -s t1/$f mp/$f" "$f differs between scm --threads 1 and scm-mpi -np 2"
         done
     fi
+    # the families are jobs of the ranks (issue 29): rank 1's first job,
+    # and rank 0's, made to fail, stop the map before any file is written,
+    # naming the rank
+    for r in 1 0; do
+        rm -rf mf && mkdir mf
+        (cd mf && SCM_MPI_TEST_FAIL_TASK=$r:1 OMPI_ALLOW_RUN_AS_ROOT=1 \
+            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 --allow-run-as-root --oversubscribe \
+            -x SCM_MPI_TEST_FAIL_TASK "$SCMM" map --M 3,4 --dK 0,1 --runs 30 --law xavier \
+            --no-plots -q -o m > out 2> err)
+        frc=$?
+        check "[ $frc -eq 1 ] && grep -q 'rank $r: failure injected' mf/err" \
+            "scm-mpi map with job $r:1 failing: exit $frc: $(head -3 mf/err)"
+        check "[ \$(ls mf | grep -v '^out$' | grep -v '^err$' | wc -l) -eq 0 ]" \
+            "scm-mpi map with a failed job wrote $(ls mf)"
+    done
 fi
 
 # the figures (when matplotlib is there), and a file that is not a map refused

@@ -180,6 +180,40 @@ scm_status scm_certify_table(const char *path, const scm_certify_table_sel *sel,
                              void (*progress)(void *ctx, int done, int total), void *ctx,
                              scm_certify_list *out, scm_error *err);
 
+/* The arguments of `scm certify` (and of the Python call), as the command
+ * line gives them: K, M, k1, index, dK -1 when not given.  Three forms: a
+ * family (K, M, k1 or all, every), a fixed-points file (point with index,
+ * or every or minima: all its entries or its block-stable ones), or a
+ * plateau table (table, selected by K, M, k1, dK, M_min, M_max, rows).
+ * scm_certify_args_default: nothing given, starts 40, M in [1, 1000000],
+ * rows SCM_CERTIFY_ROWS_MINIMA. */
+typedef struct {
+    const char *point, *table; /* NULL: not given */
+    long K, M, k1, index, starts, dK, M_min, M_max;
+    int all, every, minima, rows;
+} scm_certify_args;
+void scm_certify_args_default(scm_certify_args *a);
+
+/* The rules of a's options among themselves (certify_args.c): SCM_EINVAL
+ * naming the rule broken in the words of `scm certify` ("--k1 4 exceeds K
+ * = 3"; the caller adds its prefix), else SCM_OK. */
+scm_status scm_certify_args_check(const scm_certify_args *a, scm_error *err);
+
+/* The run a asks for, appended to out: scm_certify_table (with progress
+ * and ctx, which may be NULL), scm_certify_fpfile or scm_certify_family
+ * (k1 1 by default, all: every k1); their errors. */
+scm_status scm_certify_args_run(const scm_certify_args *a, const scm_certify_opts *o,
+                                void (*progress)(void *ctx, int done, int total), void *ctx,
+                                scm_certify_list *out, scm_error *err);
+
+/* The table `scm certify` prints (certify_text.c): a header line, then per
+ * entry K, M, k1, its index, ansatz, the loss enclosure [lo, hi], the box
+ * radius, the proved bound of the smallest eigenvalue of d H (">lo" a
+ * strict minimum, "<hi" a negative one, "-" none) and the verdict with its
+ * reason; "-" columns for an entry not certified.  NULL on no memory; the
+ * caller frees. */
+char *scm_certify_list_text(const scm_certify_list *l);
+
 /* The list as the JSON result of `scm certify`; the caller frees it. */
 cJSON *scm_certify_list_json(const scm_certify_list *l, const scm_certify_opts *o);
 void scm_certify_list_free(scm_certify_list *l);

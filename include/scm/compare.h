@@ -57,6 +57,41 @@ typedef struct {
 
 typedef void (*scm_compare_event_fn)(const scm_compare_event *e, void *user);
 
+/* ---- jobs: what a comparison computes besides its sweeps ------------------
+ *
+ * The families of each K (the enumeration) and the stability verdicts of
+ * the families reached are jobs: a job is a line of JSON text, and its
+ * result (scm_compare_job_run) a pure function of that text, the same
+ * bytes on any thread or MPI rank.  With an executor of jobs
+ * (scm_compare_opts.jobs) a comparison hands out the enumerations of all
+ * its K at once, before the first file is written, and the verdicts of one
+ * K at once; without one it computes them in turn, as it always did.
+ * Either way its files are the same (compare_jobs.c). */
+typedef struct {
+    char *in;  /* the job (made and freed by the comparison) */
+    char *out; /* its result, set by the executor (malloc'd; the comparison frees it) */
+} scm_compare_job;
+
+/* Compute the job in: *out its result text (malloc'd, the caller frees it).
+ * threads: the threads the job may use (>= 1; the result does not depend on
+ * it).  A job's own failure (an enumeration that fails) is part of its
+ * result; SCM_EINVAL for a text that is not a job, SCM_ENOMEM. */
+scm_status scm_compare_job_run(const char *in, int threads, char **out, scm_error *err);
+
+/* An executor of jobs: jobs[i].out = the result of scm_compare_job_run of
+ * jobs[i].in for every i < n, computed in any order, anywhere; nthreads as
+ * the sweeps' (scm_compare_opts.threads).  SCM_OK when every out is set;
+ * otherwise the first failure (a job whose run failed, under MPI with its
+ * rank in the message), and the outs that were set are the caller's to
+ * free all the same. */
+typedef scm_status (*scm_compare_jobs_fn)(scm_compare_job *jobs, int n, int nthreads,
+                                          scm_error *err);
+
+/* The executor of jobs of this process: min(nthreads, n) jobs at a time,
+ * taken in index order (the caller puts the longest first), each with
+ * nthreads / that many threads of its own; the first failure by index. */
+scm_status scm_compare_jobs_exec(scm_compare_job *jobs, int n, int nthreads, scm_error *err);
+
 typedef struct {
     long M;                 /* teachers (required, >= 1) */
     int nK;                 /* 1 .. SCM_COMPARE_MAX_K */
@@ -77,6 +112,7 @@ typedef struct {
     int no_stability;       /* 1: no stability verdicts */
     int certify;            /* the sweeps' early stop: 0, 1, 2 (sweep.h) */
     scm_sweep_exec_fn exec; /* NULL: scm_sweep_exec */
+    scm_compare_jobs_fn jobs; /* NULL: the enumerations and verdicts in turn, here */
     scm_compare_event_fn event; /* NULL: none */
     void *event_user;
 } scm_compare_opts;
@@ -113,6 +149,13 @@ typedef struct {
  * scm_compare_result_free in either case. */
 scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, scm_error *err);
 void scm_compare_result_free(scm_compare_result *res);
+
+/* The message of a failed scm_compare_run (res and err as it left them;
+ * compare_util.c), into buf (n bytes): "K = <K>: the family enumeration
+ * failed: <err>" for part SCM_COMPARE_PART_ENUMERATION, else err's
+ * message.  Returns buf. */
+const char *scm_compare_failure(const scm_compare_result *res, const scm_error *err, char *buf,
+                                size_t n);
 
 /* Before any file is touched (compare_opts.c): SCM_OK when no file the
  * comparison o writes (PREFIX.json, .md, and per K .config.json,

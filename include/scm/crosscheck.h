@@ -222,6 +222,13 @@ typedef struct {
 
 void scm_xc_check_opts_default(scm_xc_check_opts *o);
 
+/* What the command line (and the Python call) names, into o: K and M
+ * given ("--K and --M are required"), the activation actname, method 0
+ * (ODE only), 1 (GD only) or 2 (both).  SCM_EINVAL in the words of `scm
+ * crosscheck` (the caller adds its prefix). */
+scm_status scm_xc_check_opts_named(scm_xc_check_opts *o, long K, long M, const char *actname,
+                                   int method, scm_error *err);
+
 /* The counts of one method's runs. */
 typedef struct {
     long runs;                  /* runs made */
@@ -259,6 +266,14 @@ double scm_xc_check_enum_seconds(const scm_xc_check *c);
  * command's message: "run I (ode|gd): ..." when a run failed (not a run
  * that did not converge: that is a result), "enumeration at K = k: ...". */
 scm_status scm_xc_check_run(scm_xc_check *c, scm_xc_method m, scm_error *err);
+
+/* The whole computation: scm_xc_check_enumerate, then scm_xc_check_run of
+ * each method asked for (ODE first), with note (may be NULL) called after
+ * each step with a line saying what it did ("K = 3, M = 3: 12 fixed points
+ * enumerated (4 instances) in 0.1 s", "ode: 200 runs in 1.5 s").  Their
+ * errors. */
+scm_status scm_xc_check_compute(scm_xc_check *c, void (*note)(void *ctx, const char *line),
+                                void *ctx, scm_error *err);
 
 /* The counts of method m (zero until it has run). */
 const scm_xc_tally *scm_xc_check_tally(const scm_xc_check *c, scm_xc_method m);

@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "scm/compare.h"
 #include "scm/status.h"
 #include "scm/sweepfile.h"
 
@@ -31,6 +32,15 @@ scm_status scm_exec_mpi_sweep(const scm_config *c, uint64_t base, const long *in
                               int nthreads, const scm_sweep_families *fams,
                               const scm_sweep_opts *o, scm_sweep_emit_fn emit, void *user,
                               scm_error *err);
+
+/* On rank 0: the contract of scm_compare_jobs_fn (compare.h), a
+ * comparison's jobs (the families of each K, the stability verdicts) over
+ * every rank of MPI_COMM_WORLD, one job per rank at a time (rank 0 too, on
+ * a thread of its own); nthreads is not used.  A job that fails on any
+ * rank stops the handing out and is returned naming the rank.  For tests,
+ * SCM_MPI_TEST_FAIL_TASK=r:k makes rank r fail the k-th job it computes
+ * in one call. */
+scm_status scm_exec_mpi_jobs(scm_compare_job *jobs, int n, int nthreads, scm_error *err);
 
 /* On every rank but 0 (rank is the caller's): compute the jobs rank 0
  * hands out until it calls scm_exec_mpi_quit; SCM_OK then.  An error

@@ -119,6 +119,12 @@ typedef struct {
  * them). */
 void scm_fp_table_opts_default(scm_fp_table_opts *o);
 
+/* What the command line (and the Python call) names, into o: K and M
+ * given, the activation actname into o->act.  SCM_EINVAL in the words of
+ * the command ("--K and --M are required", "unknown activation 'tanh'
+ * (relu, erf, linear)"), which it reports as usage errors. */
+scm_status scm_fp_table_opts_named(scm_fp_table_opts *o, const char *actname, scm_error *err);
+
 /* The checks of the options among themselves (the messages of the
  * command: e.g. "--chain-from must be below M = 4, got 5").  SCM_EINVAL or
  * SCM_OK. */

@@ -144,6 +144,11 @@ typedef struct {
 /* The defaults above (those of `scm lintarget`). */
 void scm_lintarget_study_opts_default(scm_lintarget_study_opts *o);
 
+/* The rule the command line adds (lintarget_study.c): every alpha below 1
+ * (a small initialisation).  SCM_EINVAL in the words of `scm lintarget`
+ * ("--alpha values must be in (0, 1) ..."; the caller adds its prefix). */
+scm_status scm_lintarget_study_opts_check(const scm_lintarget_study_opts *o, scm_error *err);
+
 /* One alpha of the study. */
 typedef struct {
     double alpha, log_inv_alpha;

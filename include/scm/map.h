@@ -51,6 +51,8 @@ typedef struct {
     int no_stability;
     int certify;
     scm_sweep_exec_fn exec;     /* NULL: scm_sweep_exec */
+    scm_compare_jobs_fn jobs;   /* NULL: each row's enumerations and verdicts in turn
+                                   (compare.h) */
     scm_compare_event_fn event; /* NULL: none; K of each event is the cell's */
     void *event_user;
 } scm_map_opts;

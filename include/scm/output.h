@@ -28,6 +28,12 @@ scm_status scm_output_check_path(const char *path, scm_error *err);
  * its outputs before it writes anything. */
 int scm_output_same_file(const char *a, const char *b);
 
+/* An output a command may write (out NULL: none, SCM_OK): not one of the n
+ * paths in[] (its inputs and other outputs; NULL entries skipped:
+ * SCM_EINVAL "the output '<out>' is also an input or output ('<in>');
+ * refused"), and accepted by scm_output_check_path. */
+scm_status scm_output_check_out(const char *out, const char *const *in, int n, scm_error *err);
+
 /* Write len bytes of data to path: atomically, or directly to a device or
  * FIFO, as scm_output_check_path describes (whose refusal it returns).
  * SCM_EIO with the path and the system's reason in err on failure (the

@@ -118,6 +118,12 @@ typedef struct {
 /* scm_sim_opts_default, 4 seeds, t_max 10, 1 thread, nothing given. */
 void scm_simulate_study_opts_default(scm_simulate_study_opts *o);
 
+/* The options a command line (or the Python call) gives into o, each only
+ * when given, and marked in o->given: d, seeds, n when >= 1, mode 0
+ * (online) or 1 (batch; -1: not given), eta and t_max when > 0. */
+void scm_simulate_study_opts_given(scm_simulate_study_opts *o, long d, int seeds, int mode,
+                                   long n, double eta, double t_max);
+
 /* A study ready to run: the config (its "simulate" section taken out), its
  * model and the resolved options.  Owns config and model. */
 typedef struct {
@@ -205,5 +211,10 @@ cJSON *scm_simulate_study_json(const scm_simulate_study *s, const scm_simulate_r
  * caller frees it. */
 char *scm_simulate_study_csv(const scm_simulate_study *s, const scm_simulate_result *res,
                              size_t *len);
+
+/* The files a study writes for prefix (simulate_study_out.c): PREFIX.json,
+ * PREFIX.csv and PREFIX.png into paths[0], [1], [2], each malloc'ed (the
+ * caller frees them); SCM_ENOMEM with every entry NULL. */
+scm_status scm_simulate_study_paths(const char *prefix, char *paths[3], scm_error *err);
 
 #endif

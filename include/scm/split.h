@@ -270,4 +270,41 @@ cJSON *scm_split_study_json(const scm_split_study *st);
  * malloc'ed (the caller frees); NULL if out of memory. */
 char *scm_split_study_text(const scm_split_study *st);
 
+/* The arguments of `scm split` (and of the Python call) as the command line
+ * gives them: the parent chosen among the enumerated points by k1, index or
+ * loss at (K, M), or read from point (entry index of a fixed-points result,
+ * or a state file); the neuron split; the samples (lam, grid or w); the
+ * realisation's d, polish and perturbation test.  scm_split_args_default:
+ * K, M, k1, index, neuron -1 and loss NaN (not given), grid 0, d 0 (K + M
+ * + 1), starts 100, threads 0 (the processors online), actname NULL (the
+ * file's, else relu). */
+typedef struct {
+    const char *point, *actname;
+    long K, M, k1, index, neuron, grid, d, starts, threads;
+    double loss, lam[SCM_SPLIT_MAX_SAMPLES], w[SCM_SPLIT_MAX_DAUGHTERS];
+    int nl, nw, polish, perturb;
+} scm_split_args;
+void scm_split_args_default(scm_split_args *a);
+
+/* The rules of a's options among themselves (split_args.c), then grid 9
+ * when no samples are given: SCM_EINVAL naming the rule broken in the
+ * words of `scm split` ("--neuron r is required"; the caller adds its
+ * prefix), else SCM_OK. */
+scm_status scm_split_args_check(scm_split_args *a, scm_error *err);
+
+/* A run of `scm split`: the parent, the samples and the study of them. */
+typedef struct {
+    scm_split_parent parent;
+    scm_split_sample *samples;
+    int n_samples;
+    scm_split_study study;
+} scm_split_run;
+
+/* The run a (checked) asks for: scm_split_samples, the parent
+ * (scm_split_parent_load with a's activation, or scm_split_parent_choose;
+ * SCM_EINVAL for an unknown activation), scm_split_study_run; their
+ * errors.  Free r with scm_split_run_free in every case. */
+scm_status scm_split_args_run(const scm_split_args *a, scm_split_run *r, scm_error *err);
+void scm_split_run_free(scm_split_run *r);
+
 #endif

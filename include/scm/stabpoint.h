@@ -78,6 +78,36 @@ scm_status scm_stabpoint_get(const char *point, long index, const char *actname,
                              scm_family_pick_opts *fo, scm_stabpoint *sp,
                              const scm_activation **act, scm_error *err);
 
+/* The point `scm stability` (and the Python call) analyses and the options
+ * of its analysis, as the command line gives them: K, M, k1, index -1 and
+ * loss NaN when not given.  scm_stabpoint_args_default: nothing chosen,
+ * starts 100, threads 0 (the processors online; the family does not depend
+ * on it), d 0 (K + M), steps 1000, trials 10, seed 1, flow and Hessian on. */
+typedef struct {
+    const char *point, *ansatz, *actname; /* NULL: not given */
+    long K, M, k1, index, starts, threads, d, steps, trials, seed;
+    double loss;
+    int flow, hessian;
+} scm_stabpoint_args;
+void scm_stabpoint_args_default(scm_stabpoint_args *a);
+
+/* The choice a makes: either point and index, or the family K, M, k1 (k1
+ * <= K) with at most one of index and loss.  SCM_EINVAL naming the rule
+ * broken in the words of `scm stability` ("give --index or --loss, not
+ * both"; the caller adds its prefix), else SCM_OK. */
+scm_status scm_stabpoint_args_check(const scm_stabpoint_args *a, scm_error *err);
+
+/* a's d, steps, trials, seed, flow and Hessian into o (o's other fields as
+ * they are), then scm_stab_opts_check(o). */
+scm_status scm_stabpoint_args_opts(const scm_stabpoint_args *a, scm_stab_opts *o,
+                                   scm_error *err);
+
+/* The point a chooses and its activation: scm_stabpoint_get with the file
+ * (point, index) or the family a describes (its ansatz file, starts,
+ * threads, index, loss).  Free sp with scm_stabpoint_free in every case. */
+scm_status scm_stabpoint_args_get(const scm_stabpoint_args *a, scm_stabpoint *sp,
+                                  const scm_activation **act, scm_error *err);
+
 /* The result object of `scm stability`: the point (desc, the family when
  * there is one, Q, R), the options o of the analysis and its result r for
  * activation act.  The caller frees it; NULL on no memory. */

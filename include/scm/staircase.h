@@ -156,6 +156,17 @@ typedef struct {
 /* The defaults above; K, M and the alphas must still be set. */
 void scm_stair_study_opts_default(scm_stair_study_opts *o);
 
+/* What the command line (and the Python call) names, into o
+ * (staircase_args.c): K, M and at least one alpha given, d >= M, the
+ * activation actname, the rule rulename (gd or two_layer), nT and nvs
+ * (the entries of T_diag and vstar given) 0 or M, the others 1; threads,
+ * or the processors online when threads <= 0.  SCM_EINVAL naming the
+ * rule broken in the words of `scm staircase` ("--d 2 is below M = 3";
+ * the caller adds its prefix). */
+scm_status scm_stair_study_opts_named(scm_stair_study_opts *o, const char *actname,
+                                      const char *rulename, int nT, int nvs, int threads,
+                                      scm_error *err);
+
 /* One alpha: its run, plateaus and their matches. */
 typedef struct {
     double alpha;

@@ -88,6 +88,16 @@ long scm_sweep_file_done(const scm_sweep_file *f);
 long scm_sweep_file_resumed(const scm_sweep_file *f);
 /* The summary of the records in the file (owned by the handle). */
 const scm_sweep_summary *scm_sweep_file_summary(const scm_sweep_file *f);
+/* Before scm_sweep_file_open, as `scm sweep` and the Python call do
+ * (sweep_setup.c): c (named name in messages) must start from random
+ * states (SCM_EINVAL "<name>: a sweep needs init.type = \"random\""); the
+ * families file fam_path (NULL: none) is read into fams
+ * (scm_sweep_families_load, its errors); fo->seed is seed, or c's
+ * init.seed when seed < 0. */
+scm_status scm_sweep_file_setup(const scm_config *c, const char *name, const char *fam_path,
+                                long seed, scm_sweep_families *fams, scm_sweep_file_opts *fo,
+                                scm_error *err);
+
 /* Closes the file if still open; NULL is allowed. */
 void scm_sweep_file_free(scm_sweep_file *f);
 

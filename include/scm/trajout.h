@@ -31,4 +31,12 @@ char *scm_traj_out_csv(const scm_config *c, const scm_traj_result *r, size_t *le
  * the caller frees. */
 char *scm_traj_out_text(const scm_config *c, const scm_traj_result *r, double secs);
 
+/* The outputs of `scm run` checked before anything is computed: out (-o)
+ * and csv (--csv, may be NULL) each a path that may be written
+ * (scm_output_check_path), neither the config file nor the other output.
+ * SCM_EINVAL naming the option and the file in the command's words (the
+ * caller adds its prefix), else SCM_OK. */
+scm_status scm_traj_out_check_paths(const char *config, const char *out, const char *csv,
+                                    scm_error *err);
+
 #endif

@@ -151,3 +151,10 @@ scm_status py_args_reply(char **out, int n, const char *const *names, cJSON *con
     cJSON_Delete(root);
     return *out ? SCM_OK : scm_error_set(err, SCM_ENOMEM, "out of memory");
 }
+
+scm_status py_args_prefix(const py_args *a, scm_status st)
+{
+    char msg[sizeof a->err->msg];
+    snprintf(msg, sizeof msg, "%s", a->err->msg);
+    return scm_error_set(a->err, st, "%s: %s", a->cmd, msg);
+}

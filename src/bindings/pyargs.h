@@ -33,6 +33,10 @@ scm_status py_args_bool(const py_args *a, const char *key, int *v);
 scm_status py_args_str(const py_args *a, const char *key, const char **v);
 scm_status py_args_strs(const py_args *a, const char *key, const char **v, int max, int *n);
 
+/* st, after prefixing a's message (a library's, in the command's words)
+ * with "<cmd>: ". */
+scm_status py_args_prefix(const py_args *a, scm_status st);
+
 /* The object {"<name>": item, ...} printed exactly (scm_output_print) into
  * *out; the items are taken over (deleted here, also on failure).
  * names/items: n pairs; a NULL item is skipped.  SCM_ENOMEM or SCM_OK. */

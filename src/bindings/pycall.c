@@ -35,8 +35,6 @@ static scm_status fp_read(const py_args *a, scm_fp_table_opts *o, const char **f
     scm_status st;
     if ((st = py_args_check_keys(a, fp_keys)))
         return st;
-    if (!py_args_has(a, "K") || !py_args_has(a, "M"))
-        return scm_error_set(a->err, SCM_EINVAL, "%s: K and M are required", a->cmd);
     if ((st = py_args_long(a, "K", 1, 100000, &o->K)) ||
         (st = py_args_long(a, "M", 1, 100000, &o->M)) ||
         (st = py_args_long(a, "k1", 0, 100000, &o->k1)) ||
@@ -65,9 +63,8 @@ static scm_status fp_read(const py_args *a, scm_fp_table_opts *o, const char **f
     }
     if (threads > 0)
         o->threads = (int)threads;
-    if (!(o->act = scm_activation_find(act)))
-        return scm_error_set(a->err, SCM_EINVAL,
-                             "%s: unknown activation '%s' (relu, erf, linear)", a->cmd, act);
+    if ((st = scm_fp_table_opts_named(o, act, a->err)))
+        return py_args_prefix(a, st);
     for (int i = 0; i < nsf; i++)
         if ((st = scm_fp_table_seeds_read(seeds, sf[i], a->err)))
             return st;
@@ -140,38 +137,35 @@ static scm_status st_sigma(const py_args *a, scm_stab_opts *o)
     return SCM_OK;
 }
 
-/* The options of `scm stability` (its defaults: starts 100, steps 1000,
- * trials 10, seed 1) and the point's choice. */
-static scm_status st_read(const py_args *a, scm_stab_opts *o, scm_family_pick_opts *fo,
-                          const char **point, long *index, const char **act, int *dense,
+/* The options of `scm stability` (its defaults, scm_stabpoint_args_default)
+ * and the point's choice, checked by the command's rules. */
+static scm_status st_read(const py_args *a, scm_stabpoint_args *sa, scm_stab_opts *o, int *dense,
                           int *perturb)
 {
     static const char *const modes[] = {"auto", "weights", "qr", "none"};
     const char *mode = "auto";
-    long K = -1, M = -1, k1 = -1, starts = 100, d = 0, steps = 1000, trials = 10, seed = 1;
-    long threads = 0;
-    int flow = 1, hess = 1;
-    double loss = NAN;
     scm_status st;
+    scm_stabpoint_args_default(sa);
     scm_stab_opts_default(o);
-    d = o->d;
-    if ((st = py_args_check_keys(a, st_keys)) || (st = py_args_str(a, "point", point)) ||
-        (st = py_args_long(a, "index", 0, 1000000, index)) ||
-        (st = py_args_long(a, "K", 1, 10000, &K)) || (st = py_args_long(a, "M", 1, 10000, &M)) ||
-        (st = py_args_long(a, "k1", 0, 10000, &k1)) ||
-        (st = py_args_double(a, "loss", 0.0, INFINITY, &loss)) ||
-        (st = py_args_str(a, "ansatz", &fo->ansatz_file)) || (st = py_args_str(a, "activation", act)) ||
-        (st = py_args_long(a, "starts", 0, 1000000, &starts)) ||
-        (st = py_args_long(a, "threads", 1, 64, &threads)) ||
-        (st = py_args_long(a, "d", 1, 100000, &d)) ||
-        (st = py_args_long(a, "steps", 0, 100000000, &steps)) ||
-        (st = py_args_long(a, "trials", 1, 100000, &trials)) ||
-        (st = py_args_long(a, "seed", 0, 2147483647L, &seed)) ||
+    if ((st = py_args_check_keys(a, st_keys)) || (st = py_args_str(a, "point", &sa->point)) ||
+        (st = py_args_long(a, "index", 0, 1000000, &sa->index)) ||
+        (st = py_args_long(a, "K", 1, 10000, &sa->K)) ||
+        (st = py_args_long(a, "M", 1, 10000, &sa->M)) ||
+        (st = py_args_long(a, "k1", 0, 10000, &sa->k1)) ||
+        (st = py_args_double(a, "loss", 0.0, INFINITY, &sa->loss)) ||
+        (st = py_args_str(a, "ansatz", &sa->ansatz)) ||
+        (st = py_args_str(a, "activation", &sa->actname)) ||
+        (st = py_args_long(a, "starts", 0, 1000000, &sa->starts)) ||
+        (st = py_args_long(a, "threads", 1, 64, &sa->threads)) ||
+        (st = py_args_long(a, "d", 1, 100000, &sa->d)) ||
+        (st = py_args_long(a, "steps", 0, 100000000, &sa->steps)) ||
+        (st = py_args_long(a, "trials", 1, 100000, &sa->trials)) ||
+        (st = py_args_long(a, "seed", 0, 2147483647L, &sa->seed)) ||
         (st = py_args_double(a, "eta", 1e-300, INFINITY, &o->eta)) ||
         (st = py_args_double(a, "t_max", 1e-300, INFINITY, &o->t_max)) ||
         (st = py_args_double(a, "verdict_sigma_max", 1e-300, INFINITY, &o->verdict_sigma_max)) ||
-        (st = st_sigma(a, o)) || (st = py_args_bool(a, "flow", &flow)) ||
-        (st = py_args_bool(a, "hessian", &hess)) || (st = py_args_bool(a, "dense", dense)) ||
+        (st = st_sigma(a, o)) || (st = py_args_bool(a, "flow", &sa->flow)) ||
+        (st = py_args_bool(a, "hessian", &sa->hessian)) || (st = py_args_bool(a, "dense", dense)) ||
         (st = py_args_str(a, "perturb", &mode)))
         return st;
     *perturb = -1;
@@ -181,53 +175,25 @@ static scm_status st_read(const py_args *a, scm_stab_opts *o, scm_family_pick_op
     if (*perturb < 0)
         return scm_error_set(a->err, SCM_EINVAL,
                              "%s: perturb must be auto, weights, qr or none, got '%s'", a->cmd, mode);
-    int family = K >= 0 || M >= 0 || k1 >= 0;
-    const char *why = NULL;
-    if (*point && family)
-        why = "give either point and index or K, M and k1, not both";
-    else if (*point && isfinite(loss))
-        why = "loss selects in a family (K, M, k1), not in a point file";
-    else if (*index >= 0 && isfinite(loss))
-        why = "give index or loss, not both";
-    else if (*point && *index < 0)
-        why = "point needs index";
-    else if (!*point && (K < 0 || M < 0 || k1 < 0))
-        why = "K, M and k1 are required (or point and index)";
-    else if (!*point && k1 > K)
-        why = "k1 exceeds K";
-    if (why)
-        return scm_error_set(a->err, SCM_EINVAL, "%s: %s", a->cmd, why);
-    o->d = d;
-    o->n_steps = (int)steps;
-    o->n_trials = (int)trials;
-    o->seed = (unsigned long)seed;
-    o->run_flow = flow;
-    o->hessian = hess;
-    fo->K = (int)K, fo->M = (int)M, fo->k1 = (int)k1;
-    fo->starts = starts;
-    fo->threads = (int)threads; /* 0: the processors online; the family does not depend on it */
-    fo->index = *index;
-    fo->loss = loss;
-    return scm_stab_opts_check(o, a->err);
+    if ((st = scm_stabpoint_args_check(sa, a->err)))
+        return py_args_prefix(a, st);
+    return scm_stabpoint_args_opts(sa, o, a->err);
 }
 
 static scm_status call_stability(const py_args *a, char **out)
 {
     scm_stab_opts o;
-    scm_family_pick_opts fo;
-    scm_family_pick_opts_default(&fo);
-    const char *point = NULL, *actname = NULL;
-    long index = -1;
+    scm_stabpoint_args sa;
     scm_stabpoint sp;
     memset(&sp, 0, sizeof sp);
     const scm_activation *act = NULL;
     scm_stab_result r;
     int dense = 0, perturb = SCM_STABPOINT_PERTURB_AUTO;
-    scm_status st = st_read(a, &o, &fo, &point, &index, &actname, &dense, &perturb);
+    scm_status st = st_read(a, &sa, &o, &dense, &perturb);
     if (!st)
-        st = scm_stabpoint_get(point, index, actname, &fo, &sp, &act, a->err);
+        st = scm_stabpoint_args_get(&sa, &sp, &act, a->err);
     if (!st)
-        st = scm_stabpoint_analyse(&sp, act, &o, dense, perturb, fo.ansatz_file, &r, a->err);
+        st = scm_stabpoint_analyse(&sp, act, &o, dense, perturb, sa.ansatz, &r, a->err);
     if (!st) {
         const char *names[] = {"result"};
         cJSON *items[] = {scm_stabpoint_json(&sp, act, &o, &r)};
@@ -266,18 +232,12 @@ static scm_status xc_read(const py_args *a, scm_xc_check_opts *o, const char **f
         (st = py_args_str(a, "method", &method)) || (st = py_args_str(a, "activation", &act)) ||
         (st = py_args_strs(a, "ansatz", files, SCM_XC_MAX_ANSATZ, &o->n_ansatz)))
         return st;
-    if (K < 0 || M < 0)
-        return scm_error_set(a->err, SCM_EINVAL, "%s: K and M are required", a->cmd);
     if (strcmp(method, "ode") && strcmp(method, "gd") && strcmp(method, "both"))
         return scm_error_set(a->err, SCM_EINVAL, "%s: method must be ode, gd or both, got '%s'",
                              a->cmd, method);
-    o->ode = strcmp(method, "gd") != 0;
-    o->gd = strcmp(method, "ode") != 0;
-    if (!(o->act = scm_activation_find(act)))
-        return scm_error_set(a->err, SCM_EINVAL,
-                             "%s: unknown activation '%s' (relu, erf, linear)", a->cmd, act);
-    o->K = (int)K;
-    o->M = (int)M;
+    if ((st = scm_xc_check_opts_named(o, K, M, act, !strcmp(method, "ode") ? 0
+                                                    : !strcmp(method, "gd") ? 1 : 2, a->err)))
+        return py_args_prefix(a, st);
     o->threads = (int)threads; /* 0: the processors online, as the command */
     o->ansatz_files = files;
     return SCM_OK;
@@ -292,10 +252,7 @@ static scm_status call_crosscheck(const py_args *a, char **out)
     if (!st)
         st = scm_xc_check_new(&o, &c, a->err);
     if (!st)
-        st = scm_xc_check_enumerate(c, a->err);
-    for (int me = SCM_XC_ODE; !st && me <= SCM_XC_GD; me++)
-        if (me == SCM_XC_ODE ? o.ode : o.gd)
-            st = scm_xc_check_run(c, (scm_xc_method)me, a->err);
+        st = scm_xc_check_compute(c, NULL, NULL, a->err);
     if (!st) {
         char *text = scm_xc_check_text(c, 0);
         const char *names[] = {"result", "text", "unmatched"};

@@ -73,14 +73,10 @@ scm_status py_call_sweep(const py_args *a, char **out)
     scm_status st = sw_read(a, &fo, sets, &nsets, &text, &name, &fam, &path, &seed);
     if (!st)
         st = scm_config_parse(text, name, sets, nsets, &c, a->err);
-    if (!st && c->init != SCM_INIT_RANDOM)
-        st = scm_error_set(a->err, SCM_EINVAL, "%s: a sweep needs init.type = \"random\"", name);
-    if (!st && fam)
-        st = scm_sweep_families_load(fam, &fams, a->err);
-    if (!st) {
-        fo.seed = seed >= 0 ? (uint64_t)seed : (uint64_t)c->seed;
+    if (!st)
+        st = scm_sweep_file_setup(c, name, fam, seed, &fams, &fo, a->err);
+    if (!st)
         st = scm_sweep_file_open(path, c, &fams, &fo, &f, a->err);
-    }
     long resumed = st ? 0 : scm_sweep_file_resumed(f);
     long total = st ? 0 : scm_sweep_file_total(f);
     if (!st)
@@ -141,7 +137,8 @@ static const char *const sim_keys[] = {"config", "config_name", "sets", "d", "se
 static scm_status sim_read(const py_args *a, scm_simulate_study_opts *o, const char **sets,
                            int *nsets, const char **text, const char **name)
 {
-    long d = 0, seeds = 0, n = 0, threads = 1;
+    long d = -1, seeds = -1, n = -1, threads = 1;
+    double eta = -1.0, t_max = -1.0;
     const char *mode = NULL;
     scm_status st;
     if ((st = py_args_check_keys(a, sim_keys)) || (st = py_args_str(a, "config", text)) ||
@@ -150,32 +147,16 @@ static scm_status sim_read(const py_args *a, scm_simulate_study_opts *o, const c
         (st = py_args_long(a, "d", 1, 100000000L, &d)) ||
         (st = py_args_long(a, "seeds", 1, SCM_SIMULATE_MAX_SEEDS, &seeds)) ||
         (st = py_args_str(a, "mode", &mode)) || (st = py_args_long(a, "n", 1, 1000000000L, &n)) ||
-        (st = py_args_double(a, "eta", 1e-300, 1e300, &o->sim.eta)) ||
+        (st = py_args_double(a, "eta", 1e-300, 1e300, &eta)) ||
         (st = py_args_long(a, "threads", 1, 256, &threads)) ||
-        (st = py_args_double(a, "t_max", 1e-300, 1e300, &o->t_max)))
+        (st = py_args_double(a, "t_max", 1e-300, 1e300, &t_max)))
         return st;
     if (!*text)
         return scm_error_set(a->err, SCM_EINVAL, "%s: config is required", a->cmd);
     if (mode && strcmp(mode, "online") && strcmp(mode, "batch"))
         return scm_error_set(a->err, SCM_EINVAL, "%s: mode must be online or batch, got '%s'",
                              a->cmd, mode);
-    const struct {
-        const char *key;
-        unsigned bit;
-    } given[] = {{"d", SCM_SIMULATE_GIVEN_D},     {"seeds", SCM_SIMULATE_GIVEN_SEEDS},
-                 {"mode", SCM_SIMULATE_GIVEN_MODE}, {"n", SCM_SIMULATE_GIVEN_N},
-                 {"eta", SCM_SIMULATE_GIVEN_ETA},   {"t_max", SCM_SIMULATE_GIVEN_T_MAX}};
-    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
-        if (py_args_has(a, given[i].key))
-            o->given |= given[i].bit;
-    if (d)
-        o->sim.d = d;
-    if (seeds)
-        o->seeds = (int)seeds;
-    if (n)
-        o->sim.n = n;
-    if (mode)
-        o->sim.mode = mode[0] == 'b' ? SCM_SIM_BATCH : SCM_SIM_ONLINE;
+    scm_simulate_study_opts_given(o, d, (int)seeds, mode ? mode[0] == 'b' : -1, n, eta, t_max);
     o->threads = (int)threads;
     return SCM_OK;
 }
@@ -313,11 +294,9 @@ scm_status py_call_compare(const py_args *a, char **out)
         } else {
             st = py_args_reply(out, 3, names, items, a->err);
         }
-    } else if (res.failed_part == SCM_COMPARE_PART_ENUMERATION) {
+    } else {
         char msg[sizeof a->err->msg];
-        snprintf(msg, sizeof msg, "%s", a->err->msg);
-        scm_error_set(a->err, st, "K = %ld: the family enumeration failed: %s", res.failed_K,
-                      msg);
+        scm_error_set(a->err, st, "%s", scm_compare_failure(&res, a->err, msg, sizeof msg));
     }
     scm_compare_result_free(&res);
     return st;

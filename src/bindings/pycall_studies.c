@@ -4,10 +4,8 @@
  * scm_stair_study_run), and what they write. */
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bindings/pycall.h"
-#include "core/parallel.h"
 #include "scm/lintarget.h"
 #include "scm/staircase.h"
 
@@ -51,11 +49,8 @@ scm_status py_call_lintarget(const py_args *a, char **out)
         (st = py_args_long(a, "seed", 0, 2147483647L, &seed)) ||
         (st = py_args_long(a, "n_out", 3, 1000000, &n_out)))
         return st;
-    for (int i = 0; i < o.n_alpha; i++)
-        if (!(o.alpha[i] < 1.0))
-            return scm_error_set(a->err, SCM_EINVAL,
-                                 "%s: alpha values must be in (0, 1) (small initialisation), got %g",
-                                 a->cmd, o.alpha[i]);
+    if ((st = scm_lintarget_study_opts_check(&o, a->err)))
+        return py_args_prefix(a, st);
     o.d = d;
     o.seed = (unsigned long)seed;
     o.n_out = (int)n_out;
@@ -108,29 +103,8 @@ static scm_status sc_read(const py_args *a, scm_stair_study_opts *o)
         (st = lt_list(a, "alpha", 1, o->alpha, SCM_STAIR_STUDY_MAX_ALPHA, &o->n_alpha)) ||
         (st = py_args_long(a, "threads", 1, 64, &threads)))
         return st;
-    if (o->K < 0 || o->M < 0 || o->n_alpha == 0)
-        return scm_error_set(a->err, SCM_EINVAL, "%s: K, M and alpha are required", a->cmd);
-    if (o->d < o->M)
-        return scm_error_set(a->err, SCM_EINVAL, "%s: d %ld is below M = %ld", a->cmd, o->d, o->M);
-    if (!(o->act = scm_activation_find(act)))
-        return scm_error_set(a->err, SCM_EINVAL, "%s: unknown activation '%s' (relu, erf, linear)",
-                             a->cmd, act);
-    o->rule = scm_rule_find(rule);
-    if (!o->rule || (o->rule != &scm_rule_gd && o->rule != &scm_rule_two_layer))
-        return scm_error_set(a->err, SCM_EINVAL, "%s: rule '%s': gd or two_layer", a->cmd, rule);
-    if ((nT && nT != o->M) || (nvs && nvs != o->M))
-        return scm_error_set(a->err, SCM_EINVAL,
-                             "%s: T_diag and vstar need M = %ld entries (got %d, %d)", a->cmd,
-                             o->M, nT, nvs);
-    for (long i = 0; i < o->M; i++) {
-        if (!nT)
-            o->T_diag[i] = 1.0;
-        if (!nvs)
-            o->vstar[i] = 1.0;
-    }
-    /* threads: the processors online by default, as the command; the list
-     * does not depend on it */
-    o->threads = threads > 0 ? (int)threads : scm_threads_online();
+    if ((st = scm_stair_study_opts_named(o, act, rule, nT, nvs, (int)threads, a->err)))
+        return py_args_prefix(a, st);
     return SCM_OK;
 }
 

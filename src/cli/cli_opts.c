@@ -103,11 +103,14 @@ static int parse_value(const char *me, int must, const cli_opt *o, const char *n
     case CLI_POS:
     case CLI_NONNEG:
     case CLI_NUM:
+    case CLI_UNIT:
         if (!cli_parse_double(v, &x) || (o->kind == CLI_POS && !(x > 0.0)) ||
-            (o->kind == CLI_NONNEG && !(x >= 0.0)))
+            (o->kind == CLI_NONNEG && !(x >= 0.0)) ||
+            (o->kind == CLI_UNIT && !(x > 0.0 && x < 1.0)))
             return cli_usage_error(me, "%s %s a %s, got '%s'", name, needs,
                                    o->kind == CLI_POS      ? "positive number"
                                    : o->kind == CLI_NONNEG ? "number >= 0"
+                                   : o->kind == CLI_UNIT   ? "number in (0, 1)"
                                                            : "finite number",
                                    v);
         *(double *)o->dst = x;

@@ -16,6 +16,7 @@ typedef enum {
     CLI_POS,     /* double *: a finite number > 0 */
     CLI_NONNEG,  /* double *: a finite number >= 0 */
     CLI_NUM,     /* double *: a finite number */
+    CLI_UNIT,    /* double *: a number in (0, 1) */
     CLI_STR,     /* const char **: the value itself */
     CLI_STRS,    /* cli_strs *: repeatable, each value appended */
     CLI_CHOICE,  /* int *: the index of the value in choices ("a|b|c") */

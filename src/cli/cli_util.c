@@ -21,20 +21,8 @@ int cli_cpu_count(void)
 
 int cli_check_output(const char *me, const char *out, const char *const *in, int n)
 {
-    if (!out)
-        return 0;
-    for (int i = 0; i < n; i++)
-        if (in[i] && scm_output_same_file(out, in[i])) {
-            fprintf(stderr, "%s: the output '%s' is also an input or output ('%s'); refused\n",
-                    me, out, in[i]);
-            return -1;
-        }
     scm_error err;
-    if (scm_output_check_path(out, &err)) {
-        fprintf(stderr, "%s: %s\n", me, err.msg);
-        return -1;
-    }
-    return 0;
+    return scm_output_check_out(out, in, n, &err) ? cli_fail(me, &err, -1) : 0;
 }
 
 double cli_now(void)
@@ -42,15 +30,6 @@ double cli_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-char *cli_read_all(const char *path, size_t *len)
-{
-    scm_error err;
-    char *t = scm_output_read_file(path, CLI_READ_MAX, len, &err);
-    if (!t && err.code != SCM_EIO) /* EIO: errno is the system's reason */
-        errno = err.code == SCM_ENOMEM ? ENOMEM : EFBIG;
-    return t;
 }
 
 int cli_parse_long(const char *s, long lo, long hi, long *out)
@@ -124,18 +103,27 @@ void cli_sweep_progress(const scm_sweep_file *f, cli_progress *p, int final)
     cli_progress_show(p, "runs", scm_sweep_file_done(f), scm_sweep_file_total(f), brief, final);
 }
 
-void cli_sweep_print_summary(const scm_sweep_summary *sum, long total, long new_runs, double secs,
-                             int width, const char *unit)
+void cli_put(FILE *f, char *text)
 {
-    char *text = scm_sweep_summary_text(sum, total);
-    if (!text)
-        return;
-    fputs(text, stderr);
+    if (text)
+        fputs(text, f);
     free(text);
-    fprintf(stderr, "timing     %ld runs in %.3f s on %d %s%s: %.3f runs/s, %.4f s per run\n",
-            new_runs, secs, width, unit, width == 1 ? "" : "s",
-            secs > 0 ? (double)new_runs / secs : 0.0,
-            new_runs > 0 ? secs * width / (double)new_runs : 0.0);
+}
+
+int cli_print(const char *me, char *text)
+{
+    if (!text) {
+        fprintf(stderr, "%s: out of memory\n", me);
+        return 1;
+    }
+    cli_put(stdout, text);
+    return 0;
+}
+
+int cli_fail(const char *me, const scm_error *err, int rc)
+{
+    fprintf(stderr, "%s: %s\n", me, err->msg);
+    return rc;
 }
 
 char *cli_config_text(const char *me, const char *path, const char *const *unset, int nunset,
@@ -162,8 +150,7 @@ int cli_config_load(const char *me, const char *path, const char *const *sets, i
  * for no memory. */
 static int write_status(const char *me, scm_status st, const scm_error *err)
 {
-    fprintf(stderr, "%s: %s\n", me, err->msg);
-    return st == SCM_EIO ? CLI_EXIT_IO : st == SCM_EINVAL ? 2 : 1;
+    return cli_fail(me, err, st == SCM_EIO ? CLI_EXIT_IO : st == SCM_EINVAL ? 2 : 1);
 }
 
 int cli_write_files(const char *me, int n, const char *const *paths, const char *const *data,
@@ -200,7 +187,7 @@ int cli_write_json_with(const char *me, const char *path, const cJSON *json, int
     return rc;
 }
 
-int cli_write_json(const char *me, const char *path, const cJSON *json, int compact)
+int cli_write_json(const char *me, const char *path, cJSON *json, int compact)
 {
     scm_error err;
     if (!json) {
@@ -208,6 +195,7 @@ int cli_write_json(const char *me, const char *path, const cJSON *json, int comp
         return 1;
     }
     scm_status st = scm_output_write_json(path, json, compact, &err);
+    cJSON_Delete(json);
     return st ? write_status(me, st, &err) : 0;
 }
 
@@ -244,8 +232,9 @@ void cli_compare_event(const scm_compare_event *e, void *printer)
         if (e->status && p->summary) /* else printed once, when the caller returns it */
             fprintf(stderr, "scm sweep: %s\n", e->err->msg);
         if (e->run_ok && !p->quiet && p->summary)
-            cli_sweep_print_summary(scm_sweep_file_summary(e->sweep), total, total - p->pc.done0,
-                                    secs, p->ex->width_fn(p->threads), p->ex->unit);
+            cli_put(stderr, scm_sweep_summary_text_timed(scm_sweep_file_summary(e->sweep), total,
+                                                         total - p->pc.done0, secs,
+                                                         p->ex->width_fn(p->threads), p->ex->unit));
         else if (e->run_ok && !p->quiet)
             fprintf(stderr, "%s: K = %ld: %ld new runs in %.1f s\n", p->me, e->K,
                     total - p->pc.done0, secs);

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "scm/compare.h"
 #include "scm/config.h"
@@ -20,19 +21,13 @@
  * but a sweep's runs file keeps the records written, for --resume). */
 #define CLI_EXIT_IO 4
 
-/* 0 when out may be written: not one of the n inputs in[] (NULL entries
- * skipped), and scm_output_check_path accepts it; else -1 after printing
+/* 0 when out may be written (scm_output_check_out: not one of the n inputs
+ * in[], accepted by scm_output_check_path); else -1 after printing
  * "<me>: ..." naming out (and the input). */
 int cli_check_output(const char *me, const char *out, const char *const *in, int n);
 
 /* Seconds on a monotonic clock. */
 double cli_now(void);
-
-/* The whole file as a NUL-terminated string (*len its length, without the
- * NUL; scm_output_read_file, at most about CLI_READ_MAX bytes); NULL with
- * errno set on failure.  The caller frees. */
-#define CLI_READ_MAX ((size_t)1 << 30)
-char *cli_read_all(const char *path, size_t *len);
 
 /* Quiet parsers: 1 when s is a whole integer in [lo, hi] (a finite
  * number), 0 otherwise; *out is set only on success. */
@@ -90,8 +85,9 @@ int cli_write_files(const char *me, int n, const char *const *paths, const char 
  * cli_write_files; "out of memory" is status 1. */
 int cli_write_json_with(const char *me, const char *path, const cJSON *json, int compact,
                         const char *path2, const char *text2, size_t len2);
-/* One JSON file (json NULL: no memory), atomically. */
-int cli_write_json(const char *me, const char *path, const cJSON *json, int compact);
+/* One JSON file (json NULL: no memory), atomically; json is taken over
+ * (deleted here). */
+int cli_write_json(const char *me, const char *path, cJSON *json, int compact);
 /* json as the text of its file (scm_output_print and a newline; *len its
  * length), NULL on no memory; the caller frees. */
 char *cli_json_text(const cJSON *json, int compact, size_t *len);
@@ -114,9 +110,16 @@ typedef struct {
 } cli_compare_printer;
 void cli_compare_event(const scm_compare_event *e, void *printer);
 
-/* The final lines of `scm sweep` on stderr: counts, classes with Wilson
- * intervals, and the timing of new_runs runs in secs on width units. */
-void cli_sweep_print_summary(const scm_sweep_summary *sum, long total, long new_runs, double secs,
-                             int width, const char *unit);
+/* Printing what the library returns, text taken over (freed here):
+ * cli_put writes it to f when it is not NULL; cli_print writes it to
+ * stdout and returns 0, or 1 after "<me>: out of memory" when it is NULL. */
+void cli_put(FILE *f, char *text);
+int cli_print(const char *me, char *text);
+
+/* "<me>: <err's message>" on stderr: returns rc, the exit status. */
+int cli_fail(const char *me, const scm_error *err, int rc);
+/* The exit status of a library failure st: 2 for bad input (SCM_EINVAL,
+ * SCM_EIO), else 1. */
+#define CLI_EXIT_OF(st) ((st) == SCM_EINVAL || (st) == SCM_EIO ? 2 : 1)
 
 #endif

@@ -175,12 +175,9 @@ static int write_report(const scm_compare_result *res, const char *prefix)
 /* The failure of the comparison reported: the exit status. */
 static int compare_failed(const scm_compare_result *res, const scm_error *err)
 {
-    if (res->failed_part == SCM_COMPARE_PART_ENUMERATION) {
-        fprintf(stderr, "scm compare: K = %ld: the family enumeration failed: %s\n", res->failed_K,
-                err->msg);
-    } else if (res->failed_part != SCM_COMPARE_PART_SWEEP) {
-        fprintf(stderr, "scm compare: %s\n", err->msg); /* a sweep's: printed at its end */
-    }
+    char msg[sizeof err->msg + 64];
+    if (res->failed_part != SCM_COMPARE_PART_SWEEP) /* a sweep's: printed at its end */
+        fprintf(stderr, "scm compare: %s\n", scm_compare_failure(res, err, msg, sizeof msg));
     return res->failed_input ? 2 : err->code == SCM_EIO ? CLI_EXIT_IO : 1;
 }
 
@@ -209,15 +206,15 @@ int scm_cmd_compare(int argc, char **argv, const cli_executor *ex)
     o.config_text = text;
     o.config_name = c.config;
     if (scm_compare_check_outputs(&o, &err)) {
-        fprintf(stderr, "scm compare: %s\n", err.msg);
         free(text);
-        return 2;
+        return cli_fail("scm compare", &err, 2);
     }
     o.sets = c.sets;
     o.have_seed = c.seed >= 0;
     o.seed = c.seed >= 0 ? (uint64_t)c.seed : 0;
     o.threads = nthreads;
     o.exec = ex->sweep_fn;
+    o.jobs = ex->jobs_fn;
     cli_compare_printer pr = {"scm compare", "scm sweep", c.quiet, !c.quiet, 1, nthreads, ex,
                               {0, 0.0, 0.0}};
     o.event = cli_compare_event;

@@ -106,8 +106,7 @@ int scm_cmd_compare_rules(int argc, char **argv, const cli_executor *ex)
     char *md = NULL;
     if (scm_compare_rules_table(prefix, M, Ks, nK, rules, nr, &root, &md,
                                 &err)) {
-        fprintf(stderr, ME ": %s\n", err.msg);
-        rc = 1;
+        rc = cli_fail(ME, &err, 1);
         goto out;
     }
     char pj[1200], pm[1200];

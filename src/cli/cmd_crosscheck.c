@@ -3,8 +3,8 @@
  * options of `scm fixed-points` (crosscheck.h); a readable summary and a
  * JSON result file listing every unmatched and every non-converged end
  * point.  Exit status 3 when an end point is unmatched (docs/crosscheck.md).
- * The computation is scm_xc_check_* (crosscheck.h), step by step so that
- * the progress lines come between the steps. */
+ * The computation is scm_xc_check_compute (crosscheck.h), whose notes
+ * between the steps are the progress lines. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +25,7 @@
 typedef struct {
     scm_xc_check_opts o;
     long K, M;
-    int threads, method;
+    int method;
     const char *files[SCM_XC_MAX_ANSATZ], *out, *actname;
     int quiet;
 } xc_args;
@@ -62,7 +62,7 @@ static int parse_args(int argc, char **argv, xc_args *g)
               "k1 sweep passes (default " SCM_STR(SCM_FP_TABLE_SWEEP_PASSES) ")"),
         CLI_O("--gd-max-iter", CLI_LONG, &o->run.gd_max_iter, 1, 100000000L, "N",
               "GD iteration budget (default 200000)"),
-        CLI_OPT_THREADS(&g->threads),
+        CLI_OPT_THREADS(&o->threads),
         CLI_O("-o", CLI_STR, &g->out, 0, 0, "FILE", "JSON result file"),
         CLI_OPT_QUIET(&g->quiet, "no per-point listing (the counts only)"),
         CLI_OPT_END};
@@ -83,44 +83,19 @@ static int parse_args(int argc, char **argv, xc_args *g)
     int rc = cli_parse(&cmd, argc, argv);
     if (rc >= 0)
         return rc;
-    if (g->K < 0 || g->M < 0)
-        return cli_usage_error(XC_ME, "--K and --M are required");
-    g->o.act = scm_activation_find(g->actname);
-    if (!g->o.act)
-        return cli_usage_error(XC_ME, "unknown activation '%s' (relu, erf, linear)", g->actname);
-    o->ode = g->method != 1;
-    o->gd = g->method != 0;
+    scm_error err;
+    if (scm_xc_check_opts_named(o, g->K, g->M, g->actname, g->method, &err))
+        return cli_usage_error(XC_ME, "%s", err.msg);
     o->n_ansatz = files.n;
-    o->K = (int)g->K;
-    o->M = (int)g->M;
-    o->threads = g->threads ? g->threads : cli_cpu_count();
-    o->ansatz_files = g->files;
+    o->ansatz_files = g->files; /* threads 0: the processors online */
     return -1;
 }
 
-/* The enumeration and the runs, with the progress lines: 0 or 1. */
-static int compute(const scm_xc_check_opts *o, scm_xc_check *c)
+/* A step of the computation done: its line on stderr. */
+static void xc_note(void *ctx, const char *line)
 {
-    scm_error err;
-    if (scm_xc_check_enumerate(c, &err)) {
-        fprintf(stderr, XC_ME ": %s\n", err.msg);
-        return 1;
-    }
-    const scm_xc_list *l = scm_xc_check_list(c);
-    fprintf(stderr, XC_ME ": K = %d, M = %d: %d fixed points enumerated (%d instances) in "
-                    "%.1f s\n",
-            o->K, o->M, l->n, l->n_instances, scm_xc_check_enum_seconds(c));
-    for (int me = SCM_XC_ODE; me <= SCM_XC_GD; me++) {
-        if (!(me == SCM_XC_ODE ? o->ode : o->gd))
-            continue;
-        if (scm_xc_check_run(c, (scm_xc_method)me, &err)) {
-            fprintf(stderr, XC_ME ": %s\n", err.msg);
-            return 1;
-        }
-        fprintf(stderr, XC_ME ": %s: %ld runs in %.1f s\n", scm_xc_method_str((scm_xc_method)me),
-                o->runs, scm_xc_check_tally(c, (scm_xc_method)me)->seconds);
-    }
-    return 0;
+    (void)ctx;
+    fprintf(stderr, XC_ME ": %s\n", line);
 }
 
 int scm_cmd_crosscheck(int argc, char **argv)
@@ -134,30 +109,13 @@ int scm_cmd_crosscheck(int argc, char **argv)
 
     scm_error err;
     scm_xc_check *c = NULL;
-    if (scm_xc_check_new(&g.o, &c, &err)) {
-        fprintf(stderr, XC_ME ": %s\n", err.msg);
-        return 2;
-    }
-    rc = compute(&g.o, c);
-    char *text = rc ? NULL : scm_xc_check_text(c, g.quiet);
-    if (!rc && !text) {
-        fprintf(stderr, XC_ME ": out of memory\n");
-        rc = 1;
-    }
-    if (text)
-        fputs(text, stdout);
-    free(text);
-    if (!rc && g.out) {
-        cJSON *root = scm_xc_check_json(c);
-        if (!root) {
-            fprintf(stderr, XC_ME ": out of memory\n");
-            rc = 1;
-        } else if (scm_output_write_json(g.out, root, 0, &err)) {
-            fprintf(stderr, XC_ME ": %s\n", err.msg);
-            rc = CLI_EXIT_IO;
-        }
-        cJSON_Delete(root);
-    }
+    if (scm_xc_check_new(&g.o, &c, &err))
+        return cli_fail(XC_ME, &err, 2);
+    rc = scm_xc_check_compute(c, xc_note, NULL, &err) ? cli_fail(XC_ME, &err, 1) : 0;
+    if (!rc)
+        rc = cli_print(XC_ME, scm_xc_check_text(c, g.quiet));
+    if (!rc && g.out)
+        rc = cli_write_json(XC_ME, g.out, scm_xc_check_json(c), 0);
     if (!rc && scm_xc_check_unmatched(c))
         rc = 3;
     scm_xc_check_free(c);

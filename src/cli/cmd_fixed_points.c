@@ -35,12 +35,6 @@ static const char fp_head[] =
     "Hessian eigenvalue (exact symmetric spectrum), the numbers of minima\n"
     "and saddles.\n";
 
-/* The exit status of a failed library call: 2 for bad input. */
-static int fp_exit_status(scm_status st)
-{
-    return st == SCM_EINVAL || st == SCM_EIO ? 2 : 1;
-}
-
 /* What the command line asks for besides the table's options. */
 typedef struct {
     const char *files[SCM_FP_TABLE_MAX_FILES], *out, *actname;
@@ -57,15 +51,6 @@ static int fp_seed_from(const char *me, const char *name, const char *v, void *d
         return 0;
     fprintf(stderr, "%s: %s\n", me, err.msg);
     return -1;
-}
-
-/* --max-residual R in (0, 1). */
-static int fp_max_residual(const char *me, const char *name, const char *v, void *dst)
-{
-    double *x = dst;
-    if (cli_parse_double(v, x) && *x > 0.0 && *x < 1.0)
-        return 0;
-    return cli_usage_error(me, "%s needs a number in (0, 1), got '%s'", name, v), -1;
 }
 
 /* The command line into o and c: -1 to go on, or the exit status. */
@@ -114,9 +99,9 @@ static int fp_parse(int argc, char **argv, scm_fp_table_opts *o, fp_cli *c,
               "proportional paths)"),
         CLI_F("--all", &c->all, "also print every distinct point after the families"),
         CLI_F("--unmerged", &o->all, "list every solution of every ansatz (no merging)"),
-        CLI_FN_("--max-residual", fp_max_residual, &o->max_residual, "R",
-                "a point whose residual is not below R is flagged,\ncounted and kept out of the "
-                "families (default 1e-12)"),
+        CLI_O("--max-residual", CLI_UNIT, &o->max_residual, 0, 0, "R",
+              "a point whose residual is not below R is flagged,\ncounted and kept out of the "
+              "families (default 1e-12)"),
         CLI_F("--stability", &o->stability,
               "the symmetric Hessian and Jacobian spectra of every\ndistinct point (not only the "
               "specialised ones) in\nits JSON entry, with progress on stderr"),
@@ -134,11 +119,9 @@ static int fp_parse(int argc, char **argv, scm_fp_table_opts *o, fp_cli *c,
     if (rc >= 0)
         return rc;
     o->n_ansatz = files.n;
-    if (o->K < 0 || o->M < 0)
-        return cli_usage_error(ME, "--K and --M are required");
-    o->act = scm_activation_find(c->actname);
-    if (!o->act)
-        return cli_usage_error(ME, "unknown activation '%s' (relu, erf, linear)", c->actname);
+    scm_error err;
+    if (scm_fp_table_opts_named(o, c->actname, &err))
+        return cli_usage_error(ME, "%s", err.msg);
     o->ansatz_files = c->files;
     o->seeds = seeds;
     return -1;
@@ -159,24 +142,15 @@ static int fp_report(const scm_fp_table *t, const fp_cli *c, double max_residual
 {
     int rc = 0;
     scm_error err;
-    if (scm_fp_table_status(t, &err)) {
-        fprintf(stderr, ME ": %s\n", err.msg);
-        rc = 1;
-    }
-    if (!c->quiet) {
-        char *text = c->all ? scm_fp_table_text_all(t) : scm_fp_table_text(t);
-        if (text)
-            fputs(text, stdout);
-        free(text);
-    }
+    if (scm_fp_table_status(t, &err))
+        rc = cli_fail(ME, &err, 1);
+    if (!c->quiet)
+        cli_put(stdout, c->all ? scm_fp_table_text_all(t) : scm_fp_table_text(t));
     if (c->out && scm_fp_table_json_fits(t, c->out, &err)) {
-        fprintf(stderr, ME ": %s\n", err.msg);
-        rc = 1;
+        rc = cli_fail(ME, &err, 1);
     } else if (c->out) {
-        cJSON *root = scm_fp_table_json(t);
-        int w = cli_write_json(ME, c->out, root, 0);
+        int w = cli_write_json(ME, c->out, scm_fp_table_json(t), 0);
         rc = w ? w : rc;
-        cJSON_Delete(root);
     }
     if (!scm_fp_table_residual_ok(t))
         fprintf(stderr, ME ": note: %d fixed point(s) with a residual above %g, flagged in "
@@ -197,10 +171,8 @@ int scm_cmd_fixed_points(int argc, char **argv)
     }
     int rc = fp_parse(argc, argv, &o, &c, seeds);
     scm_error err;
-    if (rc < 0 && scm_fp_table_opts_check(&o, &err)) {
-        fprintf(stderr, ME ": %s\n", err.msg);
-        rc = 2;
-    }
+    if (rc < 0 && scm_fp_table_opts_check(&o, &err))
+        rc = cli_fail(ME, &err, 2);
     if (rc >= 0) {
         scm_fp_table_seeds_free(seeds);
         return rc;
@@ -213,12 +185,9 @@ int scm_cmd_fixed_points(int argc, char **argv)
     scm_status st = scm_fp_table_run(&o, &t, &err);
     if (st) {
         /* what a block-level run printed before the ansatz that failed */
-        char *text = t && !c.quiet ? scm_fp_table_text(t) : NULL;
-        if (text)
-            fputs(text, stdout);
-        free(text);
-        fprintf(stderr, ME ": %s\n", err.msg);
-        rc = fp_exit_status(st);
+        if (t && !c.quiet)
+            cli_put(stdout, scm_fp_table_text(t));
+        rc = cli_fail(ME, &err, CLI_EXIT_OF(st));
     } else {
         rc = fp_report(t, &c, o.max_residual);
     }

@@ -86,29 +86,21 @@ int scm_cmd_lintarget(int argc, char **argv)
     int prc = cli_parse(&cmd, argc, argv);
     if (prc >= 0)
         return prc;
-    for (int i = 0; i < o.n_alpha; i++)
-        if (!(o.alpha[i] < 1.0)) {
-            return cli_usage_error(ME, "--alpha values must be in (0, 1) (small "
-                                       "initialisation), got %g", o.alpha[i]);
-        }
+    scm_error err;
+    if (scm_lintarget_study_opts_check(&o, &err))
+        return cli_usage_error(ME, "%s", err.msg);
     o.d = d;
     o.seed = (unsigned long)seed;
     o.n_out = n_out;
 
     scm_lintarget_study s;
-    scm_error err;
     scm_status st = scm_lintarget_study_run(&o, &s, &err);
     print_failed(&s);
     int rc = s.n_failed ? 1 : 0;
-    char *text = quiet ? NULL : scm_lintarget_study_text(&s, !st || s.n_rows == o.n_alpha);
-    if (text)
-        fputs(text, stdout);
-    else if (!quiet)
-        fprintf(stderr, ME ": out of memory\n");
-    free(text);
+    if (!quiet) /* out of memory here is said, not an exit status */
+        cli_print(ME, scm_lintarget_study_text(&s, !st || s.n_rows == o.n_alpha));
     if (st) {
-        fprintf(stderr, ME ": %s\n", err.msg);
-        rc = s.refused ? 2 : 1;
+        rc = cli_fail(ME, &err, s.refused ? 2 : 1);
     } else {
         int w = write_files(&s, prefix, quiet);
         rc = w ? w : rc;

@@ -92,10 +92,8 @@ static int map_parse(int argc, char **argv, scm_map_opts *o, map_cli *c)
     scm_error err;
     if (scm_map_parse_list(c->Ms, "--M", 1, 100000, o->M, SCM_MAP_MAX_M, &o->nM, &err) ||
         scm_map_parse_list(c->dKs, "--dK", 0, SCM_COMPARE_MAX_K, o->dK, SCM_MAP_MAX_DK, &o->ndK,
-                           &err)) {
-        fprintf(stderr, ME ": %s\n", err.msg);
-        return 2;
-    }
+                           &err))
+        return cli_fail(ME, &err, 2);
     o->law_given = c->law != NULL;
     if (c->law && scm_init_law_find(c->law, &o->law)) {
         fprintf(stderr, ME ": --law must be gaussian, xavier or xavier_uniform, got '%s'\n", c->law);
@@ -112,10 +110,8 @@ static int write_outputs(const scm_map_result *res, const char *prefix, char *pa
     snprintf(csv, sizeof csv, "%s.csv", prefix);
     snprintf(path, len, "%s.json", prefix);
     if (scm_output_write_json(path, res->map, 0, &err) ||
-        scm_output_write_atomic(csv, res->csv, strlen(res->csv), &err)) {
-        fprintf(stderr, ME ": %s\n", err.msg);
-        return CLI_EXIT_IO;
-    }
+        scm_output_write_atomic(csv, res->csv, strlen(res->csv), &err))
+        return cli_fail(ME, &err, CLI_EXIT_IO);
     return 0;
 }
 
@@ -155,6 +151,7 @@ int scm_cmd_map(int argc, char **argv, const cli_executor *ex)
     o.seed = (uint64_t)(seed >= 0 ? seed : 0);
     o.threads = (int)nthreads;
     o.exec = ex->sweep_fn;
+    o.jobs = ex->jobs_fn;
     cli_compare_printer pr = {ME, ME, c.quiet, !c.quiet && isatty(2), 0, (int)nthreads, ex,
                               {0, 0.0, 0.0}};
     o.event = cli_compare_event;
@@ -167,13 +164,9 @@ int scm_cmd_map(int argc, char **argv, const cli_executor *ex)
             fprintf(stderr, ME ": the row M = %ld failed\n", res.failed_M);
         rc = res.failed_input ? 2 : err.code == SCM_EIO ? CLI_EXIT_IO : 1;
     } else if (!(rc = write_outputs(&res, o.prefix, path, sizeof path))) {
-        char *table = c.quiet ? NULL : scm_map_text(res.map);
-        if (table)
-            fputs(table, stdout);
-        free(table);
-        if (!c.quiet) {
+        cli_put(stdout, c.quiet ? NULL : scm_map_text(res.map));
+        if (!c.quiet)
             fprintf(stderr, ME ": wrote %s.json and %s.csv\n", o.prefix, o.prefix);
-        }
         rc = c.no_plots ? 0 : cli_plot(ME, "plot_map.py", path, NULL, c.quiet);
     }
     scm_map_result_free(&res);

@@ -1,7 +1,8 @@
 /* cmd_run.c: `scm run CONFIG.json`: one trajectory of the (Q, R) flow,
  * a short summary on the terminal and a JSON result file (plus a CSV of
  * the trajectory on request), both written atomically.  What is printed
- * and written is built by trajout.h. */
+ * and written is built by trajout.h, the outputs checked there first
+ * (scm_traj_out_check_paths). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,33 +16,6 @@
 #include "scm/trajout.h"
 
 #define MAX_SETS 256
-
-/* The outputs checked before anything is computed: each one a path that
- * may be written (scm_output_check_path), none of them the config or the
- * other output.  1 after printing the reason. */
-static int output_conflict(const char *config, const char *out, const char *csv)
-{
-    scm_error err;
-    const char *paths[2] = {out, csv}, *opts[2] = {"-o", "--csv"};
-    for (int i = 0; i < 2; i++) {
-        if (!paths[i])
-            continue;
-        if (scm_output_check_path(paths[i], &err)) {
-            fprintf(stderr, "scm run: %s: %s\n", opts[i], err.msg);
-            return 1;
-        }
-        if (scm_output_same_file(paths[i], config)) {
-            fprintf(stderr, "scm run: %s '%s' is the config file; name another output\n",
-                    opts[i], paths[i]);
-            return 1;
-        }
-    }
-    if (csv && scm_output_same_file(out, csv)) {
-        fprintf(stderr, "scm run: -o and --csv name the same file '%s'\n", out);
-        return 1;
-    }
-    return 0;
-}
 
 int scm_cmd_run(int argc, char **argv)
 {
@@ -83,8 +57,10 @@ int scm_cmd_run(int argc, char **argv)
         fprintf(stderr, "scm run: %s: out of memory\n", config);
         goto done;
     }
-    if (output_conflict(config, out, csv))
+    if (scm_traj_out_check_paths(config, out, csv, &err)) {
+        fprintf(stderr, "scm run: %s\n", err.msg);
         goto done;
+    }
     double t0 = cli_now();
     if (scm_config_run(c, &r, &err)) {
         fprintf(stderr, "scm run: %s: %s\n", config, err.msg);
@@ -104,14 +80,8 @@ int scm_cmd_run(int argc, char **argv)
     free(ctext);
     if (rc)
         goto done;
-    char *text = quiet ? NULL : scm_traj_out_text(c, &r, secs);
-    if (text) {
-        fputs(text, stdout);
+    if (!quiet && cli_print(cmd.me, scm_traj_out_text(c, &r, secs)) == 0)
         printf("wrote      %s%s%s\n", out, csv ? ", " : "", csv ? csv : "");
-    } else if (!quiet) {
-        fprintf(stderr, "scm run: out of memory\n");
-    }
-    free(text);
     if (r.stop == SCM_STOP_FAILED) {
         fprintf(stderr, "scm run: the run failed: %s (result in %s)\n", r.err.msg, out);
         rc = 1;

@@ -75,32 +75,10 @@ static int parse_args(int argc, char **argv, const char **config, const char **p
         return rc;
     if (!*config)
         return cli_usage_error(ME, "CONFIG.json is required");
-    cli->sim.d = d >= 0 ? d : cli->sim.d;
-    cli->sim.n = n >= 0 ? n : cli->sim.n;
-    cli->seeds = seeds >= 0 ? seeds : cli->seeds;
-    cli->sim.mode = mode == 1 ? SCM_SIM_BATCH : mode == 0 ? SCM_SIM_ONLINE : cli->sim.mode;
-    cli->sim.eta = eta > 0 ? eta : cli->sim.eta;
-    cli->t_max = t_max > 0 ? t_max : cli->t_max;
-    cli->given = (d >= 0 ? SCM_SIMULATE_GIVEN_D : 0u) |
-                 (seeds >= 0 ? SCM_SIMULATE_GIVEN_SEEDS : 0u) |
-                 (mode >= 0 ? SCM_SIMULATE_GIVEN_MODE : 0u) | (n >= 0 ? SCM_SIMULATE_GIVEN_N : 0u) |
-                 (eta > 0 ? SCM_SIMULATE_GIVEN_ETA : 0u) |
-                 (t_max > 0 ? SCM_SIMULATE_GIVEN_T_MAX : 0u);
+    scm_simulate_study_opts_given(cli, d, seeds, mode, n, eta, t_max);
     if (cli->threads == 0)
         cli->threads = cli_cpu_count();
     return -1;
-}
-
-/* PREFIX + ext (caller frees). */
-static char *with_ext(const char *prefix, const char *ext)
-{
-    size_t n = strlen(prefix), e = strlen(ext);
-    char *s = malloc(n + e + 1);
-    if (s) {
-        memcpy(s, prefix, n);
-        memcpy(s + n, ext, e + 1);
-    }
-    return s;
 }
 
 /* PREFIX.json and PREFIX.csv, both or neither: 0, or the exit status. */
@@ -131,12 +109,12 @@ int scm_cmd_simulate(int argc, char **argv)
     scm_simulate_result res;
     memset(&st, 0, sizeof st);
     memset(&res, 0, sizeof res);
-    char *pfx = NULL, *json_path = NULL, *csv_path = NULL, *png_path = NULL;
+    char *pfx = NULL, *path[3] = {NULL, NULL, NULL}; /* PREFIX.json, .csv, .png */
     scm_error err;
     scm_error_clear(&err);
     size_t len = 0;
     char *text = unset.n ? cli_config_text(ME, config, unsets, unset.n, &len)
-                         : cli_read_all(config, &len);
+                         : scm_output_read_file(config, (size_t)1 << 30, &len, &err);
     int rc = 2;
     if (!text) {
         if (!unset.n)
@@ -149,8 +127,7 @@ int scm_cmd_simulate(int argc, char **argv)
     }
     pfx = prefix ? NULL : cli_output_name(config, ".sim");
     prefix = prefix ? prefix : pfx;
-    if (!prefix || !(json_path = with_ext(prefix, ".json")) ||
-        !(csv_path = with_ext(prefix, ".csv")) || !(png_path = with_ext(prefix, ".png"))) {
+    if (!prefix || scm_simulate_study_paths(prefix, path, &err)) {
         fprintf(stderr, "%s: out of memory\n", ME);
         goto done;
     }
@@ -160,24 +137,19 @@ int scm_cmd_simulate(int argc, char **argv)
     st.opts.progress_ctx = &pr;
     scm_status s = scm_simulate_study_run(&st, &res, &err);
     if (s) {
-        fprintf(stderr, "%s: %s\n", ME, err.msg);
-        rc = s == SCM_ENOMEM ? 1 : 2;
+        rc = cli_fail(ME, &err, s == SCM_ENOMEM ? 1 : 2);
         goto done;
     }
-    if ((rc = write_files(&st, &res, json_path, csv_path)))
+    if ((rc = write_files(&st, &res, path[0], path[1])))
         goto done;
-    char *summary = quiet ? NULL : scm_simulate_study_text(&st, &res);
-    if (!quiet && !summary)
-        fprintf(stderr, "%s: out of memory\n", ME);
-    else if (summary)
-        fputs(summary, stdout);
-    free(summary);
+    if (!quiet) /* out of memory here is said, not an exit status */
+        cli_print(ME, scm_simulate_study_text(&st, &res));
     const int plotted = !noplot &&
-                        cli_plot(ME, "plot_simulate.py", csv_path, png_path, quiet) == 0 &&
-                        access(png_path, F_OK) == 0;
+                        cli_plot(ME, "plot_simulate.py", path[1], path[2], quiet) == 0 &&
+                        access(path[2], F_OK) == 0;
     if (!quiet)
-        printf("wrote      %s, %s%s%s\n", json_path, csv_path, plotted ? ", " : "",
-               plotted ? png_path : "");
+        printf("wrote      %s, %s%s%s\n", path[0], path[1], plotted ? ", " : "",
+               plotted ? path[2] : "");
     if (res.failed)
         fprintf(stderr, "%s: a run failed (the result file says which and why)\n", ME);
     rc = res.failed ? 1 : 0;
@@ -186,8 +158,7 @@ done:
     scm_simulate_study_free(&st);
     free(text);
     free(pfx);
-    free(json_path);
-    free(csv_path);
-    free(png_path);
+    for (int i = 0; i < 3; i++)
+        free(path[i]);
     return rc;
 }

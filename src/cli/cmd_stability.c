@@ -3,10 +3,9 @@
  * enumerated point with k1 anti-aligned students) or as entry i of a
  * `scm fixed-points -o` result file.  Prints a table and writes a JSON
  * result atomically (docs/stability.md).  The point comes from
- * scm_stabpoint_get (the file's or the family's), its analysis from
+ * scm_stabpoint_args_get (the file's or the family's), its analysis from
  * scm_stab_analyse, the report from scm_stabpoint_text and the result
  * object from scm_stabpoint_json. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +36,9 @@ static const char st_head[] =
 
 /* The command line. */
 typedef struct {
-    long K, M, k1, index, starts, d, steps, trials, seed;
-    int quiet, flow, hess, dense, perturb;
-    double loss;
-    const char *point, *ansatz, *out, *actname;
+    scm_stabpoint_args a;
+    int quiet, dense, perturb;
+    const char *out;
     scm_stab_opts o;
 } st_args;
 
@@ -48,46 +46,40 @@ typedef struct {
 static int parse_args(int argc, char **argv, st_args *g)
 {
     memset(g, 0, sizeof *g);
-    g->K = g->M = g->k1 = g->index = -1;
-    g->starts = 100;
-    g->steps = 1000;
-    g->trials = 10;
-    g->seed = 1;
-    g->flow = g->hess = 1;
-    g->loss = NAN;
+    scm_stabpoint_args_default(&g->a);
     scm_stab_opts_default(&g->o);
     scm_stab_opts *o = &g->o;
     const cli_opt opts[] = {
-        CLI_O("--K", CLI_LONG, &g->K, 1, 10000, "K", "number of students"),
-        CLI_O("--M", CLI_LONG, &g->M, 1, 10000, "M", "number of teachers"),
-        CLI_O("--k1", CLI_LONG, &g->k1, 0, 10000, "N",
+        CLI_O("--K", CLI_LONG, &g->a.K, 1, 10000, "K", "number of students"),
+        CLI_O("--M", CLI_LONG, &g->a.M, 1, 10000, "M", "number of teachers"),
+        CLI_O("--k1", CLI_LONG, &g->a.k1, 0, 10000, "N",
               "the family: the points with N anti-aligned students\n(built-in ansatze, or --ansatz)"),
-        CLI_O("--index", CLI_LONG, &g->index, 0, 1000000, "I",
+        CLI_O("--index", CLI_LONG, &g->a.index, 0, 1000000, "I",
               "the family's point I (0: lowest loss) instead"),
-        CLI_O("--loss", CLI_NONNEG, &g->loss, 0, 0, "L",
+        CLI_O("--loss", CLI_NONNEG, &g->a.loss, 0, 0, "L",
               "the family's point of loss L (1e-6 relative) instead"),
-        CLI_O("--ansatz", CLI_STR, &g->ansatz, 0, 0, "FILE", "an ansatz file"),
-        CLI_O("--starts", CLI_LONG, &g->starts, 0, 1000000, "N",
+        CLI_O("--ansatz", CLI_STR, &g->a.ansatz, 0, 0, "FILE", "an ansatz file"),
+        CLI_O("--starts", CLI_LONG, &g->a.starts, 0, 1000000, "N",
               "Newton starts of the enumeration (default 100)"),
-        CLI_O("--point", CLI_STR, &g->point, 0, 0, "FILE",
+        CLI_O("--point", CLI_STR, &g->a.point, 0, 0, "FILE",
               "a `scm fixed-points -o` result; --index I picks the point"),
-        CLI_OPT_ACTIVATION(&g->actname),
-        CLI_O("--d", CLI_LONG, &g->d, 1, 100000, "D", "dimension of the realisation (default K + M)"),
-        CLI_O("--steps", CLI_LONG, &g->steps, 0, 100000000, "N", "GD steps (default 1000)"),
+        CLI_OPT_ACTIVATION(&g->a.actname),
+        CLI_O("--d", CLI_LONG, &g->a.d, 1, 100000, "D", "dimension of the realisation (default K + M)"),
+        CLI_O("--steps", CLI_LONG, &g->a.steps, 0, 100000000, "N", "GD steps (default 1000)"),
         CLI_O("--gd-step", CLI_POS, &o->eta, 0, 0, "H", "GD step in flow time (default 0.01)"),
         CLI_O("--eta", CLI_POS, &o->eta, 0, 0, NULL, NULL), /* the old name, for one release */
         CLI_L("--perturb-size", o->sigma, 1, SCM_STAB_MAX_SIGMA, &o->n_sigma, "S1,S2,...",
               "perturbation sizes s (default 1e-4,1e-3,1e-2,1e-1)"),
         CLI_L("--sigma", o->sigma, 1, SCM_STAB_MAX_SIGMA, &o->n_sigma, NULL, NULL),
-        CLI_O("--trials", CLI_LONG, &g->trials, 1, 100000, "N", "trials per size (default 10)"),
-        CLI_O("--seed", CLI_LONG, &g->seed, 0, 2147483647L, "S",
+        CLI_O("--trials", CLI_LONG, &g->a.trials, 1, 100000, "N", "trials per size (default 10)"),
+        CLI_O("--seed", CLI_LONG, &g->a.seed, 0, 2147483647L, "S",
               "seed of the perturbations (default 1)"),
         CLI_O("--t-max", CLI_POS, &o->t_max, 0, 0, "T", "CVODE run length (default 1e5)"),
         CLI_O("--verdict-size-max", CLI_POS, &o->verdict_sigma_max, 0, 0, "S",
               "larger perturbation sizes do not enter the\nverdict (default 1e-2)"),
         CLI_O("--verdict-sigma-max", CLI_POS, &o->verdict_sigma_max, 0, 0, NULL, NULL),
-        {"--no-flow", CLI_FLAG, &g->flow, 0, 0, NULL, "GD only (no CVODE runs)", NULL, NULL, NULL},
-        {"--no-hessian", CLI_FLAG, &g->hess, 0, 0, NULL, "skip the Hessian (large K d; --dense only)",
+        {"--no-flow", CLI_FLAG, &g->a.flow, 0, 0, NULL, "GD only (no CVODE runs)", NULL, NULL, NULL},
+        {"--no-hessian", CLI_FLAG, &g->a.hessian, 0, 0, NULL, "skip the Hessian (large K d; --dense only)",
          NULL, NULL, NULL},
         CLI_F("--dense", &g->dense,
               "dense spectra in weight space (default: the symmetric\nspectrum of the point's "
@@ -109,61 +101,16 @@ static int parse_args(int argc, char **argv, st_args *g)
 /* The options among themselves, and into g->o: -1 to go on, else 2. */
 static int check_args(st_args *g)
 {
-    int family = g->K >= 0 || g->M >= 0 || g->k1 >= 0;
-    const char *why = NULL;
-    if (g->point && family)
-        why = "give either --point FILE --index I or --K --M --k1, not both";
-    else if (g->point && isfinite(g->loss))
-        why = "--loss selects in a family (--K --M --k1), not in --point files";
-    else if (g->index >= 0 && isfinite(g->loss))
-        why = "give --index or --loss, not both";
-    else if (g->point && g->index < 0)
-        why = "--point needs --index";
-    if (why)
-        return cli_usage_error(ME, "%s", why);
-    if (!g->point && (g->K < 0 || g->M < 0 || g->k1 < 0))
-        return cli_usage_error(ME, "--K, --M and --k1 are required (or --point FILE --index I)");
-    if (!g->point && g->k1 > g->K)
-        return cli_usage_error(ME, "--k1 %ld exceeds K = %ld", g->k1, g->K);
-    g->o.d = g->d;
-    g->o.n_steps = (int)g->steps;
-    g->o.n_trials = (int)g->trials;
-    g->o.seed = (unsigned long)g->seed;
-    g->o.run_flow = g->flow;
-    g->o.hessian = g->hess;
     scm_error err;
-    if (scm_stab_opts_check(&g->o, &err)) {
-        fprintf(stderr, ME ": %s\n", err.msg);
-        return 2;
-    }
-    return -1;
+    if (scm_stabpoint_args_check(&g->a, &err))
+        return cli_usage_error(ME, "%s", err.msg);
+    return scm_stabpoint_args_opts(&g->a, &g->o, &err) ? cli_fail(ME, &err, 2) : -1;
 }
 
 /* One perturbation trial done: the progress line (cli_progress_show). */
 static void st_progress(void *ctx, int done, int total)
 {
     cli_progress_show(ctx, "stability: trials", done, total, NULL, done == total);
-}
-
-/* The point to analyse (from the file or the family) and its activation:
- * the exit status. */
-static int get_point(const st_args *g, scm_stabpoint *sp, const scm_activation **act)
-{
-    scm_error err;
-    scm_family_pick_opts fo;
-    scm_family_pick_opts_default(&fo);
-    fo.K = (int)g->K;
-    fo.M = (int)g->M;
-    fo.k1 = (int)g->k1;
-    fo.ansatz_file = g->ansatz;
-    fo.starts = g->starts;
-    fo.threads = cli_cpu_count(); /* the family does not depend on it */
-    fo.index = g->index;
-    fo.loss = g->loss;
-    scm_status st = scm_stabpoint_get(g->point, g->index, g->actname, &fo, sp, act, &err);
-    if (st)
-        fprintf(stderr, ME ": %s\n", err.msg);
-    return !st ? 0 : st == SCM_EINVAL || st == SCM_EIO ? 2 : 1;
 }
 
 int scm_cmd_stability(int argc, char **argv)
@@ -179,34 +126,20 @@ int scm_cmd_stability(int argc, char **argv)
     const scm_activation *act = NULL;
     scm_stab_result r;
     scm_error err;
-    rc = get_point(&g, &sp, &act);
+    scm_status st = scm_stabpoint_args_get(&g.a, &sp, &act, &err);
+    rc = st ? cli_fail(ME, &err, CLI_EXIT_OF(st)) : 0;
     cli_progress pr;
     cli_progress_start(&pr, 0);
     g.o.progress = g.quiet ? NULL : st_progress;
     g.o.progress_ctx = &pr;
     if (!rc) {
-        scm_status st = scm_stabpoint_analyse(&sp, act, &g.o, g.dense, g.perturb, g.ansatz, &r,
-                                              &err);
-        if (st) {
-            fprintf(stderr, ME ": %s\n", err.msg);
-            rc = st == SCM_ENOMEM ? 1 : 2;
-        }
+        st = scm_stabpoint_analyse(&sp, act, &g.o, g.dense, g.perturb, g.a.ansatz, &r, &err);
+        rc = st ? cli_fail(ME, &err, st == SCM_ENOMEM ? 1 : 2) : 0;
     }
-    if (!rc && !g.quiet) {
-        char *text = scm_stabpoint_text(&sp, act, &g.o, &r);
-        if (!text) {
-            fprintf(stderr, ME ": out of memory\n");
-            rc = 1;
-        } else {
-            fputs(text, stdout);
-            free(text);
-        }
-    }
-    if (!rc && g.out) {
-        cJSON *root = scm_stabpoint_json(&sp, act, &g.o, &r);
-        rc = cli_write_json(ME, g.out, root, 0);
-        cJSON_Delete(root);
-    }
+    if (!rc && !g.quiet)
+        rc = cli_print(ME, scm_stabpoint_text(&sp, act, &g.o, &r));
+    if (!rc && g.out)
+        rc = cli_write_json(ME, g.out, scm_stabpoint_json(&sp, act, &g.o, &r), 0);
     scm_stabpoint_free(&sp);
     return rc;
 }

@@ -4,7 +4,8 @@
  * of each loss curve matched to fixed points, and the escape times against
  * log(1 / alpha) with a fitted slope, compared with 1 / lambda;
  * docs/staircase.md).  Prints a table and writes the study's JSON (with the
- * loss curves) atomically; the table is scm_stair_study_text. */
+ * loss curves) atomically; the table is scm_stair_study_text, the rules of
+ * the options scm_stair_study_opts_named. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,26 +31,12 @@ static int staircase(const scm_stair_study_opts *o, const char *out, int quiet)
     scm_error err;
     scm_stair_study s;
     int rc = 0;
-    if (scm_stair_study_run(o, &s, &err)) {
-        fprintf(stderr, ME ": %s\n", err.msg);
-        rc = s.refused ? 2 : 1;
-        scm_stair_study_free(&s);
-        return rc;
-    }
-    char *text = quiet ? NULL : scm_stair_study_text(o, &s);
-    if (!quiet && !text) {
-        fprintf(stderr, ME ": out of memory\n");
-        scm_stair_study_free(&s);
-        return 1;
-    }
-    if (text)
-        fputs(text, stdout);
-    free(text);
-    if (out) {
-        cJSON *root = scm_stair_study_json(o, &s);
-        rc = cli_write_json(ME, out, root, 1);
-        cJSON_Delete(root);
-    }
+    if (scm_stair_study_run(o, &s, &err))
+        rc = cli_fail(ME, &err, s.refused ? 2 : 1);
+    else if (!quiet)
+        rc = cli_print(ME, scm_stair_study_text(o, &s));
+    if (!rc && out)
+        rc = cli_write_json(ME, out, scm_stair_study_json(o, &s), 1);
     scm_stair_study_free(&s);
     return rc;
 }
@@ -106,31 +93,9 @@ int scm_cmd_staircase(int argc, char **argv)
         return prc;
     if (o.K < 0 || o.M < 0 || o.n_alpha == 0)
         return cli_usage_error(ME, "--K, --M and --alpha are required");
-    if (o.d < o.M) {
-        fprintf(stderr, ME ": --d %ld is below M = %ld\n", o.d, o.M);
-        return 2;
-    }
-    if (!(o.act = scm_activation_find(actname))) {
-        fprintf(stderr, ME ": unknown activation '%s' (relu, erf, linear)\n", actname);
-        return 2;
-    }
-    o.rule = scm_rule_find(rulename);
-    if (!o.rule || (o.rule != &scm_rule_gd && o.rule != &scm_rule_two_layer)) {
-        fprintf(stderr, ME ": --rule '%s': gd or two_layer\n", rulename);
-        return 2;
-    }
-    if ((nT && nT != o.M) || (nvs && nvs != o.M)) {
-        fprintf(stderr, ME ": --T-diag and --vstar need M = %ld entries (got %d, %d)\n", o.M, nT,
-                nvs);
-        return 2;
-    }
-    for (long i = 0; i < o.M; i++) {
-        if (!nT)
-            o.T_diag[i] = 1.0;
-        if (!nvs)
-            o.vstar[i] = 1.0;
-    }
-    o.threads = cli_cpu_count();
+    scm_error err;
+    if (scm_stair_study_opts_named(&o, actname, rulename, nT, nvs, 0, &err))
+        return cli_fail(ME, &err, 2);
     o.note = note_stderr;
     return staircase(&o, out, quiet);
 }

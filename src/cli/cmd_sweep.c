@@ -16,6 +16,7 @@
 #include "scm/config.h"
 #include "scm/output.h"
 #include "scm/sweep.h"
+#include "scm/sweep_text.h"
 #include "scm/sweepfile.h"
 #include "sweep_exec.h"
 
@@ -146,10 +147,8 @@ static int sweep_file(const sweep_args *a, scm_sweep_file_opts *fo, const scm_co
         fo->progress_user = &pc;
     }
     scm_status st = scm_sweep_file_open(a->out, c, fams, fo, &f, &err);
-    if (st) {
-        fprintf(stderr, "scm sweep: %s\n", err.msg);
-        return st == SCM_EIO ? CLI_EXIT_IO : 2;
-    }
+    if (st)
+        return cli_fail("scm sweep", &err, st == SCM_EIO ? CLI_EXIT_IO : 2);
     long ndone = scm_sweep_file_resumed(f), nidx = scm_sweep_file_total(f);
     cli_progress_start(&pc, ndone);
     if (!a->quiet && ndone > 0)
@@ -159,10 +158,9 @@ static int sweep_file(const sweep_args *a, scm_sweep_file_opts *fo, const scm_co
     if (progress)
         cli_sweep_progress(f, &pc, 1);
     int rc = 0;
-    if (st) {
-        fprintf(stderr, "scm sweep: %s\n", err.msg);
-        rc = st == SCM_EIO ? CLI_EXIT_IO : st == SCM_ENOMEM ? 1 : 2;
-    } else if (a->sum_path) {
+    if (st)
+        rc = cli_fail("scm sweep", &err, st == SCM_EIO ? CLI_EXIT_IO : st == SCM_ENOMEM ? 1 : 2);
+    else if (a->sum_path) {
         cJSON *js = scm_sweep_summary_json(scm_sweep_file_summary(f));
         if (!js || scm_output_write_json(a->sum_path, js, 0, &err)) {
             fprintf(stderr, "scm sweep: %s (the runs file '%s' is complete: scm merge makes the "
@@ -172,8 +170,8 @@ static int sweep_file(const sweep_args *a, scm_sweep_file_opts *fo, const scm_co
         cJSON_Delete(js);
     }
     if (!st && !a->quiet)
-        cli_sweep_print_summary(scm_sweep_file_summary(f), nidx, nidx - ndone, secs,
-                            ex->width_fn(a->threads), ex->unit);
+        cli_put(stderr, scm_sweep_summary_text_timed(scm_sweep_file_summary(f), nidx, nidx - ndone,
+                                                     secs, ex->width_fn(a->threads), ex->unit));
     scm_sweep_file_free(f);
     return rc;
 }
@@ -203,11 +201,7 @@ int scm_cmd_sweep(int argc, char **argv, const cli_executor *ex)
     }
     if (cli_config_load("scm sweep", a.config, a.sets, a.nsets, a.unsets, a.nunsets, &c))
         goto done;
-    if (c->init != SCM_INIT_RANDOM) {
-        fprintf(stderr, "scm sweep: %s: a sweep needs init.type = \"random\"\n", a.config);
-        goto done;
-    }
-    if (a.fam_path && scm_sweep_families_load(a.fam_path, &fams, &err)) {
+    if (scm_sweep_file_setup(c, a.config, a.fam_path, a.seed, &fams, &a.fo, &err)) {
         fprintf(stderr, "scm sweep: %s\n", err.msg);
         goto done;
     }
@@ -222,7 +216,6 @@ int scm_cmd_sweep(int argc, char **argv, const cli_executor *ex)
         cli_check_output("scm sweep", a.sum_path, ins, 3))
         goto done;
     a.fo.runs = a.runs;
-    a.fo.seed = a.seed >= 0 ? (uint64_t)a.seed : (uint64_t)c->seed;
     a.fo.shard_i = (int)a.shard_i;
     a.fo.shard_n = (int)a.shard_n;
     a.fo.threads = a.threads;
@@ -274,22 +267,16 @@ int scm_cmd_merge(int argc, char **argv)
     scm_error err;
     rc = 0;
     scm_status st = scm_sweep_merge(files, nfiles, &res, &err);
-    if (st) {
-        fprintf(stderr, "scm merge: %s\n", err.msg);
-        rc = st == SCM_ENOMEM ? 1 : 2;
-    } else if (scm_output_write_json(out, res.json, 0, &err)) {
-        fprintf(stderr, "scm merge: %s\n", err.msg);
-        rc = CLI_EXIT_IO;
-    } else {
+    if (st)
+        rc = cli_fail("scm merge", &err, st == SCM_ENOMEM ? 1 : 2);
+    else if (scm_output_write_json(out, res.json, 0, &err))
+        rc = cli_fail("scm merge", &err, CLI_EXIT_IO);
+    else {
         if (res.missing > 0)
             fprintf(stderr, "scm merge: %ld of %ld runs missing (first: run %ld)\n", res.missing,
                     res.runs, res.first_missing);
-        if (!quiet) {
-            char brief[400];
-            scm_sweep_summary_brief(res.summary, brief, sizeof brief);
-            fprintf(stderr, "merged     %ld runs from %d file%s: %s\nwrote      %s\n",
-                    res.records, nfiles, nfiles == 1 ? "" : "s", brief, out);
-        }
+        if (!quiet)
+            cli_put(stderr, scm_sweep_merge_text(&res, nfiles, out));
     }
     scm_sweep_merge_result_free(&res);
     free(files);

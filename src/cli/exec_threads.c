@@ -18,6 +18,7 @@ static int threads_width(int nthreads)
 
 int main(int argc, char **argv)
 {
-    const cli_executor threads = {scm_sweep_exec, threads_check, threads_width, "thread", 0};
+    const cli_executor threads = {scm_sweep_exec, threads_check, threads_width, "thread", 0,
+                                 scm_compare_jobs_exec};
     return scm_main(argc, argv, &threads);
 }

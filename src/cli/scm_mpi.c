@@ -63,7 +63,8 @@ static int rank0(int argc, char **argv, int provided)
     }
     if (strcmp(cmd, "sweep") == 0 || strcmp(cmd, "compare") == 0 || strcmp(cmd, "merge") == 0 ||
         strcmp(cmd, "map") == 0) {
-        const cli_executor mpi = {scm_exec_mpi_sweep, mpi_check, mpi_width, "MPI rank", 1};
+        const cli_executor mpi = {scm_exec_mpi_sweep, mpi_check, mpi_width, "MPI rank", 1,
+                                  scm_exec_mpi_jobs};
         return scm_main(argc, argv, &mpi);
     }
     if (argc >= 2)

@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 
+#include "scm/compare.h"
 #include "scm/sweep.h"
 #include "scm/sweepfile.h"
 
@@ -38,6 +39,10 @@ typedef struct {
     /* 1: --threads defaults to 1 (scm-mpi: one run per rank); 0: to the
      * processors online. */
     int one_thread;
+    /* The executor of a comparison's other jobs, the families of each K
+     * and the stability verdicts (compare.h: scm_compare_jobs_exec on the
+     * threads, scm_exec_mpi_jobs on the ranks), for compare and map. */
+    scm_compare_jobs_fn jobs_fn;
 } cli_executor;
 
 #endif

@@ -54,6 +54,18 @@ int scm_output_same_file(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
+scm_status scm_output_check_out(const char *out, const char *const *in, int n, scm_error *err)
+{
+    if (!out)
+        return SCM_OK;
+    for (int i = 0; i < n; i++)
+        if (in[i] && scm_output_same_file(out, in[i]))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "the output '%s' is also an input or output ('%s'); refused", out,
+                                 in[i]);
+    return scm_output_check_path(out, err);
+}
+
 /* Write to a device or FIFO as it is (no temporary file, no rename). */
 static scm_status write_direct(const char *path, const char *data, size_t len, scm_error *err)
 {

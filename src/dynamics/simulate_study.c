@@ -32,6 +32,22 @@ void scm_simulate_study_opts_default(scm_simulate_study_opts *o)
     o->threads = 1;
 }
 
+void scm_simulate_study_opts_given(scm_simulate_study_opts *o, long d, int seeds, int mode,
+                                   long n, double eta, double t_max)
+{
+    o->sim.d = d >= 1 ? d : o->sim.d;
+    o->sim.n = n >= 1 ? n : o->sim.n;
+    o->seeds = seeds >= 1 ? seeds : o->seeds;
+    o->sim.mode = mode == 1 ? SCM_SIM_BATCH : mode == 0 ? SCM_SIM_ONLINE : o->sim.mode;
+    o->sim.eta = eta > 0 ? eta : o->sim.eta;
+    o->t_max = t_max > 0 ? t_max : o->t_max;
+    o->given |= (d >= 1 ? SCM_SIMULATE_GIVEN_D : 0u) |
+                (seeds >= 1 ? SCM_SIMULATE_GIVEN_SEEDS : 0u) |
+                (mode >= 0 ? SCM_SIMULATE_GIVEN_MODE : 0u) | (n >= 1 ? SCM_SIMULATE_GIVEN_N : 0u) |
+                (eta > 0 ? SCM_SIMULATE_GIVEN_ETA : 0u) |
+                (t_max > 0 ? SCM_SIMULATE_GIVEN_T_MAX : 0u);
+}
+
 /* ------------------------------------------------------------ the simulate section */
 
 static scm_status bad(scm_error *err, const char *what, const char *key, const char *need)

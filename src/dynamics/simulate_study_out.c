@@ -1,7 +1,7 @@
 /* simulate_study_out.c: what a study of `scm simulate` writes (simulate.h):
  * the result object (parameters, each seed's network and ODE records side
  * by side, the statistics across seeds) and the CSV that
- * scripts/plot_simulate.py draws.  Kept apart from the running of the
+ * scripts/plot_simulate.py draws, and their names.  Kept apart from the running of the
  * seeds (simulate_study.c): the formats change for readers, the runs for
  * the numerics. */
 #include <math.h>
@@ -169,4 +169,24 @@ char *scm_simulate_study_csv(const scm_simulate_study *s, const scm_simulate_res
         return NULL;
     }
     return b;
+}
+
+scm_status scm_simulate_study_paths(const char *prefix, char *paths[3], scm_error *err)
+{
+    static const char *const ext[3] = {".json", ".csv", ".png"};
+    size_t n = strlen(prefix);
+    int ok = 1;
+    for (int i = 0; i < 3; i++) {
+        size_t e = strlen(ext[i]);
+        if ((paths[i] = malloc(n + e + 1))) {
+            memcpy(paths[i], prefix, n);
+            memcpy(paths[i] + n, ext[i], e + 1);
+        }
+        ok = ok && paths[i];
+    }
+    for (int i = 0; !ok && i < 3; i++) {
+        free(paths[i]);
+        paths[i] = NULL;
+    }
+    return ok ? SCM_OK : scm_error_set(err, SCM_ENOMEM, "out of memory");
 }

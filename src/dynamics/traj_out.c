@@ -1,8 +1,9 @@
 /* traj_out.c: what `scm run` prints and writes for one trajectory
  * (trajout.h): the result object of its JSON file, the trajectory as CSV
  * and the summary, built here so that the CLI and Python only print and
- * write. */
+ * write; and the check of its output paths. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/strbuf.h"
@@ -142,4 +143,26 @@ char *scm_traj_out_text(const scm_config *c, const scm_traj_result *r, double se
         return NULL;
     }
     return sb.s;
+}
+
+scm_status scm_traj_out_check_paths(const char *config, const char *out, const char *csv,
+                                    scm_error *err)
+{
+    const char *paths[2] = {out, csv}, *opts[2] = {"-o", "--csv"};
+    for (int i = 0; i < 2; i++) {
+        if (!paths[i])
+            continue;
+        if (scm_output_check_path(paths[i], err)) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return scm_error_set(err, SCM_EINVAL, "%s: %s", opts[i], why);
+        }
+        if (scm_output_same_file(paths[i], config))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "%s '%s' is the config file; name another output", opts[i],
+                                 paths[i]);
+    }
+    if (csv && scm_output_same_file(out, csv))
+        return scm_error_set(err, SCM_EINVAL, "-o and --csv name the same file '%s'", out);
+    return SCM_OK;
 }

@@ -51,21 +51,10 @@
 #include "scm/output.h"
 #include "scm/sweep.h"
 #include "scm/sweepfile.h"
+#include "exec/exec_mpi_internal.h"
 
-enum { TAG_JOB = 1, TAG_READY, TAG_WORK, TAG_RESULT, TAG_ERROR, TAG_DONE };
-enum { JOB_QUIT = 0, JOB_SWEEP = 1 };
 enum { POS_END = -1, POS_ABORT = -2 };
 #define DEPTH 2 /* runs queued per worker */
-
-/* A job: this head, then the sweep's header (NUL-terminated), then the
- * families with their points (scm_sweep_families_json: the early stop
- * needs the points, which the header does not carry). */
-typedef struct {
-    int32_t kind, certify;
-    uint64_t base;
-    double match_rtol, match_atol, dead_q, loose_grad_stop;
-    double certify_grad, certify_global, certify_rmax;
-} job_head;
 
 typedef struct {
     long pos, index;
@@ -83,28 +72,6 @@ typedef struct {
 } error_msg;
 
 /* ---- polling waits ------------------------------------------------------ */
-
-static void nap(long *us)
-{
-    struct timespec ts = {0, *us * 1000L};
-    nanosleep(&ts, NULL);
-    if (*us < 5000)
-        *us *= 2;
-}
-
-/* Wait for a message from src (or MPI_ANY_SOURCE) with tag (or MPI_ANY_TAG)
- * without spinning; its envelope in *status. */
-static void wait_probe(int src, int tag, MPI_Status *status)
-{
-    long us = 50;
-    int flag = 0;
-    for (;;) {
-        MPI_Iprobe(src, tag, MPI_COMM_WORLD, &flag, status);
-        if (flag)
-            return;
-        nap(&us);
-    }
-}
 
 /* ---- fault injection (tests) -------------------------------------------- */
 
@@ -202,7 +169,7 @@ static void worker_job(const char *text, const char *fams_text, const job_head *
             MPI_Status s;
             int flag = 0;
             if (qn == 0)
-                wait_probe(0, TAG_WORK, &s);
+                xmpi_wait_probe(0, TAG_WORK, &s);
             else
                 MPI_Iprobe(0, TAG_WORK, MPI_COMM_WORLD, &flag, &s);
             if (qn > 0 && !flag)
@@ -246,7 +213,7 @@ static void worker_job(const char *text, const char *fams_text, const job_head *
      * WORK message of this job is left behind. */
     while (!ended) {
         MPI_Status s;
-        wait_probe(0, TAG_WORK, &s);
+        xmpi_wait_probe(0, TAG_WORK, &s);
         work_msg w;
         MPI_Recv(&w, (int)sizeof w, MPI_BYTE, 0, TAG_WORK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         ended = w.pos < 0;
@@ -263,7 +230,7 @@ scm_status scm_exec_mpi_worker(int rank, scm_error *err)
 {
     for (;;) {
         MPI_Status s;
-        wait_probe(0, TAG_JOB, &s);
+        xmpi_wait_probe(0, TAG_JOB, &s);
         int len = 0;
         MPI_Get_count(&s, MPI_BYTE, &len);
         char *buf = len >= (int)sizeof(job_head) ? malloc((size_t)len + 1) : NULL;
@@ -280,6 +247,14 @@ scm_status scm_exec_mpi_worker(int rank, scm_error *err)
         if (h.kind == JOB_QUIT) {
             free(buf);
             return SCM_OK;
+        }
+        if (h.kind == JOB_TASKS) {
+            free(buf);
+            scm_status st = xmpi_worker_tasks(rank);
+            if (st)
+                return scm_error_set(err, st, "rank %d: cannot receive a job of a comparison",
+                                     rank);
+            continue;
         }
         /* the header, then after its NUL the families */
         const char *text = buf + sizeof h, *nul = memchr(text, '\0', (size_t)len - sizeof h);
@@ -404,7 +379,7 @@ static scm_status master_start(const char *header, const char *fams_text, uint64
     char *ok = calloc((size_t)nranks, 1);
     for (int got = 1; got < nranks; got++) {
         MPI_Status s;
-        wait_probe(MPI_ANY_SOURCE, TAG_READY, &s);
+        xmpi_wait_probe(MPI_ANY_SOURCE, TAG_READY, &s);
         error_msg e;
         MPI_Recv(&e, (int)sizeof e, MPI_BYTE, s.MPI_SOURCE, TAG_READY, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);

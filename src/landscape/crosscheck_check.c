@@ -2,8 +2,10 @@
  * library object (crosscheck.h, scm_xc_check_*): the ansätze, the
  * enumeration at K and, on first need, at K_live < K, the runs of each
  * method on threads and their classification in index order, with the
- * counts.  The summary and the result object are in crosscheck_report.c. */
+ * counts, and all of it in one call with its notes (scm_xc_check_compute).
+ * The summary and the result object are in crosscheck_report.c. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +25,21 @@ void scm_xc_check_opts_default(scm_xc_check_opts *o)
     o->deflate = 2;
     o->sweep_passes = 8;
     scm_xc_opts_default(&o->run);
+}
+
+scm_status scm_xc_check_opts_named(scm_xc_check_opts *o, long K, long M, const char *actname,
+                                   int method, scm_error *err)
+{
+    if (K < 0 || M < 0)
+        return scm_error_set(err, SCM_EINVAL, "--K and --M are required");
+    if (!(o->act = scm_activation_find(actname)))
+        return scm_error_set(err, SCM_EINVAL, "unknown activation '%s' (relu, erf, linear)",
+                             actname);
+    o->K = (int)K;
+    o->M = (int)M;
+    o->ode = method != 1;
+    o->gd = method != 0;
+    return SCM_OK;
 }
 
 static double now(void)
@@ -247,4 +264,27 @@ const scm_xc_run *scm_xc_check_runs(const scm_xc_check *c, long *n)
 long scm_xc_check_unmatched(const scm_xc_check *c)
 {
     return c->tally[0].unmatched + c->tally[1].unmatched;
+}
+
+scm_status scm_xc_check_compute(scm_xc_check *c, void (*note)(void *ctx, const char *line),
+                                void *ctx, scm_error *err)
+{
+    char line[256];
+    scm_status st = scm_xc_check_enumerate(c, err);
+    if (st)
+        return st;
+    const scm_xc_list *l = scm_xc_check_list(c);
+    snprintf(line, sizeof line, "K = %d, M = %d: %d fixed points enumerated (%d instances) in %.1f s",
+             c->K, c->M, l->n, l->n_instances, scm_xc_check_enum_seconds(c));
+    if (note)
+        note(ctx, line);
+    for (int me = c->meth_lo; me <= c->meth_hi; me++) {
+        if ((st = scm_xc_check_run(c, (scm_xc_method)me, err)))
+            return st;
+        snprintf(line, sizeof line, "%s: %ld runs in %.1f s", scm_xc_method_str((scm_xc_method)me),
+                 c->runs, scm_xc_check_tally(c, (scm_xc_method)me)->seconds);
+        if (note)
+            note(ctx, line);
+    }
+    return SCM_OK;
 }

@@ -36,6 +36,16 @@ void scm_fp_table_opts_default(scm_fp_table_opts *o)
     o->states = SCM_FP_STATES_AUTO;
 }
 
+scm_status scm_fp_table_opts_named(scm_fp_table_opts *o, const char *actname, scm_error *err)
+{
+    if (o->K < 0 || o->M < 0)
+        return scm_error_set(err, SCM_EINVAL, "--K and --M are required");
+    if (!(o->act = scm_activation_find(actname)))
+        return scm_error_set(err, SCM_EINVAL, "unknown activation '%s' (relu, erf, linear)",
+                             actname);
+    return SCM_OK;
+}
+
 scm_status scm_fp_table_opts_check(const scm_fp_table_opts *o, scm_error *err)
 {
     long K = o->K, M = o->M;

@@ -139,6 +139,43 @@ static void parity_basis(const sym_space *sp, double *V, int *dv)
     *dv = k;
 }
 
+/* C = A A^T (n x n) for A (n x m, row-major) with few nonzeros per row
+ * (a fine class lies in one coarse class of each coarsening, and a
+ * parity vector has one or two fine classes): the sums run over the
+ * columns where both rows are nonzero, in ascending order, which is the
+ * dense sum without its terms 0 * y = +-0; a sum from +0 cannot tell
+ * them, so C is bit for bit the dense product.  nz: scratch of n (m + 1)
+ * ints. */
+static void gram_sparse(const double *A, int n, int m, double *C, int *nz)
+{
+    for (int i = 0; i < n; i++) {
+        int *row = nz + (size_t)i * (size_t)(m + 1), cnt = 0;
+        for (int r = 0; r < m; r++)
+            if (A[i * m + r] != 0.0)
+                row[1 + cnt++] = r;
+        row[0] = cnt;
+    }
+    for (int i = 0; i < n; i++) {
+        const int *ri = nz + (size_t)i * (size_t)(m + 1);
+        for (int j = i; j < n; j++) {
+            const int *rj = nz + (size_t)j * (size_t)(m + 1);
+            double s = 0.0;
+            for (int p = 1, q = 1; p <= ri[0] && q <= rj[0];) {
+                if (ri[p] < rj[q])
+                    p++;
+                else if (ri[p] > rj[q])
+                    q++;
+                else {
+                    s += A[i * m + ri[p]] * A[j * m + rj[q]];
+                    p++;
+                    q++;
+                }
+            }
+            C[i * n + j] = C[j * n + i] = s;
+        }
+    }
+}
+
 /* The eigenvalues of the operator on the part of the space orthogonal to
  * the coarser patterns (and of the given parity): (ev, evi) get *k
  * values (evi zero for a symmetric operator).  The part is invariant
@@ -151,10 +188,10 @@ static scm_status space_block(const sym_space *sp, double *ev, double *evi, int 
     double *V = malloc(sizeof *V * nn), *C = malloc(sizeof *C * nn), *E = malloc(sizeof *E * nn);
     double *lam = malloc(sizeof *lam * (size_t)(nf + 1)), *N = malloc(sizeof *N * nn);
     double *A = malloc(sizeof *A * ((size_t)nf * (size_t)(nF + 1)));
-    int *vr = NULL;
+    int *vr = NULL, *anz = malloc(sizeof *anz * ((size_t)nf * (size_t)(nF + 1)));
     scm_status st = SCM_OK;
     *k = 0;
-    if (!V || !C || !E || !lam || !N || !A) {
+    if (!V || !C || !E || !lam || !N || !A || !anz) {
         st = SCM_ENOMEM;
         goto out;
     }
@@ -187,13 +224,7 @@ static scm_status space_block(const sym_space *sp, double *ev, double *evi, int 
             A[i * nF + j] = s;
         }
     }
-    for (int i = 0; i < dv; i++)
-        for (int j = 0; j < dv; j++) {
-            double s = 0.0;
-            for (int r = 0; r < nF; r++)
-                s += A[i * nF + r] * A[j * nF + r];
-            C[i * dv + j] = s;
-        }
+    gram_sparse(A, dv, nF, C, anz);
     if ((st = sym_eig_sym(C, dv, lam, E)))
         goto out;
     /* N = V * (null eigenvectors), nf x k */
@@ -238,6 +269,7 @@ out:
     free(N);
     free(A);
     free(vr);
+    free(anz);
     return st;
 }
 
@@ -369,6 +401,8 @@ typedef struct {
     int mode;          /* SYM_MODE_* */
     int irrep, u, u2;
     long mult;
+    int irrep2;        /* -1, or the irrep of the other parity (solved second) */
+    long mult2;
 } sym_job;
 
 /* Read class i of the operator's output (JQ: Q blocks; OR: R blocks). */
@@ -400,10 +434,19 @@ static void pattern_matrix(sym_cells *c, int mode, const sym_classes *cl, double
                                        : (sym_blk){1.0, 1.0};
         memset(c->X, 0, sizeof *c->X * (size_t)(ns * nt));
         memset(c->dQ, 0, sizeof *c->dQ * (size_t)(ns * ns));
-        if (cl->kind[j] == CL_Q)
+        /* the hint (symstab_internal.h): only the work depends on it */
+        if (cl->kind[j] == CL_Q) {
             c->dQ[a * ns + b] = c->dQ[b * ns + a] = unit;
-        else
+            c->zn = a == b ? 1 : 2;
+            c->z[0] = a;
+            c->z[1] = b;
+            c->xa = c->xt = -1;
+        } else {
             c->X[a * nt + b] = unit;
+            c->zn = 1;
+            c->z[0] = c->xa = a;
+            c->xt = b;
+        }
         if (mode == SYM_MODE_JAC)
             sym_cells_jacobian(c, JQ, OR);
         else
@@ -467,8 +510,33 @@ static int job_coarse(const sym_cells *c, int nu, const sym_job *jb, const sym_c
     return 1;
 }
 
-/* Solve one block and append its eigenvalues (the Hessian's scaled to
+/* Solve the block of space sp (ev: scratch of 2 nf + 2) and append its
+ * eigenvalues as irrep with multiplicity mult (the Hessian's scaled to
  * H_W = H_U / d). */
+static scm_status solve_push(const sym_ctx *cx, const sym_job *jb, const sym_space *sp, int irrep,
+                             long mult, long d, double *ev, scm_symstab_result *res, int *cap)
+{
+    int nf = sp->nf, k = 0;
+    scm_status st = space_block(sp, ev, ev + nf + 1, &k);
+    if (st)
+        return scm_error_set(cx->err, st, "the eigensolver failed on an isotypic block");
+    if (k > 0) {
+        res->n_blocks++;
+        res->max_block = k > res->max_block ? k : res->max_block;
+    }
+    double scale = jb->mode == SYM_MODE_JAC ? 1.0 : 1.0 / (double)d;
+    int part = jb->mode == SYM_MODE_JAC ? SCM_SYMSTAB_FLOW
+               : jb->mode == SYM_MODE_PERP ? SCM_SYMSTAB_PERP
+                                           : SCM_SYMSTAB_SPAN;
+    for (int i = 0; i < k && !st; i++)
+        if ((st = push_eig(res, cap, ev[i] * scale, ev[nf + 1 + i] * scale, mult, part, irrep,
+                           jb->u, jb->u2)))
+            scm_error_set(cx->err, st, "out of memory in the symmetric spectrum");
+    return st;
+}
+
+/* Solve one block (or, with jb->irrep2, both parities of a refinement)
+ * and append its eigenvalues. */
 static scm_status run_job(const sym_ctx *cx, const sym_job *jb, long d, scm_symstab_result *res,
                           int *cap)
 {
@@ -478,7 +546,7 @@ static scm_status run_job(const sym_ctx *cx, const sym_job *jb, long d, scm_syms
         return st;
     sym_classes cl;
     memset(&cl, 0, sizeof cl);
-    int ok = classes_build(c, jb->mode, &cl), nu = cx->units->n, nf = cl.n, nF = 0, k = 0;
+    int ok = classes_build(c, jb->mode, &cl), nu = cx->units->n, nf = cl.n, nF = 0;
     size_t nn = (size_t)nf * (size_t)nf;
     double *Mx = malloc(sizeof *Mx * (nn + 1)), *Hs = malloc(sizeof *Hs * (nn + 1));
     double *F = calloc(2 * nn + 1, sizeof *F), *ev = malloc(sizeof *ev * (size_t)(2 * nf + 2));
@@ -500,22 +568,12 @@ static scm_status run_job(const sym_ctx *cx, const sym_job *jb, long d, scm_syms
         swap_perm(c, jb->swap_unit, &cl, perm);
     sym_space sp = {nf, nF, Hs, F, jb->swap_unit >= 0 ? perm : NULL, jb->sign,
                     jb->mode == SYM_MODE_JAC};
-    if ((st = space_block(&sp, ev, ev + nf + 1, &k))) {
-        scm_error_set(cx->err, st, "the eigensolver failed on an isotypic block");
-        goto out;
+    st = solve_push(cx, jb, &sp, jb->irrep, jb->mult, d, ev, res, cap);
+    if (!st && jb->irrep2 >= 0) {
+        /* the other parity of the same refinement: the same Hs and F */
+        sp.sign = -sp.sign;
+        st = solve_push(cx, jb, &sp, jb->irrep2, jb->mult2, d, ev, res, cap);
     }
-    if (k > 0) {
-        res->n_blocks++;
-        res->max_block = k > res->max_block ? k : res->max_block;
-    }
-    double scale = jb->mode == SYM_MODE_JAC ? 1.0 : 1.0 / (double)d;
-    int part = jb->mode == SYM_MODE_JAC ? SCM_SYMSTAB_FLOW
-               : jb->mode == SYM_MODE_PERP ? SCM_SYMSTAB_PERP
-                                           : SCM_SYMSTAB_SPAN;
-    for (int i = 0; i < k && !st; i++)
-        if ((st = push_eig(res, cap, ev[i] * scale, ev[nf + 1 + i] * scale, jb->mult, part,
-                           jb->irrep, jb->u, jb->u2)))
-            scm_error_set(cx->err, st, "out of memory in the symmetric spectrum");
 out:
     classes_free(&cl);
     free(Mx);
@@ -601,21 +659,23 @@ static scm_status run_irrep(const sym_ctx *cx, int mode, int irrep, int u, int u
     for (int i = 0; i < 3 * nu; i++)
         pmA[i] = pmB[i] = i % 3;
     long n = u >= 0 ? lround(un->n_u[u]) : 1, n2 = u2 >= 0 ? lround(un->n_u[u2]) : 1;
-    sym_job jb = {nsing, 0, {pmA, pmB}, -1, 1, mode, irrep, u, u2, irrep_dim(irrep, n, n2)};
+    sym_job jb = {nsing, 0, {pmA, pmB}, -1, 1, mode, irrep, u, u2, irrep_dim(irrep, n, n2),
+                  -1, 0};
     switch (irrep) {
     case SCM_SYMSTAB_STD: /* {1} | rest, minus the unrefined patterns */
         nsing[u] = 1;
         jb.n_coarse = 1;
         pmA[3 * u] = 2;
         break;
-    case SCM_SYMSTAB_TWO_ROW:
-    case SCM_SYMSTAB_HOOK: /* {1} | {2} | rest, minus {1} | rest and {2} | rest */
-        nsing[u] = 2;
+    case SCM_SYMSTAB_TWO_ROW: /* {1} | {2} | rest, minus {1} | rest and {2} | rest: */
+        nsing[u] = 2;         /* even, then [n-2,1,1] odd on the same patterns */
         jb.n_coarse = 2;
         pmA[3 * u + 1] = 2;
         pmB[3 * u] = 2;
         jb.swap_unit = u;
-        jb.sign = irrep == SCM_SYMSTAB_TWO_ROW ? 1 : -1;
+        jb.sign = 1;
+        jb.irrep2 = SCM_SYMSTAB_HOOK;
+        jb.mult2 = irrep_dim(SCM_SYMSTAB_HOOK, n, n2);
         break;
     case SCM_SYMSTAB_STD_STD: /* both split, minus each split alone */
         nsing[u] = nsing[u2] = 1;
@@ -655,9 +715,8 @@ scm_status sym_run_all(const sym_ctx *cx, int mode, long d, long perp_dim,
             continue;
         st = run_irrep(cx, mode, SCM_SYMSTAB_STD, u, -1, d, perp_dim, work, res, &cap);
         if (!st && un->sg[u] >= 0 && (un->tg[u] >= 0 || self) && un->n_u[u] > 2.5) {
+            /* [n-2,2] and [n-2,1,1] together: one refinement, two parities */
             st = run_irrep(cx, mode, SCM_SYMSTAB_TWO_ROW, u, -1, d, perp_dim, work, res, &cap);
-            if (!st)
-                st = run_irrep(cx, mode, SCM_SYMSTAB_HOOK, u, -1, d, perp_dim, work, res, &cap);
         }
         for (int u2 = u + 1; u2 < nu && !st; u2++) {
             if (un->n_u[u2] < 1.5)

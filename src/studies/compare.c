@@ -41,6 +41,9 @@ typedef struct {
      * the configuration file's path and text */
     char *fam_path[SCM_COMPARE_MAX_K], *fam_text[SCM_COMPARE_MAX_K];
     char *cfg_path[SCM_COMPARE_MAX_K], *cfg_text[SCM_COMPARE_MAX_K];
+    /* per K, with an executor of jobs: the result of its families job,
+     * computed ahead (families_ahead), taken by enumerate */
+    char *fam_out[SCM_COMPARE_MAX_K];
 } compare_state;
 
 void scm_compare_opts_default(scm_compare_opts *o)
@@ -159,27 +162,7 @@ static scm_status check_eps_stop(compare_state *s, const char *fam_path, const s
     return st;
 }
 
-/* The families of the enumeration's result root checked as
- * check_eps_stop does, before they are written. */
-static scm_status check_eps_root(compare_state *s, const cJSON *root, const scm_config *c,
-                                 long K, scm_error *err)
-{
-    char *text = scm_output_print(root, 1);
-    if (!text)
-        return scm_error_set(err, SCM_ENOMEM, "out of memory");
-    scm_sweep_families fams;
-    scm_status st = scm_sweep_families_parse(text, s->fam_made, &fams, err);
-    free(text);
-    if (st)
-        return st;
-    st = check_eps_fams(s, &fams, s->fam_made, c, K, err);
-    scm_sweep_families_free(&fams);
-    return st;
-}
-
-/* json printed as scm_output_write_json writes it (with a final newline),
- * or NULL on no memory. */
-static char *json_text(const cJSON *json, int compact)
+char *scm_compare_json_text(const cJSON *json, int compact)
 {
     char *t = scm_output_print(json, compact);
     size_t n = t ? strlen(t) : 0;
@@ -194,49 +177,43 @@ static char *json_text(const cJSON *json, int compact)
 }
 
 /* The families of K (the j-th) as the text of s->fam_made into
- * s->fam_text[j], as `scm fixed-points --K K --M M --activation NAME
- * --polish-max-K 0 --max-residual 1e-9 -q -o FILE` writes it; nothing is
- * written here. */
+ * s->fam_text[j] and parsed into *fams, as `scm fixed-points --K K --M M
+ * --activation NAME --polish-max-K 0 --max-residual 1e-9 -q -o FILE` writes
+ * it, and checked against eps_stop; nothing is written.  From its job's
+ * result when the jobs ran ahead (families_ahead), else computed here. */
 static scm_status enumerate(compare_state *s, const scm_config *c, long K, int j,
-                            scm_error *err)
+                            scm_sweep_families *fams, scm_error *err)
 {
-    const scm_compare_opts *o = s->o;
-    scm_fp_table_opts fo;
-    scm_fp_table_opts_default(&fo);
-    fo.K = K;
-    fo.M = o->M;
-    fo.act = c->act;
-    fo.polish_max_K = 0;
-    fo.max_residual = 1e-9;
-    scm_status st = scm_fp_table_opts_check(&fo, err);
-    scm_fp_table *t = NULL;
-    if (!st)
-        st = scm_fp_table_run(&fo, &t, err);
-    if (st) {
-        scm_fp_table_free(t);
-        return fail(s, SCM_COMPARE_PART_ENUMERATION, st == SCM_EINVAL || st == SCM_EIO, K, st);
+    scm_compare_fams r;
+    scm_status st;
+    if (s->fam_out[j]) {
+        st = scm_compare_fams_read(s->fam_out[j], &r, err);
+        free(s->fam_out[j]);
+        s->fam_out[j] = NULL;
+        if (st)
+            return fail(s, SCM_COMPARE_PART_ENUMERATION, 0, K, st);
+    } else {
+        scm_compare_fams_compute(K, s->o->M, c->act, s->fam_made, 0, &r);
     }
-    st = scm_fp_table_status(t, err);
-    if (!st)
-        st = scm_fp_table_json_fits(t, s->fam_made, err);
-    if (!st) {
-        cJSON *root = scm_fp_table_json(t);
-        st = !root ? scm_error_set(err, SCM_ENOMEM, "out of memory")
-                   : check_eps_root(s, root, c, K, err);
-        if (st == SCM_EINVAL) { /* eps_stop refused: bad input, nothing written */
-            cJSON_Delete(root);
-            scm_fp_table_free(t);
-            return st;
-        }
-        if (!st && !(s->fam_text[j] = json_text(root, 0)))
-            st = scm_error_set(err, SCM_ENOMEM, "out of memory");
-        cJSON_Delete(root);
+    if (r.status) {
+        if (err)
+            *err = r.err;
+        return fail(s, SCM_COMPARE_PART_ENUMERATION, r.input, K, r.status);
     }
-    if (!st && !scm_fp_table_residual_ok(t))
+    st = scm_sweep_families_parse(r.text, s->fam_made, fams, err);
+    if (!st && (st = check_eps_fams(s, fams, s->fam_made, c, K, err)) == SCM_EINVAL) {
+        scm_compare_fams_free(&r); /* eps_stop refused: bad input, nothing written */
+        return st;
+    }
+    if (!st && r.above)
         st = scm_error_set(err, SCM_ENOCONV, "%d fixed point(s) with a residual above %g",
-                           scm_fp_table_n_above(t), fo.max_residual);
-    scm_fp_table_free(t);
-    return st ? fail(s, SCM_COMPARE_PART_ENUMERATION, 0, K, st) : SCM_OK;
+                           r.above, 1e-9);
+    if (st) {
+        scm_compare_fams_free(&r);
+        return fail(s, SCM_COMPARE_PART_ENUMERATION, 0, K, st);
+    }
+    s->fam_text[j] = r.text;
+    return SCM_OK;
 }
 
 /* What a sweep event carries. */
@@ -582,16 +559,14 @@ static scm_status prepare_k(compare_state *s, int j, scm_error *err)
         else
             strcpy(s->fam_path[j], s->fam_made);
         if (!st)
-            st = enumerate(s, c, K, j, err);
-        if (!st && (st = scm_sweep_families_parse(s->fam_text[j], s->fam_made, &fams, err)))
-            fail(s, SCM_COMPARE_PART_ENUMERATION, 0, K, st);
+            st = enumerate(s, c, K, j, &fams, err);
     } else if (o->families[j] && (st = scm_sweep_families_load(o->families[j], &fams, err))) {
         fail(s, SCM_COMPARE_PART_COMPARE, 1, K, st);
     }
     if (!st)
         st = check_runs_header(s, c, &fams, K, err);
     if (!st) {
-        s->cfg_text[j] = json_text(c->used, 0);
+        s->cfg_text[j] = scm_compare_json_text(c->used, 0);
         s->cfg_path[j] = malloc(strlen(s->cfg) + 1);
         if (!s->cfg_text[j] || !s->cfg_path[j])
             st = scm_error_set(err, SCM_ENOMEM, "out of memory");
@@ -600,6 +575,51 @@ static scm_status prepare_k(compare_state *s, int j, scm_error *err)
     }
     scm_sweep_families_free(&fams);
     scm_config_free(c);
+    return st;
+}
+
+/* With an executor of jobs: the enumerations of every K that prepare_k
+ * will enumerate, handed to it at once (the largest K first: the longest
+ * jobs start first), their results kept for prepare_k, which takes them in
+ * turn as it would have computed them, so that the files, the events and
+ * the failures reported are the same. */
+static scm_status families_ahead(compare_state *s, scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    scm_compare_job jobs[SCM_COMPARE_MAX_K];
+    int who[SCM_COMPARE_MAX_K], n = 0;
+    scm_status st = SCM_OK;
+    for (int j = 0; j < o->nK && !st; j++) {
+        scm_config *c = NULL;
+        if ((st = load_k(s, j, &c, err)))
+            break;
+        if (!o->families[j] && enumerable(c)) {
+            char name[PATH_LEN];
+            snprintf(name, sizeof name, "%s.K%ld.families.json", o->prefix, o->K[j]);
+            int q = n++; /* sorted in: K decreasing */
+            for (; q > 0 && o->K[who[q - 1]] < o->K[j]; q--) {
+                jobs[q] = jobs[q - 1];
+                who[q] = who[q - 1];
+            }
+            jobs[q].in = scm_compare_job_fams(o->K[j], o->M, c->act, name);
+            jobs[q].out = NULL;
+            who[q] = j;
+            if (!jobs[q].in)
+                st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+        }
+        scm_config_free(c);
+    }
+    if (!st && n > 0)
+        st = o->jobs(jobs, n, o->threads, err);
+    for (int q = 0; q < n; q++) {
+        free(jobs[q].in);
+        if (st)
+            free(jobs[q].out);
+        else
+            s->fam_out[who[q]] = jobs[q].out;
+    }
+    if (st && s->res->failed_part == SCM_COMPARE_PART_NONE)
+        fail(s, SCM_COMPARE_PART_ENUMERATION, 0, -1, st);
     return st;
 }
 
@@ -752,6 +772,8 @@ scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, s
      * for every K; then the families and configurations, all or none;
      * then the sweeps */
     st = precheck(&s, err);
+    if (!st && o->jobs)
+        st = families_ahead(&s, err);
     for (int j = 0; j < o->nK && !st; j++)
         st = prepare_k(&s, j, err);
     if (!st)
@@ -778,6 +800,7 @@ out:
         free(s.fam_text[j]);
         free(s.cfg_path[j]);
         free(s.cfg_text[j]);
+        free(s.fam_out[j]);
     }
     return st;
 }

@@ -10,6 +10,7 @@
 
 #include "scm/compare.h"
 #include "scm/config.h"
+#include "scm/model.h"
 
 /* The file as JSON, or NULL (unreadable or not JSON). */
 cJSON *scm_compare_read_json(const char *path);
@@ -69,5 +70,47 @@ void scm_compare_md_printf(md_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* ---- jobs (compare_jobs.c) ---------------------------------------------- */
+
+/* The families of one K as `scm fixed-points --K K --M M --activation NAME
+ * --polish-max-K 0 --max-residual 1e-9 -q -o name` computes them: status
+ * SCM_OK and text (the file's text, with its final newline; owned), or the
+ * failure in status and err, input 1 when it is bad input (SCM_EINVAL,
+ * SCM_EIO of the enumeration).  above: the listed points whose residual is
+ * not below 1e-9 (0: all fine). */
+typedef struct {
+    scm_status status;
+    int input;
+    scm_error err;
+    char *text;
+    int above;
+} scm_compare_fams;
+
+/* Compute r (threads: the enumeration's, 0 for the processors online; the
+ * result does not depend on it); name only appears in messages. */
+void scm_compare_fams_compute(long K, long M, const scm_activation *act, const char *name,
+                              int threads, scm_compare_fams *r);
+void scm_compare_fams_free(scm_compare_fams *r);
+
+/* The job text of scm_compare_fams_compute (NULL on no memory). */
+char *scm_compare_job_fams(long K, long M, const scm_activation *act, const char *name);
+
+/* r from the result out of a families job (out is modified).  SCM_EINVAL
+ * when it is no such result, SCM_ENOMEM; r->text owned by r. */
+scm_status scm_compare_fams_read(char *out, scm_compare_fams *r, scm_error *err);
+
+/* The stability verdict of the point (Q, R) of m as the fields compare's
+ * families_reached entry gets (verdict, hessian_verdict, tests_agree, ...,
+ * escapes_to; or verdict "error" with why): a new object, NULL on no
+ * memory. */
+cJSON *scm_compare_stab_fields(const scm_model *m, const double *Q, const double *R);
+
+/* The job text of scm_compare_stab_fields (NULL on no memory). */
+char *scm_compare_job_stab(const scm_model *m, const double *Q, const double *R);
+
+/* json printed as scm_output_write_json writes it (with a final newline),
+ * or NULL on no memory. */
+char *scm_compare_json_text(const cJSON *json, int compact);
 
 #endif

@@ -36,11 +36,128 @@ static int json_matrix(const cJSON *a, int n, int m, double *out)
 
 #define COMPARE_STAB_MAX_K 20 /* as scm fixed-points --stability */
 
+/* The points of one K whose verdicts are still to compute: their entries
+ * and (Q, R). */
+typedef struct {
+    int n;
+    cJSON **o;
+    double **Q, **R;
+} pending;
+
+static void pending_free(pending *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        free(p->Q[i]);
+        free(p->R[i]);
+    }
+    free(p->o);
+    free(p->Q);
+    free(p->R);
+}
+
+/* Move the fields of f (an object, deleted) to the end of o, in order. */
+static void take_fields(cJSON *o, cJSON *f)
+{
+    while (f && f->child) {
+        cJSON *it = cJSON_DetachItemViaPointer(f, f->child);
+        cJSON_AddItemToObject(o, it->string, it);
+    }
+    cJSON_Delete(f);
+}
+
+/* The verdicts of the pending points, each entry completed with its
+ * fields: handed to opts->jobs at once, or computed here in turn. */
+static scm_status pending_run(const scm_compare_opts *opts, const scm_model *m, pending *p,
+                              scm_error *err)
+{
+    if (!opts->jobs) {
+        for (int i = 0; i < p->n; i++) {
+            cJSON *f = scm_compare_stab_fields(m, p->Q[i], p->R[i]);
+            if (!f)
+                return scm_error_set(err, SCM_ENOMEM, "out of memory");
+            take_fields(p->o[i], f);
+        }
+        return SCM_OK;
+    }
+    scm_compare_job *jobs = calloc((size_t)p->n, sizeof *jobs);
+    scm_status st = jobs ? SCM_OK : scm_error_set(err, SCM_ENOMEM, "out of memory");
+    for (int i = 0; i < p->n && !st; i++)
+        if (!(jobs[i].in = scm_compare_job_stab(m, p->Q[i], p->R[i])))
+            st = scm_error_set(err, SCM_ENOMEM, "out of memory");
+    if (!st)
+        st = opts->jobs(jobs, p->n, opts->threads, err);
+    for (int i = 0; i < p->n && !st; i++) {
+        cJSON *f = cJSON_Parse(jobs[i].out);
+        if (!cJSON_IsObject(f) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(f, "verdict")))
+            st = scm_error_set(err, f ? SCM_EINVAL : SCM_ENOMEM,
+                               "a malformed stability job result");
+        take_fields(p->o[i], f);
+    }
+    for (int i = 0; jobs && i < p->n; i++) {
+        free(jobs[i].in);
+        free(jobs[i].out);
+    }
+    free(jobs);
+    return st;
+}
+
+/* The entry of one class of the summary (its K, class, k1, count and
+ * fraction) appended to out. */
+static cJSON *class_entry(const cJSON *cl, long K, cJSON *out)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "K", (double)K);
+    cJSON_AddStringToObject(o, "class", cJSON_GetObjectItemCaseSensitive(cl, "class")->valuestring);
+    cJSON_AddNumberToObject(o, "k1", cJSON_GetObjectItemCaseSensitive(cl, "k1")->valuedouble);
+    cJSON_AddNumberToObject(o, "count", cJSON_GetObjectItemCaseSensitive(cl, "count")->valuedouble);
+    cJSON_AddNumberToObject(o, "fraction",
+                            cJSON_GetObjectItemCaseSensitive(cl, "fraction")->valuedouble);
+    cJSON_AddItemToArray(out, o);
+    return o;
+}
+
+/* A closing entry without a verdict: loss, "verdict", "-" and why (may be
+ * NULL). */
+static void no_verdict(cJSON *o, double loss, const char *verdict, const char *why)
+{
+    cJSON_AddNumberToObject(o, "loss", loss);
+    cJSON_AddStringToObject(o, "verdict", verdict);
+    cJSON_AddStringToObject(o, "hessian_verdict", "-");
+    if (why)
+        cJSON_AddStringToObject(o, "why", why);
+}
+
+/* The listed point of pts whose loss the class (eps in [lo, hi]) matched,
+ * with its Q and R; -1 when none is. */
+static int match_point(const cJSON *pts, double lo, double hi, int Ki, int Mi, double *Q,
+                       double *R)
+{
+    scm_sweep_opts sw;
+    scm_sweep_opts_default(&sw);
+    const double mid = 0.5 * (lo + hi);
+    int best = -1;
+    double bd = INFINITY;
+    for (int i = 0; pts && i < cJSON_GetArraySize(pts); i++) {
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(pts, i), "loss");
+        if (cJSON_IsNumber(l) && fabs(l->valuedouble - mid) < bd) {
+            bd = fabs(l->valuedouble - mid);
+            best = i;
+        }
+    }
+    const cJSON *pt = best >= 0 ? cJSON_GetArrayItem(pts, best) : NULL;
+    if (!pt || !(bd <= sw.match_rtol * fabs(mid) + sw.match_atol + 0.5 * (hi - lo)) ||
+        json_matrix(cJSON_GetObjectItemCaseSensitive(pt, "Q"), Ki, Ki, Q) ||
+        json_matrix(cJSON_GetObjectItemCaseSensitive(pt, "R"), Ki, Mi, R))
+        return -1;
+    return best;
+}
+
 /* The families the sweep of one K reached (its summary's matched classes),
  * each with its fixed point from the families file and, unless no_stab,
  * the verdict of scm_stab_analyse with the options of scm fixed-points
- * --stability (3 trials at sigma 1e-4, 1e-3, 1e-2).  Appends to out;
- * returns 0, or -1 when the families file cannot be read. */
+ * --stability (3 trials at sigma 1e-4, 1e-3, 1e-2), all the verdicts of
+ * the K at once (pending_run).  Appends to out; returns 0, or -1 when the
+ * families file cannot be read. */
 scm_status scm_compare_reached(const scm_compare_opts *opts, const char *fam_path, const cJSON *S,
                                const scm_config *c, long K, cJSON *out, scm_error *err_out)
 {
@@ -50,130 +167,69 @@ scm_status scm_compare_reached(const scm_compare_opts *opts, const char *fam_pat
         return scm_error_set(err_out, SCM_EIO, "cannot read back '%s'", fam_path);
     /* a plain family list (name, k1, loss) has no points to analyse */
     const cJSON *pts = cJSON_GetObjectItemCaseSensitive(F, "fixed_points");
-    const int Ki = c->K, Mi = c->M;
+    const cJSON *classes = cJSON_GetObjectItemCaseSensitive(S, "classes");
+    const int Ki = c->K, Mi = c->M, ncl = cJSON_GetArraySize(classes);
     scm_error err;
     scm_model *m = scm_model_alloc(Ki, Mi, c->act, NULL, NULL, NULL, &err);
-    double *Q = malloc(sizeof(double) * (size_t)(Ki * Ki)),
-           *R = malloc(sizeof(double) * (size_t)(Ki * Mi));
-    if (!m || !Q || !R) {
-        scm_model_free(m);
-        free(Q);
-        free(R);
-        cJSON_Delete(F);
-        return scm_error_set(err_out, SCM_ENOMEM, "out of memory");
-    }
-    scm_sweep_opts sw;
-    scm_sweep_opts_default(&sw);
-    scm_stab_opts so;
-    scm_stab_opts_three_sigma(&so);
+    pending p = {0, calloc((size_t)ncl + 1, sizeof(cJSON *)),
+                 calloc((size_t)ncl + 1, sizeof(double *)),
+                 calloc((size_t)ncl + 1, sizeof(double *))};
+    scm_status st = m && p.o && p.Q && p.R ? SCM_OK
+                                           : scm_error_set(err_out, SCM_ENOMEM, "out of memory");
     const cJSON *cl;
-    cJSON_ArrayForEach(cl, cJSON_GetObjectItemCaseSensitive(S, "classes"))
+    cJSON_ArrayForEach(cl, classes)
     {
         const cJSON *fam = cJSON_GetObjectItemCaseSensitive(cl, "family");
-        if (!cJSON_IsString(fam))
+        if (st || !cJSON_IsString(fam))
             continue; /* unmatched, not converged */
         double lo = cJSON_GetObjectItemCaseSensitive(cl, "eps_min")->valuedouble,
-               hi = cJSON_GetObjectItemCaseSensitive(cl, "eps_max")->valuedouble,
-               mid = 0.5 * (lo + hi);
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "K", (double)K);
-        cJSON_AddStringToObject(o, "class",
-                                cJSON_GetObjectItemCaseSensitive(cl, "class")->valuestring);
-        cJSON_AddNumberToObject(o, "k1", cJSON_GetObjectItemCaseSensitive(cl, "k1")->valuedouble);
-        cJSON_AddNumberToObject(o, "count",
-                                cJSON_GetObjectItemCaseSensitive(cl, "count")->valuedouble);
-        cJSON_AddNumberToObject(o, "fraction",
-                                cJSON_GetObjectItemCaseSensitive(cl, "fraction")->valuedouble);
-        cJSON_AddItemToArray(out, o);
+               hi = cJSON_GetObjectItemCaseSensitive(cl, "eps_max")->valuedouble;
+        cJSON *o = class_entry(cl, K, out);
         if (strcmp(fam->valuestring, "global_minimum") == 0) {
-            cJSON_AddNumberToObject(o, "loss", 0.0);
-            cJSON_AddStringToObject(o, "verdict", "global_minimum");
-            cJSON_AddStringToObject(o, "hessian_verdict", "-");
+            no_verdict(o, 0.0, "global_minimum", NULL);
             continue;
         }
         if (!cJSON_IsArray(pts)) {
-            cJSON_AddNumberToObject(o, "loss", mid);
-            cJSON_AddStringToObject(o, "verdict", "not_run");
-            cJSON_AddStringToObject(o, "hessian_verdict", "-");
-            cJSON_AddStringToObject(o, "why", "the families file lists no points (Q, R)");
+            no_verdict(o, 0.5 * (lo + hi), "not_run", "the families file lists no points (Q, R)");
             continue;
         }
-        /* the listed point whose loss the runs matched */
-        int best = -1;
-        double bd = INFINITY;
-        for (int i = 0; pts && i < cJSON_GetArraySize(pts); i++) {
-            const cJSON *l = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(pts, i), "loss");
-            if (cJSON_IsNumber(l) && fabs(l->valuedouble - mid) < bd) {
-                bd = fabs(l->valuedouble - mid);
-                best = i;
-            }
-        }
-        const cJSON *pt = best >= 0 ? cJSON_GetArrayItem(pts, best) : NULL;
-        if (!pt || !(bd <= sw.match_rtol * fabs(mid) + sw.match_atol + 0.5 * (hi - lo)) ||
-            json_matrix(cJSON_GetObjectItemCaseSensitive(pt, "Q"), Ki, Ki, Q) ||
-            json_matrix(cJSON_GetObjectItemCaseSensitive(pt, "R"), Ki, Mi, R)) {
-            cJSON_AddNumberToObject(o, "loss", mid);
-            cJSON_AddStringToObject(o, "verdict", "error");
-            cJSON_AddStringToObject(o, "hessian_verdict", "-");
-            cJSON_AddStringToObject(o, "why", "no point of this loss with Q and R in the file");
+        double *Q = malloc(sizeof(double) * (size_t)(Ki * Ki)),
+               *R = malloc(sizeof(double) * (size_t)(Ki * Mi));
+        int best = Q && R ? match_point(pts, lo, hi, Ki, Mi, Q, R) : -2;
+        if (best < 0) {
+            free(Q);
+            free(R);
+            if (best == -2)
+                st = scm_error_set(err_out, SCM_ENOMEM, "out of memory");
+            else
+                no_verdict(o, 0.5 * (lo + hi), "error",
+                           "no point of this loss with Q and R in the file");
             continue;
         }
-        cJSON_AddNumberToObject(o, "loss",
-                                cJSON_GetObjectItemCaseSensitive(pt, "loss")->valuedouble);
+        const double loss =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(pts, best), "loss")->valuedouble;
+        cJSON_AddNumberToObject(o, "loss", loss);
         cJSON_AddNumberToObject(o, "point_index", best);
         if (no_stab || K > COMPARE_STAB_MAX_K) {
+            free(Q);
+            free(R);
             cJSON_AddStringToObject(o, "verdict", "not_run");
             cJSON_AddStringToObject(o, "hessian_verdict", "-");
             cJSON_AddStringToObject(o, "why", no_stab ? "--no-stability" : "K > 20");
             continue;
         }
         scm_compare_note(opts, K, "K = %ld: stability of %s (loss %.10g)", K,
-                         cJSON_GetObjectItemCaseSensitive(cl, "class")->valuestring,
-                         cJSON_GetObjectItemCaseSensitive(pt, "loss")->valuedouble);
-        scm_stab_result r;
-        if (scm_stab_analyse(m, Q, R, &so, &r, &err)) {
-            cJSON_AddStringToObject(o, "verdict", "error");
-            cJSON_AddStringToObject(o, "hessian_verdict", "-");
-            cJSON_AddStringToObject(o, "why", err.msg);
-            continue;
-        }
-        cJSON_AddStringToObject(o, "verdict", scm_verdict_str(r.verdict));
-        cJSON_AddStringToObject(o, "hessian_verdict", scm_hverdict_str(r.hverdict));
-        cJSON_AddStringToObject(o, "tests_agree",
-                                r.agree == 1 ? "yes" : r.agree == 0 ? "no" : "not_comparable");
-        if (r.hessian_done) {
-            cJSON_AddNumberToObject(o, "hessian_negative", r.counts.n_neg);
-            cJSON_AddNumberToObject(o, "hessian_zero", r.counts.n_zero);
-            if (r.n_small)
-                cJSON_AddNumberToObject(o, "hessian_smallest", r.eval_small[0]);
-        }
-        if (r.jacobian_done)
-            cJSON_AddNumberToObject(o, "jacobian_re_max", r.jac_re_max);
-        int same = 0, glob = 0, other = 0, failed = 0;
-        double omin = INFINITY, omax = -INFINITY;
-        for (int q = 0; q < r.n_rows; q++) {
-            same += r.rows[q].n_same;
-            glob += r.rows[q].n_global;
-            other += r.rows[q].n_other;
-            failed += r.rows[q].n_failed;
-            if (r.rows[q].n_other) {
-                omin = fmin(omin, r.rows[q].other_eps_min);
-                omax = fmax(omax, r.rows[q].other_eps_max);
-            }
-        }
-        char to[160];
-        int w = snprintf(to, sizeof to, "same %d, global %d, other %d", same, glob, other);
-        if (other)
-            w += snprintf(to + w, sizeof to - (size_t)w, " (loss %.6g..%.6g)", omin, omax);
-        if (failed)
-            snprintf(to + w, sizeof to - (size_t)w, ", failed %d", failed);
-        cJSON_AddStringToObject(o, "escapes_to", to);
+                         cJSON_GetObjectItemCaseSensitive(cl, "class")->valuestring, loss);
+        p.o[p.n] = o;
+        p.Q[p.n] = Q;
+        p.R[p.n++] = R;
     }
+    if (!st && p.n > 0)
+        st = pending_run(opts, m, &p, err_out);
+    pending_free(&p);
     scm_model_free(m);
-    free(Q);
-    free(R);
     cJSON_Delete(F);
-    return SCM_OK;
+    return st;
 }
 
 /* The unconverged runs of every K grouped by the listed point they sit

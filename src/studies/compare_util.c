@@ -1,6 +1,6 @@
 /* compare_util.c: small helpers of the comparison's files (compare.h):
  * reading a JSON file back, the NOTE events, a growing text buffer, what
- * differs between two runs-file headers. */
+ * differs between two runs-file headers; the message of a failure. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,4 +90,14 @@ void scm_compare_header_diff(const char *old_line, const char *want, char *out, 
     }
     cJSON_Delete(a);
     cJSON_Delete(b);
+}
+
+const char *scm_compare_failure(const scm_compare_result *res, const scm_error *err, char *buf,
+                                size_t n)
+{
+    if (res->failed_part == SCM_COMPARE_PART_ENUMERATION)
+        snprintf(buf, n, "K = %ld: the family enumeration failed: %s", res->failed_K, err->msg);
+    else
+        snprintf(buf, n, "%s", err->msg);
+    return buf;
 }

@@ -343,3 +343,13 @@ scm_status scm_lintarget_study_run(const scm_lintarget_study_opts *o, scm_lintar
     s->traces_len = tcsv.len;
     return SCM_OK;
 }
+
+scm_status scm_lintarget_study_opts_check(const scm_lintarget_study_opts *o, scm_error *err)
+{
+    for (int i = 0; i < o->n_alpha; i++)
+        if (!(o->alpha[i] < 1.0))
+            return scm_error_set(err, SCM_EINVAL,
+                                 "--alpha values must be in (0, 1) (small initialisation), got %g",
+                                 o->alpha[i]);
+    return SCM_OK;
+}

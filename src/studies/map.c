@@ -428,6 +428,7 @@ static scm_status map_row(const scm_map_opts *o, long M, cJSON *cells, scm_map_r
     co.no_stability = o->no_stability;
     co.certify = o->certify;
     co.exec = o->exec;
+    co.jobs = o->jobs;
     co.event = o->event;
     co.event_user = o->event_user;
     scm_compare_result cr;
