@@ -83,15 +83,8 @@ typedef struct {
  * timing, but every worker is handed DEPTH runs before anything else
  * starts.)  k = 0: worker
  * rank r refuses every job (its READY carries the error).  Unset: no
- * effect. */
-static scm_status injected_failure(int rank, long nth, scm_error *err)
-{
-    const char *v = getenv("SCM_MPI_TEST_FAIL");
-    long r, k;
-    if (v && sscanf(v, "%ld:%ld", &r, &k) == 2 && r == rank && nth == k)
-        return scm_error_set(err, SCM_EINVAL, "failure injected by SCM_MPI_TEST_FAIL=%s", v);
-    return SCM_OK;
-}
+ * effect (xmpi_injected_failure). */
+#define FAIL_RUN_VAR "SCM_MPI_TEST_FAIL"
 
 /* ---- worker ranks ------------------------------------------------------- */
 
@@ -149,7 +142,7 @@ static void worker_job(const char *text, const char *fams_text, const job_head *
     o.certify_rmax = h->certify_rmax;
     scm_status st = worker_setup(text, fams_text, h, &o, &c, &fams, &m, &err);
     if (st == SCM_OK) /* SCM_MPI_TEST_FAIL=r:0: rank r refuses the job */
-        st = injected_failure(rank, 0, &err);
+        st = xmpi_injected_failure(FAIL_RUN_VAR, rank, 0, &err);
     error_msg ready;
     memset(&ready, 0, sizeof ready);
     ready.code = st;
@@ -190,7 +183,7 @@ static void worker_job(const char *text, const char *fams_text, const job_head *
         scm_status rs = res ? SCM_OK : SCM_ENOMEM;
         if (rs == SCM_OK) {
             scm_error_clear(&err);
-            rs = injected_failure(rank, ++nth, &err);
+            rs = xmpi_injected_failure(FAIL_RUN_VAR, rank, ++nth, &err);
             if (rs == SCM_OK)
                 rs = scm_sweep_run_one(c, m, h->base, w.index, &fams, &o, &res->rec, &err);
         } else {
@@ -333,7 +326,7 @@ static void *master_local(void *arg)
         long pos = s->next_take++;
         pthread_mutex_unlock(&s->mu);
         scm_error_clear(&err);
-        scm_status st = injected_failure(0, ++s->local_runs, &err);
+        scm_status st = xmpi_injected_failure(FAIL_RUN_VAR, 0, ++s->local_runs, &err);
         if (st == SCM_OK)
             st = scm_sweep_run_one(s->c, s->m, s->base, s->idx[pos], s->fams, s->o, &rec, &err);
         pthread_mutex_lock(&s->mu);

@@ -7,6 +7,8 @@
 
 #include <mpi.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "scm/status.h"
@@ -55,6 +57,18 @@ static inline void xmpi_wait_probe(int src, int tag, MPI_Status *status)
             return;
         xmpi_nap(&us);
     }
+}
+
+/* Fault injection for the tests: the environment variable var = "r:k"
+ * makes rank r fail the k-th run or job it computes (nth == k); unset, or
+ * another rank or count: SCM_OK. */
+static inline scm_status xmpi_injected_failure(const char *var, int rank, long nth, scm_error *err)
+{
+    const char *v = getenv(var);
+    long r, k;
+    if (v && sscanf(v, "%ld:%ld", &r, &k) == 2 && r == rank && nth == k)
+        return scm_error_set(err, SCM_EINVAL, "failure injected by %s=%s", var, v);
+    return SCM_OK;
 }
 
 /* A worker's part of a JOB_TASKS job (exec_mpi_jobs.c): compute the jobs

@@ -43,15 +43,8 @@ typedef struct {
 /* SCM_MPI_TEST_FAIL_TASK=r:k makes rank r fail the k-th job (k >= 1) it
  * computes in one batch, as a job whose run failed, so that the tests can
  * see that the workers compute jobs and drive the error path.  Unset: no
- * effect. */
-static scm_status injected_failure(int rank, long nth, scm_error *err)
-{
-    const char *v = getenv("SCM_MPI_TEST_FAIL_TASK");
-    long r, k;
-    if (v && sscanf(v, "%ld:%ld", &r, &k) == 2 && r == rank && nth == k)
-        return scm_error_set(err, SCM_EINVAL, "failure injected by SCM_MPI_TEST_FAIL_TASK=%s", v);
-    return SCM_OK;
-}
+ * effect (xmpi_injected_failure). */
+#define FAIL_JOB_VAR "SCM_MPI_TEST_FAIL_TASK"
 
 /* ---- worker ranks ------------------------------------------------------- */
 
@@ -107,7 +100,7 @@ scm_status xmpi_worker_tasks(int rank)
         scm_error err;
         scm_error_clear(&err);
         char *out = NULL;
-        scm_status st = injected_failure(rank, ++nth, &err);
+        scm_status st = xmpi_injected_failure(FAIL_JOB_VAR, rank, ++nth, &err);
         if (st == SCM_OK)
             st = scm_compare_job_run(buf + sizeof index, 1, &out, &err);
         free(buf);
@@ -160,7 +153,7 @@ static void *tasks_local(void *arg)
         scm_error err;
         scm_error_clear(&err);
         char *out = NULL;
-        scm_status st = injected_failure(0, ++t->local_jobs, &err);
+        scm_status st = xmpi_injected_failure(FAIL_JOB_VAR, 0, ++t->local_jobs, &err);
         if (st == SCM_OK)
             st = scm_compare_job_run(t->jobs[i].in, 1, &out, &err);
         pthread_mutex_lock(&t->mu);

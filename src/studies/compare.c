@@ -162,20 +162,6 @@ static scm_status check_eps_stop(compare_state *s, const char *fam_path, const s
     return st;
 }
 
-char *scm_compare_json_text(const cJSON *json, int compact)
-{
-    char *t = scm_output_print(json, compact);
-    size_t n = t ? strlen(t) : 0;
-    char *r = t ? malloc(n + 2) : NULL;
-    if (r) {
-        memcpy(r, t, n);
-        r[n] = '\n';
-        r[n + 1] = '\0';
-    }
-    cJSON_free(t);
-    return r;
-}
-
 /* The families of K (the j-th) as the text of s->fam_made into
  * s->fam_text[j] and parsed into *fams, as `scm fixed-points --K K --M M
  * --activation NAME --polish-max-K 0 --max-residual 1e-9 -q -o FILE` writes

@@ -101,3 +101,18 @@ const char *scm_compare_failure(const scm_compare_result *res, const scm_error *
         snprintf(buf, n, "%s", err->msg);
     return buf;
 }
+
+/* json as scm_output_write_json writes it: printed, with a final newline. */
+char *scm_compare_json_text(const cJSON *json, int compact)
+{
+    char *t = scm_output_print(json, compact);
+    size_t n = t ? strlen(t) : 0;
+    char *r = t ? malloc(n + 2) : NULL;
+    if (r) {
+        memcpy(r, t, n);
+        r[n] = '\n';
+        r[n + 1] = '\0';
+    }
+    cJSON_free(t);
+    return r;
+}
