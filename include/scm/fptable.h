@@ -56,11 +56,13 @@ void scm_fp_table_seeds_free(scm_fp_table_seeds *s);
 #define SCM_FP_TABLE_MAX_FILES 64
 
 /* Which points carry Q and R in the JSON: none, the strict minima (the
- * families' minima and every listed point classed a minimum), or all;
- * AUTO is ALL for K <= SCM_FP_STATES_ALL_MAX_K and MINIMA above (so that
- * K = M = 200 writes a few MB, not 124 MB). */
+ * families' minima and every listed point classed a minimum) and the
+ * points of loss below SCM_FP_STATES_ZERO_LOSS (the global minimum up to
+ * round-off), or all; AUTO is ALL for K <= SCM_FP_STATES_ALL_MAX_K and
+ * MINIMA above (so that K = M = 200 writes a few MB, not 124 MB). */
 enum { SCM_FP_STATES_AUTO = 0, SCM_FP_STATES_NONE, SCM_FP_STATES_MINIMA, SCM_FP_STATES_ALL };
 #define SCM_FP_STATES_ALL_MAX_K 24
+#define SCM_FP_STATES_ZERO_LOSS 1e-6
 
 #define SCM_FP_TABLE_K1_ALL_MAX_K 24
 

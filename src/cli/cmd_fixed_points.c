@@ -106,7 +106,7 @@ static int fp_parse(int argc, char **argv, scm_fp_table_opts *o, fp_cli *c,
               "the symmetric Hessian and Jacobian spectra of every\ndistinct point (not only the "
               "specialised ones) in\nits JSON entry, with progress on stderr"),
         CLI_C("--states", &o->states, "auto|none|minima|all", "S",
-              "Q and R in the JSON for: none, minima (the strict\nminima) or all (default auto: "
+              "Q and R in the JSON for: none, minima (the strict\nminima and the points of loss < 1e-6) or all\n(default auto: "
               "all for K <= " STR(SCM_FP_STATES_ALL_MAX_K) ", else minima)"),
         CLI_O("-o", CLI_STR, &c->out, 0, 0, "FILE", "JSON result file"),
         CLI_OPT_QUIET(&c->quiet, "no table, no progress"),

@@ -215,10 +215,16 @@ scm_status fpt_families_build(scm_fp_table *t, scm_error *err)
     return families_collect(t, err);
 }
 
+/* Under MINIMA a point of loss below SCM_FP_STATES_ZERO_LOSS is shown
+ * too: it is the global minimum up to the round-off of an unpolished
+ * point (a teacher split among aligned students, classed a saddle by
+ * eigenvalues of order -1e-8), and `scm compare` can tell it from a
+ * plateau only by its state (docs/map.md). */
 int fpt_state_shown(const scm_fp_table *t, int s)
 {
     return t->states == SCM_FP_STATES_ALL ||
-           (t->states == SCM_FP_STATES_MINIMA && t->sol[s].cls == SCM_FP_CLASS_MINIMUM);
+           (t->states == SCM_FP_STATES_MINIMA &&
+            (t->sol[s].cls == SCM_FP_CLASS_MINIMUM || t->sol[s].pt->eps < SCM_FP_STATES_ZERO_LOSS));
 }
 
 /* The solution behind row i (rows skip merged solutions, in display order). */

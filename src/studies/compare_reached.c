@@ -116,21 +116,26 @@ static cJSON *class_entry(const cJSON *cl, long K, cJSON *out)
     return o;
 }
 
-/* A closing entry without a verdict: loss, "verdict", "-" and why (may be
- * NULL). */
-static void no_verdict(cJSON *o, double loss, const char *verdict, const char *why)
+/* The closing fields of an entry: its verdicts and why (may be NULL). */
+static void set_verdicts(cJSON *o, const char *verdict, const char *hessian_verdict,
+                         const char *why)
 {
-    cJSON_AddNumberToObject(o, "loss", loss);
     cJSON_AddStringToObject(o, "verdict", verdict);
-    cJSON_AddStringToObject(o, "hessian_verdict", "-");
+    cJSON_AddStringToObject(o, "hessian_verdict", hessian_verdict);
     if (why)
         cJSON_AddStringToObject(o, "why", why);
 }
 
-/* The listed point of pts whose loss the class (eps in [lo, hi]) matched,
- * with its Q and R; -1 when none is. */
-static int match_point(const cJSON *pts, double lo, double hi, int Ki, int Mi, double *Q,
-                       double *R)
+/* A closing entry without a point: loss, "verdict", "-" and why. */
+static void no_verdict(cJSON *o, double loss, const char *verdict, const char *why)
+{
+    cJSON_AddNumberToObject(o, "loss", loss);
+    set_verdicts(o, verdict, "-", why);
+}
+
+/* The listed point of pts whose loss the class (eps in [lo, hi]) matched;
+ * -1 when none is. */
+static int match_point(const cJSON *pts, double lo, double hi)
 {
     scm_sweep_opts sw;
     scm_sweep_opts_default(&sw);
@@ -144,12 +149,23 @@ static int match_point(const cJSON *pts, double lo, double hi, int Ki, int Mi, d
             best = i;
         }
     }
-    const cJSON *pt = best >= 0 ? cJSON_GetArrayItem(pts, best) : NULL;
-    if (!pt || !(bd <= sw.match_rtol * fabs(mid) + sw.match_atol + 0.5 * (hi - lo)) ||
-        json_matrix(cJSON_GetObjectItemCaseSensitive(pt, "Q"), Ki, Ki, Q) ||
-        json_matrix(cJSON_GetObjectItemCaseSensitive(pt, "R"), Ki, Mi, R))
-        return -1;
-    return best;
+    return best >= 0 && bd <= sw.match_rtol * fabs(mid) + sw.match_atol + 0.5 * (hi - lo) ? best
+                                                                                          : -1;
+}
+
+/* Above COMPARE_STAB_MAX_K the dense analysis is not run; the point's
+ * entry in the families file carries the class of its symmetric Hessian
+ * spectrum (`scm fixed-points`, exact at any K), which becomes the
+ * Hessian verdict. */
+static void symmetric_verdict(cJSON *o, const cJSON *pt)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(pt, "class");
+    const char *cls = cJSON_IsString(c) ? c->valuestring : "";
+    set_verdicts(o, "not_run",
+                 strcmp(cls, "minimum") == 0  ? "min"
+                 : strcmp(cls, "saddle") == 0 ? "saddle"
+                                              : "-",
+                 "K > 20: the Hessian verdict is the symmetric spectrum's of the families file");
 }
 
 /* The families the sweep of one K reached (its summary's matched classes),
@@ -193,29 +209,33 @@ scm_status scm_compare_reached(const scm_compare_opts *opts, const char *fam_pat
             no_verdict(o, 0.5 * (lo + hi), "not_run", "the families file lists no points (Q, R)");
             continue;
         }
-        double *Q = malloc(sizeof(double) * (size_t)(Ki * Ki)),
-               *R = malloc(sizeof(double) * (size_t)(Ki * Mi));
-        int best = Q && R ? match_point(pts, lo, hi, Ki, Mi, Q, R) : -2;
+        const int best = match_point(pts, lo, hi);
         if (best < 0) {
-            free(Q);
-            free(R);
-            if (best == -2)
-                st = scm_error_set(err_out, SCM_ENOMEM, "out of memory");
-            else
-                no_verdict(o, 0.5 * (lo + hi), "error",
-                           "no point of this loss with Q and R in the file");
+            no_verdict(o, 0.5 * (lo + hi), "error", "no point of this loss in the file");
             continue;
         }
-        const double loss =
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(pts, best), "loss")->valuedouble;
+        const cJSON *pt = cJSON_GetArrayItem(pts, best);
+        const double loss = cJSON_GetObjectItemCaseSensitive(pt, "loss")->valuedouble;
         cJSON_AddNumberToObject(o, "loss", loss);
         cJSON_AddNumberToObject(o, "point_index", best);
-        if (no_stab || K > COMPARE_STAB_MAX_K) {
+        if (no_stab) {
+            set_verdicts(o, "not_run", "-", "--no-stability");
+            continue;
+        }
+        if (K > COMPARE_STAB_MAX_K) {
+            symmetric_verdict(o, pt);
+            continue;
+        }
+        double *Q = malloc(sizeof(double) * (size_t)(Ki * Ki)),
+               *R = malloc(sizeof(double) * (size_t)(Ki * Mi));
+        if (!Q || !R || json_matrix(cJSON_GetObjectItemCaseSensitive(pt, "Q"), Ki, Ki, Q) ||
+            json_matrix(cJSON_GetObjectItemCaseSensitive(pt, "R"), Ki, Mi, R)) {
             free(Q);
             free(R);
-            cJSON_AddStringToObject(o, "verdict", "not_run");
-            cJSON_AddStringToObject(o, "hessian_verdict", "-");
-            cJSON_AddStringToObject(o, "why", no_stab ? "--no-stability" : "K > 20");
+            if (!Q || !R)
+                st = scm_error_set(err_out, SCM_ENOMEM, "out of memory");
+            else
+                set_verdicts(o, "error", "-", "the point has no Q and R in the file");
             continue;
         }
         scm_compare_note(opts, K, "K = %ld: stability of %s (loss %.10g)", K,

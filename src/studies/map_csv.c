@@ -56,14 +56,15 @@ static void put_num(buf *b, double x)
 }
 
 static void put_row(buf *b, const char *law, const cJSON *cell, const char *cls,
-                    const cJSON *share, double k1, double loss, const char *verdict)
+                    const cJSON *share, double k1, double loss, const char *verdict,
+                    const char *hverdict)
 {
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(share, "wilson95");
     put(b, "%s,%.0f,%.0f,%.0f,%.0f,%s", law, num(cell, "M"), num(cell, "K"), num(cell, "dK"),
         num(cell, "done"), cls);
     put_num(b, k1);
     put_num(b, loss);
-    put(b, ",%s,%.0f,%.10g,%.10g,%.10g", verdict, num(share, "count"), num(share, "fraction"),
+    put(b, ",%s,%s,%.0f,%.10g,%.10g,%.10g", verdict, hverdict, num(share, "count"), num(share, "fraction"),
         cJSON_GetArrayItem(w, 0) ? cJSON_GetArrayItem(w, 0)->valuedouble : NAN,
         cJSON_GetArrayItem(w, 1) ? cJSON_GetArrayItem(w, 1)->valuedouble : NAN);
     put_num(b, num(cell, "median_t_converged"));
@@ -75,23 +76,25 @@ char *scm_map_csv(const cJSON *map)
     buf b = {NULL, 0, 0, 0};
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(map, "law");
     const char *law = cJSON_IsString(l) ? l->valuestring : "?";
-    put(&b, "law,M,K,dK,runs_done,class,k1,loss,verdict,count,fraction,wilson95_lo,"
+    put(&b, "law,M,K,dK,runs_done,class,k1,loss,verdict,hessian_verdict,count,fraction,wilson95_lo,"
             "wilson95_hi,median_t_converged\n");
     const cJSON *cell;
     cJSON_ArrayForEach(cell, cJSON_GetObjectItemCaseSensitive(map, "cells"))
     {
         put_row(&b, law, cell, "global_minimum", cJSON_GetObjectItemCaseSensitive(cell, "global"),
-                0, 0, "global_minimum");
+                0, 0, "global_minimum", "-");
         const cJSON *f;
         cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(cell, "families"))
         {
             const cJSON *c = cJSON_GetObjectItemCaseSensitive(f, "class");
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, "verdict");
+            const cJSON *hv = cJSON_GetObjectItemCaseSensitive(f, "hessian_verdict");
             put_row(&b, law, cell, cJSON_IsString(c) ? c->valuestring : "?", f, num(f, "k1"),
-                    num(f, "loss"), cJSON_IsString(v) ? v->valuestring : "-");
+                    num(f, "loss"), cJSON_IsString(v) ? v->valuestring : "-",
+                    cJSON_IsString(hv) ? hv->valuestring : "-");
         }
         put_row(&b, law, cell, "not_converged",
-                cJSON_GetObjectItemCaseSensitive(cell, "not_converged"), NAN, NAN, "-");
+                cJSON_GetObjectItemCaseSensitive(cell, "not_converged"), NAN, NAN, "-", "-");
     }
     if (b.oom || !b.s) {
         free(b.s);
