@@ -10,17 +10,6 @@
 #include "scm/output.h"
 #include "scm/rule.h"
 
-/* out against the inputs in[0 .. n-1] (NULL skipped) and the path rules. */
-static scm_status check_one(const char *out, const char *const *in, int n, scm_error *err)
-{
-    for (int i = 0; i < n; i++)
-        if (in[i] && scm_output_same_file(out, in[i]))
-            return scm_error_set(err, SCM_EINVAL,
-                                 "the output '%s' is also an input or output ('%s'); refused",
-                                 out, in[i]);
-    return scm_output_check_path(out, err);
-}
-
 scm_status scm_compare_check_outputs(const scm_compare_opts *o, scm_error *err)
 {
     static const char *const sfx[] = {".config.json", ".runs.jsonl", ".summary.json",
@@ -33,10 +22,10 @@ scm_status scm_compare_check_outputs(const scm_compare_opts *o, scm_error *err)
     char path[4200];
     scm_status st;
     snprintf(path, sizeof path, "%s.json", o->prefix);
-    if ((st = check_one(path, ins, nin, err)))
+    if ((st = scm_output_check_out(path, ins, nin, err)))
         return st;
     snprintf(path, sizeof path, "%s.md", o->prefix);
-    if ((st = check_one(path, ins, nin, err)))
+    if ((st = scm_output_check_out(path, ins, nin, err)))
         return st;
     for (int j = 0; j < o->nK; j++)
         for (int q = 0; q < 4; q++) {

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""The map of record (data/map, docs/map.md) as tables, and its check.
+
+    map_table.py [DIR]          markdown tables of DIR/LAW/map_LAW.json
+    map_table.py --check [DIR]  recount every cell from its runs file
+
+DIR defaults to data/map next to this script; LAW is every folder of DIR
+holding a map_LAW.json.  The tables: the global fraction per (M, dK, law)
+with its 95% Wilson interval, the smallest dK reaching 0.99 per M, and the
+families that trap runs at K = M + 1.  --check recounts each cell's
+classes from its runs file (gzipped or not), recomputes the Wilson
+intervals and smallest_dK_99 from the counts, and exits 1 on any
+difference.  Standard library only (the test runs it with any python3).
+"""
+import gzip
+import json
+import math
+import os
+import sys
+
+
+def wilson95(k, n):
+    """The 95% Wilson score interval of k successes in n trials."""
+    if n == 0:
+        return (0.0, 1.0)
+    z = 1.959963984540054
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, mid - half), min(1.0, mid + half))
+
+
+def load_maps(root):
+    maps = {}
+    for law in sorted(os.listdir(root)):
+        path = os.path.join(root, law, "map_%s.json" % law)
+        if os.path.isfile(path):
+            with open(path) as f:
+                maps[law] = json.load(f)
+    if not maps:
+        sys.exit("map_table.py: no LAW/map_LAW.json under '%s'" % root)
+    return maps
+
+
+def cell(m, M, dK):
+    for c in m["cells"]:
+        if c["M"] == M and c["dK"] == dK:
+            return c
+    return None
+
+
+def fmt(share):
+    lo, hi = share["wilson95"]
+    return "%.3f [%.3f, %.3f]" % (share["fraction"], lo, hi)
+
+
+def tables(maps):
+    laws = list(maps)
+    first = maps[laws[0]]
+    out = ["| M | " + " | ".join("K=M%s %s" % ("+%d" % dK if dK else "", law)
+                                for dK in first["dK"] for law in laws) + " |"]
+    out.append("| --- " * (1 + len(first["dK"]) * len(laws)) + "|")
+    for M in first["M"]:
+        row = []
+        for dK in first["dK"]:
+            for law in laws:
+                c = cell(maps[law], M, dK)
+                row.append(fmt(c["global"]) if c else "-")
+        out.append("| %d | %s |" % (M, " | ".join(row)))
+    out.append("")
+    out.append("smallest dK with global fraction >= 0.99:")
+    for law in laws:
+        s = ["M=%d: %s" % (e["M"], "none" if e.get("dK") is None else
+                           "%d (%s)" % (e["dK"], fmt(e)))
+             for e in maps[law]["smallest_dK_99"]]
+        out.append("- %s: %s" % (law, "; ".join(s)))
+    out.append("")
+    out.append("families trapping runs at K = M + 1 (k1: loss, Hessian verdict, runs per law):")
+    for M in first["M"]:
+        fams = {}
+        for law in laws:
+            c = cell(maps[law], M, 1)
+            for f in (c["families"] if c else []):
+                key = (f["k1"], round(f["loss"], 8))
+                fams.setdefault(key, {"hv": f.get("hessian_verdict", "-"), "n": {}})
+                fams[key]["n"][law] = fams[key]["n"].get(law, 0) + f["count"]
+        parts = ["k1=%d: %.4g %s %s" % (k1, loss, v["hv"],
+                                         "/".join(str(v["n"].get(l, 0)) for l in laws))
+                 for (k1, loss), v in sorted(fams.items())]
+        out.append("- M=%d: %s" % (M, "; ".join(parts) if parts else "none"))
+    return "\n".join(out)
+
+
+def read_runs(path):
+    opener = gzip.open if not os.path.exists(path) else open
+    name = path if os.path.exists(path) else path + ".gz"
+    recs = []
+    with opener(name, "rt") as f:
+        for i, line in enumerate(f):
+            if i > 0 and line.strip():
+                recs.append(json.loads(line))
+    return recs
+
+
+def check(root, maps):
+    bad = []
+
+    def same(what, a, b):
+        if isinstance(a, float) or isinstance(b, float):
+            ok = abs(a - b) <= 1e-12
+        else:
+            ok = a == b
+        if not ok:
+            bad.append("%s: %r != %r" % (what, a, b))
+
+    cells = 0
+    for law, m in maps.items():
+        for c in m["cells"]:
+            where = "%s M=%d K=%d" % (law, c["M"], c["K"])
+            recs = read_runs(os.path.join(root, law, c["files"]["runs"]))
+            n = len(recs)
+            same(where + " done", c["done"], n)
+            same(where + " indices", [r["index"] for r in recs], list(range(n)))
+            glob = sum(1 for r in recs if r["class"] == "global_minimum/k1=0")
+            unconv = sum(1 for r in recs if not r["converged"])
+            same(where + " global", c["global"]["count"], glob)
+            same(where + " not_converged", c["not_converged"]["count"], unconv)
+            for key, k in (("global", glob), ("not_converged", unconv)):
+                for a, b in zip(c[key]["wilson95"], wilson95(k, n)):
+                    same(where + " " + key + " wilson", a, b)
+            for f in c["families"]:
+                k = sum(1 for r in recs if r["class"] == f["class"] and r["converged"])
+                same(where + " " + f["class"], f["count"], k)
+                for a, b in zip(f["wilson95"], wilson95(k, n)):
+                    same(where + " " + f["class"] + " wilson", a, b)
+            listed = glob + unconv + sum(f["count"] for f in c["families"])
+            same(where + " every run counted once", listed, n)
+            cells += 1
+        for e in m["smallest_dK_99"]:
+            frac = {c["dK"]: c["global"]["fraction"] for c in m["cells"] if c["M"] == e["M"]}
+            want = min((dK for dK, x in frac.items() if x >= 0.99), default=None)
+            same("%s M=%d smallest_dK_99" % (law, e["M"]), e.get("dK"), want)
+    for b in bad[:20]:
+        print("map_table.py: " + b, file=sys.stderr)
+    print("map_table.py --check: %d cells, %d differences" % (cells, len(bad)))
+    return 1 if bad else 0
+
+
+def main(argv):
+    args = [a for a in argv if a != "--check"]
+    root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                             "..", "data", "map")
+    maps = load_maps(root)
+    if "--check" in argv:
+        return check(root, maps)
+    print(tables(maps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
