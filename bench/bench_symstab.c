@@ -10,7 +10,7 @@
  *       for profiles), and (unless --dense 0) at K = M = 20, 30 the ratio of the
  *       dense Hessian's time (scm_stab_hessian + scm_stab_spectrum) to the
  *       symmetric one's.  --dump OUT.csv writes every eigenvalue of every
- *       point (Hessian and Jacobian, %.17g, in the order of the result) and
+ *       point (Hessian and Jacobian, %.17g, by labels then value) and
  *       the verdicts; --compare OLD.csv compares them with such a file of
  *       another build (the same points, grown the same way): how many are
  *       bit for bit equal, the largest relative difference, and whether any
@@ -248,8 +248,25 @@ static int classify_csv(const char *path, const char *Ms, int threads)
     return 0;
 }
 
+/* The dump's order: by labels (multiplicity, part, irrep, units), then
+ * value: the order of the result (by value) swaps equal values of
+ * different blocks on round-off, this one only values of one block. */
+static int cmp_dump(const void *pa, const void *pb)
+{
+    const scm_symstab_eig *a = pa, *b = pb;
+    long ka[5] = {a->mult, a->part, a->irrep, a->unit, a->unit2};
+    long kb[5] = {b->mult, b->part, b->irrep, b->unit, b->unit2};
+    for (int i = 0; i < 5; i++)
+        if (ka[i] != kb[i])
+            return ka[i] < kb[i] ? -1 : 1;
+    if (a->value != b->value)
+        return a->value < b->value ? -1 : 1;
+    return a->imag < b->imag ? -1 : a->imag > b->imag;
+}
+
 /* One part (Hessian "H" or Jacobian "J") of point i into out: a header
- * line (status, count, largest |lambda|, verdict) and one line per entry. */
+ * line (status, count, largest |lambda|, verdict) and one line per entry
+ * (in cmp_dump's order). */
 static void dump_part(FILE *out, int i, const pt *q, const char *part, scm_status st,
                       const scm_symstab_result *r)
 {
@@ -258,11 +275,17 @@ static void dump_part(FILE *out, int i, const pt *q, const char *part, scm_statu
         vmax = fmax(vmax, hypot(r->eig[e].value, r->eig[e].imag));
     fprintf(out, "%d,%d,%.17g,%s,-1,%d,%d,%.17g,%s\n", i, q->k1, q->eps, part, (int)st,
             st ? 0 : r->n, vmax, st ? "failed" : scm_symstab_verdict(r));
-    for (int e = 0; !st && e < r->n; e++) {
-        const scm_symstab_eig *g = &r->eig[e];
+    scm_symstab_eig *s = st ? NULL : malloc(sizeof *s * (size_t)(r->n + 1));
+    if (s) {
+        memcpy(s, r->eig, sizeof *s * (size_t)r->n);
+        qsort(s, (size_t)r->n, sizeof *s, cmp_dump);
+    }
+    for (int e = 0; s && e < r->n; e++) {
+        const scm_symstab_eig *g = &s[e];
         fprintf(out, "%d,%d,%.17g,%s,%d,%.17g,%.17g,%ld,%d,%d,%d,%d\n", i, q->k1, q->eps, part,
                 e, g->value, g->imag, g->mult, g->part, g->irrep, g->unit, g->unit2);
     }
+    free(s);
 }
 
 /* --dump: every eigenvalue of every point of f into path. */

@@ -82,10 +82,10 @@ def tables(maps):
         for law in laws:
             c = cell(maps[law], M, 1)
             for f in (c["families"] if c else []):
-                key = (f["k1"], round(f["loss"], 8))
+                key = (-1 if f["k1"] is None else f["k1"], round(f["loss"], 8))
                 fams.setdefault(key, {"hv": f.get("hessian_verdict", "-"), "n": {}})
                 fams[key]["n"][law] = fams[key]["n"].get(law, 0) + f["count"]
-        parts = ["k1=%d: %.4g %s %s" % (k1, loss, v["hv"],
+        parts = ["%s: %.4g %s %s" % ("unmatched" if k1 < 0 else "k1=%d" % k1, loss, v["hv"],
                                          "/".join(str(v["n"].get(l, 0)) for l in laws))
                  for (k1, loss), v in sorted(fams.items())]
         out.append("- M=%d: %s" % (M, "; ".join(parts) if parts else "none"))

@@ -103,147 +103,191 @@ static scm_status eig_gen(double *A, int n, double *re, double *im)
     return !ev || !w ? SCM_ENOMEM : g ? SCM_ESOLVER : SCM_OK;
 }
 
-/* A pattern space: nf classes with sizes w, the Hessian in symmetric
- * coordinates Hs (nf x nf, Hs = D^1/2 M D^-1/2 with M the action on class
- * values), the coarser patterns F (nf x nF columns, scaled by D^1/2 and
- * normalised), and optionally the swap of two singletons (perm, a
- * permutation of the classes) whose eigenspace of sign is kept. */
+/* A pattern space: nf classes with sizes w, the operator in symmetric
+ * coordinates Hs = D^1/2 M D^-1/2 (M the action on class values), given
+ * by what it does to a few vectors (apply: HN = Hs N, nf x k, both of
+ * stride nf), the coarser patterns F (columns over the nf classes,
+ * scaled by D^1/2 and normalised; a class lies in one coarse class of
+ * each of the nq coarsenings, so F is stored by rows: class i has value
+ * fval[q nf + i] in column fcol[q nf + i]), and optionally the swap of
+ * two singletons (perm, a permutation of the classes) whose eigenspace
+ * of sign is kept. */
 typedef struct {
-    int nf, nF;
-    double *Hs, *F;
+    int nf, nq;
+    void (*apply)(void *ctx, int nf, const double *N, int k, double *HN);
+    void *ctx;
+    const int *fcol;
+    const double *fval;
     const int *perm;
     int sign;
     int general;     /* 1: Hs is not symmetric (the Jacobian) */
 } sym_space;
 
-/* Orthonormal basis of the swap's eigenspace of sign (or of everything),
- * columns of V (nf x *dv). */
-static void parity_basis(const sym_space *sp, double *V, int *dv)
+/* Orthonormal basis of the swap's eigenspace of sign (or of everything):
+ * vector i has value vv[2 i + e] at class vr[2 i + e] (e = 0, 1; vr = -1:
+ * none); *dv vectors.  A class is in one vector at most. */
+static void parity_basis(const sym_space *sp, int *vr, double *vv, int *dv)
 {
-    int nf = sp->nf, k = 0;
-    memset(V, 0, sizeof *V * (size_t)nf * (size_t)nf);
-    for (int i = 0; i < nf; i++) {
-        if (!sp->perm) {
-            V[i * nf + k++] = 1.0;
+    int k = 0;
+    for (int i = 0; i < sp->nf; i++) {
+        int j = sp->perm ? sp->perm[i] : i;
+        if (j == i && sp->sign < 0)
             continue;
-        }
-        int j = sp->perm[i];
-        if (j == i) {
-            if (sp->sign > 0)
-                V[i * nf + k++] = 1.0;
-        } else if (i < j) {
-            V[i * nf + k] = M_SQRT1_2;
-            V[j * nf + k++] = sp->sign * M_SQRT1_2;
-        }
+        if (j < i)
+            continue;
+        vr[2 * k] = i;
+        vv[2 * k] = j == i ? 1.0 : M_SQRT1_2;
+        vr[2 * k + 1] = j == i ? -1 : j;
+        vv[2 * k + 1] = j == i ? 0.0 : sp->sign * M_SQRT1_2;
+        k++;
     }
     *dv = k;
 }
 
-/* C = A A^T (n x n) for A (n x m, row-major) with few nonzeros per row
- * (a fine class lies in one coarse class of each coarsening, and a
- * parity vector has one or two fine classes): the sums run over the
- * columns where both rows are nonzero, in ascending order, which is the
- * dense sum without its terms 0 * y = +-0; a sum from +0 cannot tell
- * them, so C is bit for bit the dense product.  nz: scratch of n (m + 1)
- * ints. */
-static void gram_sparse(const double *A, int n, int m, double *C, int *nz)
+/* Row i of A = V^T F (nonzeros: at most 2 classes x nq coarsenings) into
+ * (ac, av), its count. */
+static int a_row(const sym_space *sp, const int *vr, const double *vv, int i, int *ac, double *av)
 {
-    for (int i = 0; i < n; i++) {
-        int *row = nz + (size_t)i * (size_t)(m + 1), cnt = 0;
-        for (int r = 0; r < m; r++)
-            if (A[i * m + r] != 0.0)
-                row[1 + cnt++] = r;
-        row[0] = cnt;
-    }
-    for (int i = 0; i < n; i++) {
-        const int *ri = nz + (size_t)i * (size_t)(m + 1);
-        for (int j = i; j < n; j++) {
-            const int *rj = nz + (size_t)j * (size_t)(m + 1);
-            double s = 0.0;
-            for (int p = 1, q = 1; p <= ri[0] && q <= rj[0];) {
-                if (ri[p] < rj[q])
-                    p++;
-                else if (ri[p] > rj[q])
-                    q++;
-                else {
-                    s += A[i * m + ri[p]] * A[j * m + rj[q]];
-                    p++;
-                    q++;
-                }
+    int n = 0;
+    for (int e = 0; e < 2; e++) {
+        int r = vr[2 * i + e];
+        if (r < 0)
+            continue;
+        for (int q = 0; q < sp->nq; q++) {
+            int col = sp->fcol[q * sp->nf + r], m = 0;
+            double v = vv[2 * i + e] * sp->fval[q * sp->nf + r];
+            while (m < n && ac[m] != col)
+                m++;
+            if (m == n) {
+                ac[n] = col;
+                av[n++] = v;
+            } else {
+                av[m] += v;
             }
-            C[i * n + j] = C[j * n + i] = s;
         }
     }
+    return n;
+}
+
+/* An orthonormal basis of the null space of the positive semidefinite
+ * n x n matrix C (destroyed) into the columns of E (stride n); their
+ * count.  Pivoted Cholesky P^T C P = L L^T stops at the rank r, where
+ * every diagonal entry of the rest is below SYM_NULL_TOL (the genuine
+ * ones are about 1 / n for a unit of size n, section 4 of the note); the
+ * null space is then spanned by x = P [y; e_t] with L11^T y = -L21^T e_t,
+ * made orthonormal by Gram-Schmidt (twice).  About n^3 / 6 operations
+ * instead of an eigen-decomposition.  y: scratch of n doubles; piv: of
+ * n ints. */
+static int null_basis(double *C, int n, double *E, double *y, int *piv)
+{
+    int r = 0;
+    for (int i = 0; i < n; i++)
+        piv[i] = i;
+    for (; r < n; r++) {
+        int p = r;
+        for (int i = r + 1; i < n; i++)
+            if (C[i * n + i] > C[p * n + p])
+                p = i;
+        if (!(C[p * n + p] > SYM_NULL_TOL))
+            break;
+        if (p != r) {
+            for (int m = 0; m < n; m++) {
+                double t = C[r * n + m];
+                C[r * n + m] = C[p * n + m];
+                C[p * n + m] = t;
+            }
+            for (int m = 0; m < n; m++) {
+                double t = C[m * n + r];
+                C[m * n + r] = C[m * n + p];
+                C[m * n + p] = t;
+            }
+            int t = piv[r];
+            piv[r] = piv[p];
+            piv[p] = t;
+        }
+        double l = sqrt(C[r * n + r]);
+        C[r * n + r] = l;
+        for (int i = r + 1; i < n; i++)
+            C[i * n + r] /= l;
+        for (int i = r + 1; i < n; i++)
+            for (int m = r + 1; m < n; m++)
+                C[i * n + m] -= C[i * n + r] * C[m * n + r];
+    }
+    int k = n - r;
+    for (int t = 0; t < k; t++) {
+        for (int i = r - 1; i >= 0; i--) {
+            double s = -C[(r + t) * n + i];
+            for (int m = i + 1; m < r; m++)
+                s -= C[m * n + i] * y[m];
+            y[i] = s / C[i * n + i];
+        }
+        for (int i = 0; i < n; i++)
+            E[piv[i] * n + t] = i < r ? y[i] : (i == r + t ? 1.0 : 0.0);
+        for (int pass = 0; pass < 2; pass++)
+            for (int q = 0; q < t; q++) {
+                double d = 0.0;
+                for (int i = 0; i < n; i++)
+                    d += E[i * n + q] * E[i * n + t];
+                for (int i = 0; i < n; i++)
+                    E[i * n + t] -= d * E[i * n + q];
+            }
+        double nrm = 0.0;
+        for (int i = 0; i < n; i++)
+            nrm += E[i * n + t] * E[i * n + t];
+        nrm = sqrt(nrm);
+        for (int i = 0; i < n; i++)
+            E[i * n + t] /= nrm;
+    }
+    return k;
 }
 
 /* The eigenvalues of the operator on the part of the space orthogonal to
  * the coarser patterns (and of the given parity): (ev, evi) get *k
  * values (evi zero for a symmetric operator).  The part is invariant
  * also when the operator is not symmetric: it is a sum of isotypic
- * components, which any operator commuting with the group preserves. */
-static scm_status space_block(const sym_space *sp, double *ev, double *evi, int *k)
+ * components, which any operator commuting with the group preserves.
+ * w: scratch of space_block_size(nf) doubles. */
+static scm_status space_block(const sym_space *sp, double *w, double *ev, double *evi, int *k)
 {
-    int nf = sp->nf, nF = sp->nF, dv = 0;
+    int nf = sp->nf, dv = 0, na = 2 * sp->nq;
     size_t nn = (size_t)nf * (size_t)nf;
-    double *V = malloc(sizeof *V * nn), *C = malloc(sizeof *C * nn), *E = malloc(sizeof *E * nn);
-    double *lam = malloc(sizeof *lam * (size_t)(nf + 1)), *N = malloc(sizeof *N * nn);
-    double *A = malloc(sizeof *A * ((size_t)nf * (size_t)(nF + 1)));
-    int *vr = NULL, *anz = malloc(sizeof *anz * ((size_t)nf * (size_t)(nF + 1)));
-    scm_status st = SCM_OK;
+    double *C = w, *E = C + nn, *N = E + nn, *lam = N + nn, *vv = lam + nf;
+    double *av = vv + 2 * nf;
+    int *vr = (int *)(void *)(av + (size_t)na * (size_t)nf);
+    int *ac = vr + 2 * nf, *an = ac + (size_t)na * (size_t)nf;
     *k = 0;
-    if (!V || !C || !E || !lam || !N || !A || !anz) {
-        st = SCM_ENOMEM;
-        goto out;
-    }
-    parity_basis(sp, V, &dv);
-    /* V has one or two nonzeros per column and at most one per row (rows
-     * ascending in vr, vrow): the products with V below skip its zeros,
-     * which changes no bit of the sums (x + 0 * y = x for finite y) */
-    vr = malloc(sizeof *vr * (size_t)(2 * nf + 2));
-    int *vrow = vr ? vr + nf + 1 : NULL;
-    if (!vr) {
-        st = SCM_ENOMEM;
-        goto out;
-    }
-    for (int r = 0; r < nf; r++) {
-        vrow[r] = -1;
-        for (int i = 0; i < dv; i++)
-            if (V[r * nf + i] != 0.0)
-                vrow[r] = i;
-    }
-    /* C = (V^T F)(V^T F)^T, dv x dv; its null space is the wanted part */
+    parity_basis(sp, vr, vv, &dv);
+    /* C = A A^T (dv x dv), A = V^T F sparse: its null space is the wanted part */
+    for (int i = 0; i < dv; i++)
+        an[i] = a_row(sp, vr, vv, i, ac + (size_t)i * (size_t)na, av + (size_t)i * (size_t)na);
     for (int i = 0; i < dv; i++) {
-        int nz = 0;
-        for (int r = 0; r < nf; r++)
-            if (vrow[r] == i)
-                vr[nz++] = r;
-        for (int j = 0; j < nF; j++) {
+        const int *ci = ac + (size_t)i * (size_t)na;
+        const double *vi = av + (size_t)i * (size_t)na;
+        for (int j = i; j < dv; j++) {
+            const int *cj = ac + (size_t)j * (size_t)na;
+            const double *vj = av + (size_t)j * (size_t)na;
             double s = 0.0;
-            for (int q = 0; q < nz; q++)
-                s += V[vr[q] * nf + i] * sp->F[vr[q] * nF + j];
-            A[i * nF + j] = s;
+            for (int p = 0; p < an[i]; p++)
+                for (int q = 0; q < an[j]; q++)
+                    if (ci[p] == cj[q])
+                        s += vi[p] * vj[q];
+            C[i * dv + j] = C[j * dv + i] = s;
         }
     }
-    gram_sparse(A, dv, nF, C, anz);
-    if ((st = sym_eig_sym(C, dv, lam, E)))
-        goto out;
-    /* N = V * (null eigenvectors), nf x k */
-    for (int q = 0; q < dv; q++) {
-        if (!(lam[q] <= SYM_NULL_TOL))
-            continue;
-        for (int r = 0; r < nf; r++)
-            N[r * nf + *k] = vrow[r] < 0 ? 0.0 : V[r * nf + vrow[r]] * E[vrow[r] * dv + q];
-        (*k)++;
-    }
+    /* N = V * (an orthonormal basis of C's null space), nf x k */
+    *k = null_basis(C, dv, E, lam, an);
+    memset(N, 0, sizeof *N * nn);
+    for (int q = 0; q < *k; q++)
+        for (int i = 0; i < dv; i++)
+            for (int e = 0; e < 2; e++)
+                if (vr[2 * i + e] >= 0)
+                    N[vr[2 * i + e] * nf + q] = vv[2 * i + e] * E[i * dv + q];
+    /* no copy of the wanted representation here: nothing to apply */
+    if (*k == 0)
+        return SCM_OK;
     /* B = N^T (Hs N): Hs N once into E (nf x k, stride nf; E's eigenvectors
-     * are no longer needed), O(nf^2 k + nf k^2) instead of O(nf^2 k^2) */
-    for (int r = 0; r < nf; r++)
-        for (int j = 0; j < *k; j++) {
-            double h = 0.0;
-            for (int q = 0; q < nf; q++)
-                h += sp->Hs[r * nf + q] * N[q * nf + j];
-            E[r * nf + j] = h;
-        }
+     * are no longer needed) */
+    sp->apply(sp->ctx, nf, N, *k, E);
     for (int i = 0; i < *k; i++)
         for (int j = 0; j < *k; j++) {
             double s = 0.0;
@@ -251,26 +295,21 @@ static scm_status space_block(const sym_space *sp, double *ev, double *evi, int 
                 s += N[r * nf + i] * E[r * nf + j];
             C[i * *k + j] = s;
         }
-    if (sp->general) {
-        st = eig_gen(C, *k, ev, evi);
-        goto out;
-    }
+    if (sp->general)
+        return eig_gen(C, *k, ev, evi);
     for (int i = 0; i < *k; i++) {
         evi[i] = 0.0;
         for (int j = 0; j < i; j++)
             C[i * *k + j] = C[j * *k + i] = 0.5 * (C[i * *k + j] + C[j * *k + i]);
     }
-    st = sym_eig_sym(C, *k, ev, NULL);
-out:
-    free(V);
-    free(C);
-    free(E);
-    free(lam);
-    free(N);
-    free(A);
-    free(vr);
-    free(anz);
-    return st;
+    return sym_eig_sym(C, *k, ev, NULL);
+}
+
+/* Doubles of space_block's scratch for nf classes and nq <= 2 coarsenings
+ * (the ints carved from the end: 2 nf + 5 nq nf <= 12 nf of them). */
+static size_t space_block_size(int nf)
+{
+    return 3 * (size_t)nf * (size_t)nf + 7 * (size_t)nf + 12 * (size_t)nf + 4;
 }
 
 /* ---- the fine classes of a pattern space ---- */
@@ -361,31 +400,27 @@ static long coarse_key(const sym_cells *c, int nu, const int *pm, const sym_clas
     return (((long)su * 3 + sp) * (6L * nu) + tkey) * 3 + type;
 }
 
-/* Append the columns of coarsening pm to F (nf rows, row stride ld, *nF
- * columns so far): one column per coarse class, the indicator of its fine
- * classes scaled by sqrt(w) and normalised. */
+/* The columns of coarsening pm, numbered from *nF on: one per coarse
+ * class, the indicator of its fine classes scaled by sqrt(w) and
+ * normalised; fine class i's column and value into fcol[i], fval[i]. */
 static void add_coarse(const sym_cells *c, int nu, const int *pm, const sym_classes *cl,
-                       double *F, int ld, int *nF, long *key)
+                       int *fcol, double *fval, int *nF, long *key, double *nrm)
 {
-    int nf = cl->n;
-    for (int i = 0; i < nf; i++)
-        key[i] = coarse_key(c, nu, pm, cl, i);
+    int nf = cl->n, first = *nF;
     for (int i = 0; i < nf; i++) {
-        int first = 1;
-        for (int j = 0; j < i; j++)
+        key[i] = coarse_key(c, nu, pm, cl, i);
+        fcol[i] = -1;
+        for (int j = 0; j < i && fcol[i] < 0; j++)
             if (key[j] == key[i])
-                first = 0;
-        if (!first)
-            continue;
-        double nrm = 0.0;
-        for (int j = 0; j < nf; j++)
-            if (key[j] == key[i])
-                nrm += cl->w[j];
-        nrm = sqrt(nrm);
-        for (int j = 0; j < nf; j++)
-            F[j * ld + *nF] = key[j] == key[i] ? sqrt(cl->w[j]) / nrm : 0.0;
-        (*nF)++;
+                fcol[i] = fcol[j];
+        if (fcol[i] < 0) {
+            fcol[i] = (*nF)++;
+            nrm[fcol[i] - first] = 0.0;
+        }
+        nrm[fcol[i] - first] += cl->w[i];
     }
+    for (int i = 0; i < nf; i++)
+        fval[i] = sqrt(cl->w[i]) / sqrt(nrm[fcol[i] - first]);
 }
 
 /* ---- one isotypic block ---- */
@@ -414,45 +449,77 @@ static double class_value(const sym_cells *c, const sym_classes *cl, int i, cons
     return cl->type[i] == SYM_OFF ? h.o : h.d;
 }
 
-/* The class-value matrix M of the operator on the cells' patterns: column
- * j is the image of the indicator of class j, read class by class. */
-static void pattern_matrix(sym_cells *c, int mode, const sym_classes *cl, double *Mx,
-                           sym_blk *OR, sym_blk *JQ)
+/* The complement's Hs (nf x nf; the operator is S on student cells). */
+static void perp_matrix(const sym_cells *c, const double *sw, double *Hs)
 {
-    int nf = cl->n, ns = c->ns, nt = c->nt;
-    for (int j = 0; j < nf; j++) {
-        if (mode == SYM_MODE_PERP) {
-            for (int i = 0; i < nf; i++) {
-                sym_blk s = c->S[i * ns + j];
-                Mx[i * nf + j] = i == j ? s.d + (c->s_n[j] - 1.0) * s.o : c->s_n[j] * s.d;
-            }
-            continue;
+    int nf = c->ns, ns = c->ns;
+    for (int i = 0; i < nf; i++)
+        for (int j = 0; j < nf; j++) {
+            sym_blk s = c->S[i * ns + j];
+            double m = i == j ? s.d + (c->s_n[j] - 1.0) * s.o : c->s_n[j] * s.d;
+            Hs[i * nf + j] = sw[i] * m / sw[j];
         }
-        int a = cl->a[j], b = cl->b[j], ty = cl->type[j];
-        sym_blk unit = ty == SYM_DIAG ? (sym_blk){1.0, 0.0}
-                       : ty == SYM_OFF ? (sym_blk){0.0, 1.0}
-                                       : (sym_blk){1.0, 1.0};
+}
+
+/* apply of a space with a stored Hs: HN = Hs N. */
+static void apply_matrix(void *ctx, int nf, const double *N, int k, double *HN)
+{
+    const double *Hs = ctx;
+    for (int r = 0; r < nf; r++)
+        for (int j = 0; j < k; j++) {
+            double h = 0.0;
+            for (int q = 0; q < nf; q++)
+                h += Hs[r * nf + q] * N[q * nf + j];
+            HN[r * nf + j] = h;
+        }
+}
+
+/* What apply_op needs: the cells, their classes, sqrt of the class sizes
+ * and the output blocks. */
+typedef struct {
+    sym_cells *c;
+    const sym_classes *cl;
+    int mode;
+    const double *sw;
+    sym_blk *OR, *JQ;
+} sym_op;
+
+/* Add value v of class i to the pattern (c->dQ for a Q class, c->X for
+ * an R class). */
+static void class_put(sym_cells *c, const sym_classes *cl, int i, double v)
+{
+    int a = cl->a[i], b = cl->b[i], ty = cl->type[i];
+    sym_blk *e = cl->kind[i] == CL_Q ? &c->dQ[a * c->ns + b] : &c->X[a * c->nt + b];
+    if (ty != SYM_OFF)
+        e->d = v;
+    if (ty != SYM_DIAG)
+        e->o = v;
+    if (cl->kind[i] == CL_Q && a != b)
+        c->dQ[b * c->ns + a] = *e;
+}
+
+/* apply of a space of the operator (Hessian or Jacobian) on the cells'
+ * patterns: column j of N, unscaled to class values D^-1/2 N, is laid
+ * out as a pattern (it lies on every class), the operator applied to it
+ * and its image read class by class and
+ * scaled by D^1/2.  k operator calls per space instead of nf. */
+static void apply_op(void *ctx, int nf, const double *N, int k, double *HN)
+{
+    const sym_op *op = ctx;
+    sym_cells *c = op->c;
+    const sym_classes *cl = op->cl;
+    int ns = c->ns, nt = c->nt;
+    for (int j = 0; j < k; j++) {
         memset(c->X, 0, sizeof *c->X * (size_t)(ns * nt));
         memset(c->dQ, 0, sizeof *c->dQ * (size_t)(ns * ns));
-        /* the hint (symstab_internal.h): only the work depends on it */
-        if (cl->kind[j] == CL_Q) {
-            c->dQ[a * ns + b] = c->dQ[b * ns + a] = unit;
-            c->zn = a == b ? 1 : 2;
-            c->z[0] = a;
-            c->z[1] = b;
-            c->xa = c->xt = -1;
-        } else {
-            c->X[a * nt + b] = unit;
-            c->zn = 1;
-            c->z[0] = c->xa = a;
-            c->xt = b;
-        }
-        if (mode == SYM_MODE_JAC)
-            sym_cells_jacobian(c, JQ, OR);
-        else
-            sym_cells_apply(c, OR);
         for (int i = 0; i < nf; i++)
-            Mx[i * nf + j] = class_value(c, cl, i, JQ, OR);
+            class_put(c, cl, i, N[i * nf + j] / op->sw[i]);
+        if (op->mode == SYM_MODE_JAC)
+            sym_cells_jacobian(c, op->JQ, op->OR);
+        else
+            sym_cells_apply(c, op->OR);
+        for (int i = 0; i < nf; i++)
+            HN[i * nf + j] = op->sw[i] * class_value(c, cl, i, op->JQ, op->OR);
     }
 }
 
@@ -491,33 +558,34 @@ static void swap_perm(const sym_cells *c, int u, const sym_classes *cl, int *per
     }
 }
 
-/* The coarse columns of the job into F (nf x *nF, stride nf * 2). */
+/* The coarse columns of the job (space_block's fcol, fval: nq nf each). */
 static int job_coarse(const sym_cells *c, int nu, const sym_job *jb, const sym_classes *cl,
-                      double *F, int *nF)
+                      int *fcol, double *fval)
 {
-    int nf = cl->n;
+    int nf = cl->n, nF = 0;
     long *key = malloc(sizeof *key * (size_t)(nf + 1));
-    if (!key)
+    double *nrm = malloc(sizeof *nrm * (size_t)(nf + 1));
+    if (!key || !nrm) {
+        free(key);
+        free(nrm);
         return 0;
-    *nF = 0;
+    }
     for (int q = 0; q < jb->n_coarse; q++)
-        add_coarse(c, nu, jb->pm[q], cl, F, 2 * nf, nF, key);
-    /* compact to stride nF (in place: the destination never passes the source) */
-    for (int i = 0; i < nf; i++)
-        for (int j = 0; j < *nF; j++)
-            F[i * *nF + j] = F[i * 2 * nf + j];
+        add_coarse(c, nu, jb->pm[q], cl, fcol + q * nf, fval + q * nf, &nF, key, nrm);
     free(key);
+    free(nrm);
     return 1;
 }
 
-/* Solve the block of space sp (ev: scratch of 2 nf + 2) and append its
- * eigenvalues as irrep with multiplicity mult (the Hessian's scaled to
- * H_W = H_U / d). */
+/* Solve the block of space sp (ev: scratch of 2 nf + 2, w: of
+ * space_block_size) and append its eigenvalues as irrep with
+ * multiplicity mult (the Hessian's scaled to H_W = H_U / d). */
 static scm_status solve_push(const sym_ctx *cx, const sym_job *jb, const sym_space *sp, int irrep,
-                             long mult, long d, double *ev, scm_symstab_result *res, int *cap)
+                             long mult, long d, double *ev, double *w, scm_symstab_result *res,
+                             int *cap)
 {
     int nf = sp->nf, k = 0;
-    scm_status st = space_block(sp, ev, ev + nf + 1, &k);
+    scm_status st = space_block(sp, w, ev, ev + nf + 1, &k);
     if (st)
         return scm_error_set(cx->err, st, "the eigensolver failed on an isotypic block");
     if (k > 0) {
@@ -546,43 +614,45 @@ static scm_status run_job(const sym_ctx *cx, const sym_job *jb, long d, scm_syms
         return st;
     sym_classes cl;
     memset(&cl, 0, sizeof cl);
-    int ok = classes_build(c, jb->mode, &cl), nu = cx->units->n, nf = cl.n, nF = 0;
-    size_t nn = (size_t)nf * (size_t)nf;
-    double *Mx = malloc(sizeof *Mx * (nn + 1)), *Hs = malloc(sizeof *Hs * (nn + 1));
-    double *F = calloc(2 * nn + 1, sizeof *F), *ev = malloc(sizeof *ev * (size_t)(2 * nf + 2));
-    int *perm = malloc(sizeof *perm * (size_t)(nf + 1));
-    sym_blk *OR = malloc(sizeof *OR * (size_t)(c->ns * c->nt + 1));
-    sym_blk *JQ = malloc(sizeof *JQ * (size_t)(c->ns * c->ns + 1));
-    if (!ok || !Mx || !Hs || !F || !ev || !perm || !OR || !JQ ||
-        !job_coarse(c, nu, jb, &cl, F, &nF)) {
+    int ok = classes_build(c, jb->mode, &cl), nu = cx->units->n, nf = cl.n;
+    int perp = jb->mode == SYM_MODE_PERP, ns = c->ns, nt = c->nt;
+    /* one allocation: Hs (the complement only), ev, sqrt(w), fval, the
+     * output blocks, space_block's scratch, then the ints perm and fcol */
+    size_t nhs = perp ? (size_t)nf * (size_t)nf : 0, nsb = space_block_size(nf);
+    size_t nd = nhs + (size_t)(2 * nf + 2) + (size_t)nf + 2 * (size_t)nf +
+                2 * (size_t)(ns * nt + ns * ns) + nsb;
+    double *mem = ok ? malloc(sizeof *mem * nd + sizeof(int) * (size_t)(3 * nf + 1)) : NULL;
+    if (!mem) {
         st = scm_error_set(cx->err, SCM_ENOMEM, "out of memory in the symmetric spectrum");
         goto out;
     }
-    pattern_matrix(c, jb->mode, &cl, Mx, OR, JQ);
+    double *Hs = mem, *ev = Hs + nhs, *sw = ev + 2 * nf + 2, *fval = sw + nf;
+    sym_blk *OR = (sym_blk *)(void *)(fval + 2 * nf), *JQ = OR + ns * nt;
+    double *wsb = (double *)(void *)(JQ + ns * ns);
+    int *perm = (int *)(void *)(wsb + nsb), *fcol = perm + nf;
+    if (!job_coarse(c, nu, jb, &cl, fcol, fval)) {
+        st = scm_error_set(cx->err, SCM_ENOMEM, "out of memory in the symmetric spectrum");
+        goto out;
+    }
     for (int j = 0; j < nf; j++)
-        ev[j] = sqrt(cl.w[j]); /* ev: scratch until space_block */
-    for (int i = 0; i < nf; i++)
-        for (int j = 0; j < nf; j++)
-            Hs[i * nf + j] = ev[i] * Mx[i * nf + j] / ev[j];
+        sw[j] = sqrt(cl.w[j]);
+    if (perp)
+        perp_matrix(c, sw, Hs);
     if (jb->swap_unit >= 0)
         swap_perm(c, jb->swap_unit, &cl, perm);
-    sym_space sp = {nf, nF, Hs, F, jb->swap_unit >= 0 ? perm : NULL, jb->sign,
-                    jb->mode == SYM_MODE_JAC};
-    st = solve_push(cx, jb, &sp, jb->irrep, jb->mult, d, ev, res, cap);
+    sym_op op = {c, &cl, jb->mode, sw, OR, JQ};
+    sym_space sp = {nf, jb->n_coarse, perp ? apply_matrix : apply_op,
+                    perp ? (void *)Hs : (void *)&op, fcol, fval,
+                    jb->swap_unit >= 0 ? perm : NULL, jb->sign, jb->mode == SYM_MODE_JAC};
+    st = solve_push(cx, jb, &sp, jb->irrep, jb->mult, d, ev, wsb, res, cap);
     if (!st && jb->irrep2 >= 0) {
-        /* the other parity of the same refinement: the same Hs and F */
+        /* the other parity of the same refinement: the same operator and F */
         sp.sign = -sp.sign;
-        st = solve_push(cx, jb, &sp, jb->irrep2, jb->mult2, d, ev, res, cap);
+        st = solve_push(cx, jb, &sp, jb->irrep2, jb->mult2, d, ev, wsb, res, cap);
     }
 out:
     classes_free(&cl);
-    free(Mx);
-    free(Hs);
-    free(F);
-    free(ev);
-    free(perm);
-    free(OR);
-    free(JQ);
+    free(mem);
     sym_cells_free(c);
     return st;
 }

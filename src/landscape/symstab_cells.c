@@ -109,8 +109,6 @@ static size_t cells_carve(sym_cells *c, char *base, int ms, int mt)
     CARVE(cls_c, int, 2 * st);
     CARVE(cls_t, int, 2 * st);
     CARVE(cls_type, int, 2 * st);
-    CARVE(zact, int, ms);
-    CARVE(cols, int, ms);
 #undef CARVE
     return off;
 }
@@ -402,7 +400,6 @@ sym_cells *sym_cells_build(const sym_ctx *cx, const int *nsing, int with_kernels
     }
     cells_layout(c, un, nsing, cx->zd != NULL);
     cells_load(c, cx);
-    c->zn = c->xa = c->xt = -1;
     if (with_kernels && (*st = cells_kernels(c, cx))) {
         sym_cells_free(c);
         return NULL;
@@ -468,40 +465,12 @@ static void cells_dS(sym_cells *c, sym_blk *dS)
     }
 }
 
-/* Mark the active cells of c's hint in c->zact (all of them without a
- * hint). */
-static void hint_mark(sym_cells *c)
-{
-    for (int a = 0; a < c->ns; a++)
-        c->zact[a] = c->zn < 0;
-    for (int i = 0; i < c->zn; i++)
-        c->zact[c->z[i]] = 1;
-}
-
-/* The columns b where dS[a, b] can be nonzero, ascending, into c->cols;
- * their count.  dS[a, b] is made of dQ's entries in rows and columns a
- * and b (section 2 of the note), so for an inactive a only b = a and the
- * active cells remain: the others are sums of products with a zero
- * factor, +-0, and a sum that skips them has the same bits (x + +-0 = x
- * but for the sign of a zero x, which no sum from +0 downstream can
- * tell: symstab_blocks.c's products start from +0). */
-static int ds_cols(sym_cells *c, int a)
-{
-    int n = 0;
-    for (int b = 0; b < c->ns; b++)
-        if (c->zact[a] || c->zact[b] || b == a)
-            c->cols[n++] = b;
-    return n;
-}
-
 /* HX = S X + dS R + dB from c->dQ and c->X (= dR); keeps dS and dB. */
 static void cells_core(sym_cells *c, sym_blk *HX)
 {
     int ns = c->ns, nt = c->nt;
     cells_dS(c, c->dS);
-    hint_mark(c);
     for (int a = 0; a < ns; a++) {
-        int nb = ds_cols(c, a);
         for (int t = 0; t < nt; t++) {
             int k = a * nt + t;
             double dqa = c->dQ[a * ns + a].d;
@@ -516,10 +485,8 @@ static void cells_core(sym_cells *c, sym_blk *HX)
                 acc = (sym_blk){v, v};
             }
             c->dB[k] = acc;
-            for (int q = 0; q < nb; q++) {
-                int b = c->cols[q];
-                if (c->zn < 0 || (b == c->xa && t == c->xt))
-                    blk_fma(&acc, c->S[a * ns + b], c->X[b * nt + t], c->s_n[b]);
+            for (int b = 0; b < ns; b++) {
+                blk_fma(&acc, c->S[a * ns + b], c->X[b * nt + t], c->s_n[b]);
                 blk_fma(&acc, c->dS[a * ns + b], c->R[b * nt + t], c->s_n[b]);
             }
             HX[k] = acc;
@@ -534,11 +501,8 @@ void sym_cells_apply(sym_cells *c, sym_blk *HX)
     for (int a = 0; a < ns; a++)
         for (int b = 0; b < ns; b++) {
             sym_blk acc = {0.0, 0.0};
-            if (c->zn < 0)
-                for (int t = 0; t < nt; t++)
-                    blk_fma(&acc, c->X[a * nt + t], c->R[b * nt + t], c->t_n[t]);
-            else if (a == c->xa) /* X's one block: the other terms are +-0 */
-                blk_fma(&acc, c->X[a * nt + c->xt], c->R[b * nt + c->xt], c->t_n[c->xt]);
+            for (int t = 0; t < nt; t++)
+                blk_fma(&acc, c->X[a * nt + t], c->R[b * nt + t], c->t_n[t]);
             P[a * ns + b] = acc;
         }
     for (int a = 0; a < ns; a++)
@@ -548,38 +512,18 @@ void sym_cells_apply(sym_cells *c, sym_blk *HX)
     cells_core(c, HX);
 }
 
-/* Y[a, b] of sym_cells_jacobian, the terms in the dense order (e, then t
- * ascending), without those the hint makes +-0 (ds_cols): dS[a, e] off
- * c->cols (ne of them), dQ[e, b] with neither e nor b active, dB[a, t]
- * for an inactive a, X[b, t] off its block. */
-static sym_blk jac_entry(const sym_cells *c, int a, int b, int ne)
+/* Y[a, b] of sym_cells_jacobian: dS Q + S dQ + dB R^T + B dR^T. */
+static sym_blk jac_entry(const sym_cells *c, int a, int b)
 {
-    int ns = c->ns, nt = c->nt, all = c->zn < 0;
+    int ns = c->ns, nt = c->nt;
     sym_blk acc = {0.0, 0.0};
-    if (all || c->zact[b]) { /* dQ's column b: every e */
-        for (int e = 0, q = 0; e < ns; e++) {
-            if (q < ne && c->cols[q] == e) {
-                blk_fma(&acc, c->dS[a * ns + e], c->Q[e * ns + b], c->s_n[e]);
-                q++;
-            }
-            blk_fma(&acc, c->S[a * ns + e], c->dQ[e * ns + b], c->s_n[e]);
-        }
-    } else { /* dS's row a on c->cols, dQ's column b on the active e (among them) */
-        for (int q = 0; q < ne; q++) {
-            int e = c->cols[q];
-            blk_fma(&acc, c->dS[a * ns + e], c->Q[e * ns + b], c->s_n[e]);
-            if (c->zact[e])
-                blk_fma(&acc, c->S[a * ns + e], c->dQ[e * ns + b], c->s_n[e]);
-        }
+    for (int e = 0; e < ns; e++) {
+        blk_fma(&acc, c->dS[a * ns + e], c->Q[e * ns + b], c->s_n[e]);
+        blk_fma(&acc, c->S[a * ns + e], c->dQ[e * ns + b], c->s_n[e]);
     }
-    if (all || c->zact[a]) {
-        for (int t = 0; t < nt; t++) {
-            blk_fma(&acc, c->dB[a * nt + t], c->R[b * nt + t], c->t_n[t]);
-            if (all || (b == c->xa && t == c->xt))
-                blk_fma(&acc, c->B[a * nt + t], c->X[b * nt + t], c->t_n[t]);
-        }
-    } else if (b == c->xa) {
-        blk_fma(&acc, c->B[a * nt + c->xt], c->X[b * nt + c->xt], c->t_n[c->xt]);
+    for (int t = 0; t < nt; t++) {
+        blk_fma(&acc, c->dB[a * nt + t], c->R[b * nt + t], c->t_n[t]);
+        blk_fma(&acc, c->B[a * nt + t], c->X[b * nt + t], c->t_n[t]);
     }
     return acc;
 }
@@ -603,11 +547,9 @@ void sym_cells_jacobian(sym_cells *c, sym_blk *JQ, sym_blk *JR)
         }
     /* Y = dS Q + S dQ + dB R^T + B dR^T,  J_Q = -(Y + Y^T) */
     sym_blk *Y = c->P;
-    for (int a = 0; a < ns; a++) {
-        int ne = ds_cols(c, a);
+    for (int a = 0; a < ns; a++)
         for (int b = 0; b < ns; b++)
-            Y[a * ns + b] = jac_entry(c, a, b, ne);
-    }
+            Y[a * ns + b] = jac_entry(c, a, b);
     for (int a = 0; a < ns; a++)
         for (int b = 0; b < ns; b++)
             JQ[a * ns + b] = (sym_blk){-(Y[a * ns + b].d + Y[b * ns + a].d),

@@ -79,14 +79,6 @@ typedef struct {
     scm_pair2 *q2, *r2d, *r2o;
     int ncls;                   /* classes of R patterns: cell pair and SYM_* type */
     int *cls_c, *cls_t, *cls_type;
-    /* Where the argument of sym_cells_apply / _jacobian can be nonzero
-     * (set by the caller; only the work, never a bit of the result,
-     * depends on it): zn >= 0 active student cells z[0] < z[1], outside
-     * whose rows and columns dQ (and dQ = X R^T + R X^T) vanish, and the
-     * one block (xa, xt) where X can be nonzero (xa = -1: X = 0); zn = -1
-     * (what sym_cells_build sets): anywhere. */
-    int zn, z[2], xa, xt;
-    int *zact, *cols;           /* [ns] scratch: active flags, a row's columns */
 } sym_cells;
 
 /* The cells of refinement nsing[unit] (0, 1 or 2 singletons), the point
