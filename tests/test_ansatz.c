@@ -169,6 +169,15 @@ static void test_errors(void)
               "\"pairs\" must be an object");
     check_bad("{\"students\": {\"a\": \"K\"}, \"teachers\": {\"t\": \"M\"}, \"pairs\": {}}",
               "\"name\"");
+    check_bad("{\"name\": \"x\", \"require_positive\": \"K - M\", \"students\": {\"a\": \"K\"},"
+              " \"teachers\": {\"t\": \"M\"}, \"pairs\": {}}",
+              "\"require_positive\" must be an array of expressions that are at least 1");
+    check_bad("{\"name\": \"x\", \"require_positive\": [\"K >= M\"], \"students\": {\"a\": \"K\"},"
+              " \"teachers\": {\"t\": \"M\"}, \"pairs\": {}}",
+              "\"require_positive\" entry: cannot parse expression 'K >= M'");
+    check_bad("{\"name\": \"x\", \"require\": [true], \"students\": {\"a\": \"K\"},"
+              " \"teachers\": {\"t\": \"M\"}, \"pairs\": {}}",
+              "\"require\" entry must be a string expression");
     const char *ok2 = "{\"name\": \"x\", \"students\": {\"a\": \"k1\", \"b\": \"K - k1 + 1\"},"
                       " \"teachers\": {\"t\": \"k1\", \"u\": \"M - k1\"},"
                       " \"pairs\": {\"a\": \"t\"}}";
@@ -218,6 +227,48 @@ static void test_structure(void)
     int lo, hi;
     CHECK(scm_ansatz_applies(a, 6, 5, &lo, &hi) == 1 && lo == 0 && hi == 0, "applies");
     scm_ansatz_free(a);
+}
+
+/* "require" and "require_positive": where an ansatz applies.  k1_extra
+ * (built in) at every K > M, k1 at K = M only; an ansatz with both kinds
+ * of condition applies where all hold. */
+static void test_applies(void)
+{
+    scm_ansatz *extra = NULL, *k1 = NULL;
+    for (int i = 0; i < scm_ansatz_builtin_count(); i++) {
+        scm_ansatz *a = parse(scm_ansatz_builtin_text(i, NULL));
+        if (a && !strcmp(scm_ansatz_name(a), "k1_extra") && !extra)
+            extra = a;
+        else if (a && !strcmp(scm_ansatz_name(a), "k1") && !k1)
+            k1 = a;
+        else
+            scm_ansatz_free(a);
+    }
+    CHECK(extra && k1, "built-in k1_extra and k1 not found");
+    if (extra && k1)
+        for (int M = 1; M <= 40; M += 13)
+            for (int K = M - 2; K <= M + 6; K++) {
+                int lo = -1, hi = -1;
+                int want = K > M;
+                CHECK(scm_ansatz_applies(extra, K, M, &lo, &hi) == want &&
+                          (!want || (lo == 0 && hi == M)),
+                      "k1_extra at K = %d, M = %d: want %d, k1 in [%d, %d]", K, M, want, lo,
+                      hi);
+                CHECK(scm_ansatz_applies(k1, K, M, NULL, NULL) == (K == M),
+                      "k1 at K = %d, M = %d", K, M);
+            }
+    scm_ansatz_free(extra);
+    scm_ansatz_free(k1);
+    scm_ansatz *b = parse("{\"name\": \"both\", \"require\": [\"M - 3\"],"
+                          " \"require_positive\": [\"K - M - 1\", \"7 - K\"],"
+                          " \"students\": {\"a\": \"K\"}, \"teachers\": {\"t\": \"M\"},"
+                          " \"pairs\": {}}");
+    if (b)
+        for (int K = 1; K <= 9; K++)
+            for (int M = 2; M <= 4; M++)
+                CHECK(scm_ansatz_applies(b, K, M, NULL, NULL) == (M == 3 && K >= 5 && K <= 6),
+                      "both at K = %d, M = %d", K, M);
+    scm_ansatz_free(b);
 }
 
 /* Merging: ansatz "two" with groups a (size k1) and b (size K - k1) of
@@ -348,6 +399,7 @@ int main(void)
     gsl_rng_set(r, 2385);
     test_errors();
     test_structure();
+    test_applies();
     test_merge();
     test_not_invariant();
     test_builtin();
@@ -358,8 +410,8 @@ int main(void)
         scm_ansatz *a = parse(t);
         if (!a)
             continue;
-        int sizes[][2] = {{3, 3}, {7, 7}, {9, 8}, {10, 8}, {12, 12}};
-        for (int s = 0; s < 5; s++) {
+        int sizes[][2] = {{3, 3}, {7, 7}, {9, 8}, {10, 8}, {12, 12}, {11, 8}, {9, 5}};
+        for (int s = 0; s < 7; s++) {
             int K = sizes[s][0], M = sizes[s][1], lo, hi;
             if (scm_ansatz_applies(a, K, M, &lo, &hi) != 1)
                 continue;

@@ -172,7 +172,12 @@ refused split_dir "cannot read '$W/adir': Is a directory" \
     $SCM split --point "$W/adir" --neuron 0 -o "$W/o/x.json"
 # compare: the enumeration's failure on one line, as compare's (before: a
 # line prefixed "scm fixed-points:")
-refused cmp_bigK "scm compare: K = 100000: the family enumeration failed: no ansatz applies" \
+refused cmp_noansatz "scm compare: K = 3: the family enumeration failed: no ansatz applies" \
+    $SCM compare --M 5 --K 3 --runs 4 -o "$W/o/cx"
+# above K = 400 the enumeration's points have no k1 (block level only):
+# refused before anything is written (before k1_extra applied at any K > M,
+# no ansatz applied there)
+refused cmp_bigK "scm compare: the family enumeration classifies points up to K = 400" \
     $SCM compare --M 3 --K 100000 --runs 4 -o "$W/o/cx"
 # a families matrix's allocation bounded by its numbers: a first row of
 # 1e5 zeros and 1e5 - 1 empty rows (500 kB) asked for 80 GB before its

@@ -76,6 +76,20 @@ for law in gaussian xavier_uniform; do
     cd "$W"
 done
 
+# 1b. dK = 3, 4: k1_extra applies beyond K = M + 2 (before: "no ansatz
+# applies", and the goal grid dK = 0..4 could not run)
+mkdir -p dk34 && cd dk34
+"$SCM" map --M 2 --dK 3:4 --runs 12 --no-plots -q -o m 2> err
+check "[ $? -eq 0 ]" "map --dK 3:4: $(head -3 err)"
+"$SCM" compare --M 2 --K 5,6 --runs 12 --no-plots --traces 0 -q -o c 2> err
+check "[ $? -eq 0 ]" "compare --K 5,6: $(head -3 err)"
+for K in 5 6; do
+    check "cmp -s m.M2.K$K.runs.jsonl c.K$K.runs.jsonl" "dK = $((K - 2)): map's runs file differs from compare's"
+    check "[ '$(counts c.K$K.runs.jsonl)' = '$(map_counts m.json 2 $K)' ]" "dK = $((K - 2)): counts"
+    check "grep -q '\"ansatz\":[[:space:]]*\"k1_extra\"' m.M2.K$K.families.json" "K = $K: no k1_extra point listed"
+done
+cd "$W"
+
 # 2. threads
 mkdir t1 t2
 (cd t1 && "$SCM" map --M 3,4 --dK 0,1 --runs 30 --law xavier --threads 1 --no-plots -q -o m > out)

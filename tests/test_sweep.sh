@@ -368,7 +368,7 @@ bad famshape "K = 9, M = 9, but the model has K = 3, M = 3" sweep k3.json --runs
 check "[ ! -e x.jsonl ]" "a refused sweep wrote its runs file"
 # compare: refused before the first write (items 9, 14, 15)
 mkdir -p cref && cd cref
-bad cmpKbig "no ansatz applies" compare --M 2 --K 100000 --runs 2 -o r1 --no-plots
+bad cmpKbig "give the families of K = 100000 with --families 100000=FILE" compare --M 2 --K 100000 --runs 2 -o r1 --no-plots
 bad cmpnull "/dev/null: invalid JSON" compare --M 2 --K 2 --runs 2 --families 2=/dev/null -o r2 --no-plots
 bad cmpeps "eps_stop = 1 is not far below" compare --M 2 --K 2 --runs 2 --set integrator.eps_stop=1 -o r3 --no-plots
 bad cmpshape "K = 9, M = 9, but the model has K = 2, M = 2" compare --M 2 --K 2 --runs 2 --families 2=../c9.K9.families.json -o r4 --no-plots

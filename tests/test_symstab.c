@@ -4,7 +4,7 @@
  * 1e-9 of the largest; at random block-symmetric points of every ansatz
  * shape (paired groups, unpaired students, teachers without students),
  * and at fixed points of the k1 families (minima and saddles) for K = M,
- * M + 1 and M + 2 up to K = 20; the flow's Jacobian against the dense
+ * M + 1, M + 2 up to K = 20 and M + 3, M + 4; the flow's Jacobian against the dense
  * scm_flow_jacobian; the global minimum against its closed form; the
  * refusals; at K = M = 100 and 1000 the components with closed-form
  * eigenvectors against Rayleigh quotients of the full-matrix code; and
@@ -302,6 +302,8 @@ static void test_families(void)
         {"k1_extra", 5, 4, 1},  {"k1_extra", 8, 7, 2},  {"k1_extra", 13, 12, 1},
         {"k1_extra", 6, 4, 1},  {"k1_extra", 9, 7, 3},  {"k1_extra", 14, 12, 2},
         {"k1_extra", 20, 19, 2}, {"k1_extra", 20, 18, 1}, {"k1_one", 9, 9, 2},
+        /* k1_extra beyond M + 2: an extra group of 3 and 4 */
+        {"k1_extra", 7, 4, 1},  {"k1_extra", 10, 7, 2}, {"k1_extra", 9, 5, 2},
     };
     int n_points = 0, n_saddles = 0, n_minima = 0, n_off = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

@@ -61,7 +61,7 @@ int scm_ansatz_builtin_count(void);
 const char *scm_ansatz_builtin_text(int i, const char **file);
 
 /* Does the ansatz apply at (K, M), i.e. do all "require" expressions
- * vanish?  If so, fill the k1 range (an ansatz without "k1" has k1 = 0
+ * vanish and all "require_positive" ones evaluate to at least 1?  If so, fill the k1 range (an ansatz without "k1" has k1 = 0
  * only).  Returns 1 if it applies, 0 if not, -1 on an evaluation error. */
 int scm_ansatz_applies(const scm_ansatz *a, int K, int M, int *k1_min, int *k1_max);
 

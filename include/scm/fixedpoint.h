@@ -29,6 +29,10 @@
 #include "scm/blockflow.h"
 #include "scm/flow.h"
 
+/* The default full_max_K: above it a point is checked at block level only,
+ * so it has no full state and no counted structure (k1 is unknown). */
+#define SCM_FP_FULL_MAX_K 400
+
 typedef struct {
     int n_random;        /* random starts per (ansatz, k1) */
     unsigned long seed;  /* of the random starts */
@@ -38,7 +42,8 @@ typedef struct {
     double dedup_tol;    /* solutions closer than this (max norm) are one */
     double psd_tol;      /* reject if the Gram matrix has an eigenvalue < -psd_tol */
     int polish_max_K;    /* full-space polish when K <= this (0: never) */
-    int full_max_K;      /* full residual and invariance check when K <= this */
+    int full_max_K;      /* full residual and invariance check when K <= this
+                            (default SCM_FP_FULL_MAX_K) */
     int polish_defer;    /* 1: scm_fp_enumerate does not polish; the caller polishes
                             the points it lists with scm_fp_point_polish (e.g. one
                             representative per family of permuted copies) */

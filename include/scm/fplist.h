@@ -21,6 +21,10 @@ typedef struct {
     double normR2;   /* ||R||_F^2 */
     double n_anti;   /* anti-aligned students (scm_fp_classify) */
     double *Q, *R;   /* the full state, K x K and K x M (owned) */
+    double jac_re_max; /* the largest real part of the flow Jacobian's
+                          eigenvalues, by symmetry (scm_stab_symmetric_jacobian
+                          at the ansatz point; NaN where it refuses): the cost
+                          does not grow with K */
     char ansatz[64]; /* where first found: "name k1 = N" */
 } scm_fplist_point;
 

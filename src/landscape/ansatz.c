@@ -123,6 +123,9 @@ void scm_ansatz_free(scm_ansatz *a)
     for (int i = 0; i < a->nreq; i++)
         free(a->req[i]);
     free(a->req);
+    for (int i = 0; i < a->npos; i++)
+        free(a->pos[i]);
+    free(a->pos);
     free(a->k1min);
     free(a->k1max);
     for (int i = 0; i < a->ns; i++)
@@ -232,8 +235,9 @@ static scm_status parse_groups(const cJSON *obj, const char *src, const char *ke
 /* Every key of root known, none twice. */
 static scm_status check_keys(const cJSON *root, const char *src, scm_error *err)
 {
-    static const char *const known[] = {"name",  "description", "require", "k1",
-                                        "students", "teachers", "pairs",  "guess"};
+    static const char *const known[] = {"name",     "description", "require", "require_positive",
+                                        "k1",       "students",    "teachers", "pairs",
+                                        "guess"};
     if (!cJSON_IsObject(root))
         return scm_error_set(err, SCM_EINVAL, "%s: an ansatz must be a JSON object", src);
     for (const cJSON *it = root->child; it; it = it->next) {
@@ -242,8 +246,8 @@ static scm_status check_keys(const cJSON *root, const char *src, scm_error *err)
             ok |= strcmp(it->string, known[i]) == 0;
         if (!ok)
             return scm_error_set(err, SCM_EINVAL,
-                                 "%s: unknown key \"%s\" (known: name, description, require, k1, "
-                                 "students, teachers, pairs, guess)",
+                                 "%s: unknown key \"%s\" (known: name, description, require, "
+                                 "require_positive, k1, students, teachers, pairs, guess)",
                                  src, it->string);
         for (const cJSON *jt = it->next; jt; jt = jt->next)
             if (strcmp(it->string, jt->string) == 0)
@@ -271,28 +275,42 @@ static scm_status parse_header(scm_ansatz *a, const cJSON *root, const char *src
     return SCM_OK;
 }
 
-/* "require" (expressions that vanish where the ansatz applies) and "k1"
+/* An array of expressions (key "require" or "require_positive") into
+ * *out, *n. */
+static scm_status parse_expr_list(const cJSON *root, const char *key, const char *what,
+                                  char ***out, int *n, const char *src, scm_error *err)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!arr)
+        return SCM_OK;
+    if (!cJSON_IsArray(arr))
+        return scm_error_set(err, SCM_EINVAL, "%s: \"%s\" must be an array of expressions %s",
+                             src, key, what);
+    *out = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof **out);
+    if (!*out)
+        return scm_error_set(err, SCM_ENOMEM, "%s: out of memory", src);
+    char label[64];
+    snprintf(label, sizeof label, "\"%s\" entry", key);
+    for (const cJSON *it = arr->child; it; it = it->next) {
+        (*out)[*n] = take_expr(it, src, label, err);
+        if (!(*out)[*n])
+            return err ? err->code : SCM_EINVAL;
+        (*n)++;
+    }
+    return SCM_OK;
+}
+
+/* "require" (expressions that vanish where the ansatz applies),
+ * "require_positive" (expressions that are at least 1 there) and "k1"
  * (its range). */
 static scm_status parse_constraints(scm_ansatz *a, const cJSON *root, const char *src,
                                     scm_error *err)
 {
-    const cJSON *req = cJSON_GetObjectItemCaseSensitive(root, "require");
-    if (req) {
-        if (!cJSON_IsArray(req))
-            return scm_error_set(err, SCM_EINVAL,
-                                 "%s: \"require\" must be an array of expressions that vanish",
-                                 src);
-        int n = cJSON_GetArraySize(req);
-        a->req = calloc((size_t)n + 1, sizeof *a->req);
-        if (!a->req)
-            return scm_error_set(err, SCM_ENOMEM, "%s: out of memory", src);
-        for (const cJSON *it = req->child; it; it = it->next) {
-            a->req[a->nreq] = take_expr(it, src, "\"require\" entry", err);
-            if (!a->req[a->nreq])
-                return err ? err->code : SCM_EINVAL;
-            a->nreq++;
-        }
-    }
+    scm_status st;
+    if ((st = parse_expr_list(root, "require", "that vanish", &a->req, &a->nreq, src, err)) ||
+        (st = parse_expr_list(root, "require_positive", "that are at least 1", &a->pos,
+                              &a->npos, src, err)))
+        return st;
     const cJSON *k1 = cJSON_GetObjectItemCaseSensitive(root, "k1");
     if (k1) {
         if (!cJSON_IsArray(k1) || cJSON_GetArraySize(k1) != 2)
@@ -473,6 +491,13 @@ int scm_ansatz_applies(const scm_ansatz *a, int K, int M, int *k1_min, int *k1_m
         if (scm_ansatz_expr_eval(a->req[i], K, M, 0.0, &v, NULL))
             return -1;
         if (v != 0.0)
+            return 0;
+    }
+    for (int i = 0; i < a->npos; i++) {
+        double v;
+        if (scm_ansatz_expr_eval(a->pos[i], K, M, 0.0, &v, NULL))
+            return -1;
+        if (v < 1.0)
             return 0;
     }
     double lo = 0.0, hi = 0.0;

@@ -22,8 +22,8 @@ static const struct {
     {"ansatz/k1_extra.json",
      "{\n"
      "  \"name\": \"k1_extra\",\n"
-     "  \"description\": \"K = M + 1 or M + 2: k1 students anti-aligned with one teacher each, M - k1 aligned, and the K - M extra students in their own group, with one overlap with all anti-aligned teachers and one with all others (observed at M = 16, K = 17: the extra student overlaps ~0.44 with exactly the teachers of the anti-aligned students)\",\n"
-     "  \"require\": [\"(K - M - 1) * (K - M - 2)\"],\n"
+     "  \"description\": \"K > M: k1 students anti-aligned with one teacher each, M - k1 aligned, and the K - M extra students in their own group, with one overlap with all anti-aligned teachers and one with all others (observed at M = 16, K = 17: the extra student overlaps ~0.44 with exactly the teachers of the anti-aligned students)\",\n"
+     "  \"require_positive\": [\"K - M\"],\n"
      "  \"k1\": [\"0\", \"M\"],\n"
      "  \"students\": {\"anti\": \"k1\", \"al\": \"M - k1\", \"extra\": \"K - M\"},\n"
      "  \"teachers\": {\"tanti\": \"k1\", \"tal\": \"M - k1\"},\n"

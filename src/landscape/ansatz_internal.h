@@ -22,6 +22,8 @@ struct scm_ansatz {
     char *description;
     int nreq;
     char **req;             /* expressions in K, M that must vanish */
+    int npos;
+    char **pos;             /* expressions in K, M that must be at least 1 */
     char *k1min, *k1max;    /* NULL: k1 = 0 only */
     int ns, nt;
     char sname[SCM_ANSATZ_MAX_GROUPS][SCM_ANSATZ_NAME_MAX + 1];

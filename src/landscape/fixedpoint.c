@@ -33,7 +33,7 @@ void scm_fp_opts_default(scm_fp_opts *o)
     o->dedup_tol = 1e-6;
     o->psd_tol = 1e-9;
     o->polish_max_K = 24;
-    o->full_max_K = 400;
+    o->full_max_K = SCM_FP_FULL_MAX_K;
     o->polish_defer = 0;
     o->polish_tol = 0.0;
     o->deflate = 0;

@@ -2,6 +2,8 @@
  * (fplist.h), the candidates `scm split` and `scm staircase` start from. */
 #include "scm/fplist.h"
 
+#include "scm/symstab.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +15,33 @@ static int cmp_fp(const void *a, const void *b)
     return x->eps < y->eps ? -1 : x->eps > y->eps;
 }
 
+/* The largest real part of the flow Jacobian's eigenvalues at the state
+ * (Q, R) of instance in (polished or not: projected onto the ansatz, since
+ * a defective eigenvalue moves like the square root of the state's
+ * change), by symmetry; NaN where that is refused. */
+static double jac_re_max(const scm_ansatz_inst *in, const scm_activation *act, int nsc,
+                         const double *Q, const double *R)
+{
+    scm_symstab_result res;
+    scm_error e;
+    double v = NAN, *x = malloc(sizeof *x * (size_t)(nsc > 0 ? nsc : 1));
+    memset(&res, 0, sizeof res);
+    if (x && scm_ansatz_project(in, Q, R, x, NULL) == SCM_OK &&
+        scm_stab_symmetric_jacobian(in, act, x, NULL, &res, &e) == SCM_OK && res.n > 0) {
+        v = res.eig[0].value;
+        for (int i = 1; i < res.n; i++)
+            v = fmax(v, res.eig[i].value);
+    }
+    scm_symstab_result_free(&res);
+    free(x);
+    return v;
+}
+
 /* Append point q of instance in (k1 of ansatz an) to the list unless it
  * duplicates one; returns 1 when out of memory. */
 static int add_point(int K, int M, const scm_ansatz *an, int k1, const scm_ansatz_inst *in,
-                     const scm_fp_point *q, scm_fplist_point **c, int *n, int *cap)
+                     const scm_activation *act, const scm_fp_point *q, scm_fplist_point **c,
+                     int *n, int *cap)
 {
     scm_fp_structure s;
     scm_fp_classify(in, q->x, &s);
@@ -49,6 +74,7 @@ static int add_point(int K, int M, const scm_ansatz *an, int k1, const scm_ansat
     }
     memcpy(e->Q, q->Q, sizeof *e->Q * (size_t)(K * K));
     memcpy(e->R, q->R, sizeof *e->R * (size_t)(K * M));
+    e->jac_re_max = jac_re_max(in, act, q->nsc, e->Q, e->R);
     (*n)++;
     return 0;
 }
@@ -80,7 +106,7 @@ scm_status scm_fplist_find(int K, int M, const scm_activation *act, long starts,
                     const scm_fp_point *q = &set.pt[i];
                     double res = q->polished ? q->res_polish : q->res_full;
                     if (q->Q && res < 1e-12)
-                        rc = add_point(K, M, an, k1, in, q, &c, &n, &cap);
+                        rc = add_point(K, M, an, k1, in, act, q, &c, &n, &cap);
                 }
             scm_fp_set_free(&set);
             scm_ansatz_inst_free(in);

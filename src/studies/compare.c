@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scm/fixedpoint.h"
 #include "scm/fptable.h"
 #include "scm/output.h"
 #include "scm/sweepfile.h"
@@ -456,6 +457,15 @@ static scm_status precheck(compare_state *s, scm_error *err)
             break;
         if (o->families[j]) {
             st = check_eps_stop(s, o->families[j], c, o->K[j], err);
+        } else if (enumerable(c) && o->K[j] > SCM_FP_FULL_MAX_K) {
+            /* the enumeration's points there have no full state, so no k1:
+             * the runs could not be classified by family */
+            st = fail(s, SCM_COMPARE_PART_COMPARE, 1, o->K[j],
+                      scm_error_set(err, SCM_EINVAL,
+                                    "the family enumeration classifies points up to K = %d "
+                                    "(full-space checks); give the families of K = %ld with "
+                                    "--families %ld=FILE",
+                                    SCM_FP_FULL_MAX_K, o->K[j], o->K[j]));
         } else if (enumerable(c)) {
             scm_fp_table_opts fo;
             scm_fp_table_opts_default(&fo);

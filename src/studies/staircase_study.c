@@ -324,15 +324,27 @@ static scm_model *study_model(const scm_stair_study_opts *o, scm_error *err)
     return m;
 }
 
+/* A point's lambda: the flow Jacobian's largest real part by symmetry
+ * (scm_fplist_point.jac_re_max: the closed-form Jacobian's, to about
+ * 1e-10, at any K), else (a ReLU pair parallel, where the closed form is
+ * refused) the central-difference Jacobian of scm_fp_full_stability up to
+ * this many unknowns (K (K + 1)/2 + K M; 2000: K = M = 31), whose O(n^3)
+ * eigensolve takes seconds there and hours at K = 200. */
+#define STAIR_DENSE_JAC_MAX 2000
+
 /* The enumerated fixed points (not polishing) and their lambdas. */
 static void list_points(study_ctx *x, scm_stair_study *s)
 {
+    const long n = x->o->K * (x->o->K + 1) / 2 + x->o->K * x->o->M;
     s->n_fp = s->n_list > SCM_STAIR_STUDY_MAX_FP ? SCM_STAIR_STUDY_MAX_FP : s->n_list;
     for (int f = 0; f < s->n_fp; f++) {
         double re_min;
         s->fp_eps[f] = s->list[f].eps;
         s->fp_name[f] = s->list[f].ansatz;
-        if (scm_fp_full_stability(x->fl, s->list[f].Q, s->list[f].R, &s->fp_lam[f], &re_min))
+        s->fp_lam[f] = s->list[f].jac_re_max;
+        if (!isfinite(s->fp_lam[f]) &&
+            (n > STAIR_DENSE_JAC_MAX ||
+             scm_fp_full_stability(x->fl, s->list[f].Q, s->list[f].R, &s->fp_lam[f], &re_min)))
             s->fp_lam[f] = NAN;
     }
 }
