@@ -174,6 +174,15 @@ refused split_dir "cannot read '$W/adir': Is a directory" \
 # line prefixed "scm fixed-points:")
 refused cmp_noansatz "scm compare: K = 3: the family enumeration failed: no ansatz applies" \
     $SCM compare --M 5 --K 3 --runs 4 -o "$W/o/cx"
+# --dense runs the weight-space test: --perturb qr or none with it is refused
+# (before: silently ignored)
+refused stab_dense_none "--perturb none goes without --dense" \
+    $SCM stability --K 4 --M 4 --k1 1 --dense --perturb none -o "$W/o/s.json"
+refused stab_dense_qr "--perturb qr goes without --dense" \
+    $SCM stability --K 4 --M 4 --k1 1 --dense --perturb qr -o "$W/o/s.json"
+# a named ansatz that does not apply names both kinds of condition
+refused fp_shared_KM "ansatz 'k1_shared' does not apply at K = 4, M = 3 (its .require. or .require_positive. conditions fail" \
+    $SCM fixed-points --K 4 --M 3 --ansatz "$SRC/examples/ansatz/k1_shared.json" -o "$W/o/f.json"
 # above K = 400 the enumeration's points have no k1 (block level only):
 # refused before anything is written (before k1_extra applied at any K > M,
 # no ansatz applied there)

@@ -104,6 +104,12 @@ static int check_args(st_args *g)
     scm_error err;
     if (scm_stabpoint_args_check(&g->a, &err))
         return cli_usage_error(ME, "%s", err.msg);
+    /* the dense path runs the weight-space test (docs/stability.md) */
+    if (g->dense && (g->perturb == SCM_STABPOINT_PERTURB_QR ||
+                     g->perturb == SCM_STABPOINT_PERTURB_NONE))
+        return cli_usage_error(ME, "--perturb %s goes without --dense (the dense analysis always "
+                                   "runs the weight-space test)",
+                               g->perturb == SCM_STABPOINT_PERTURB_QR ? "qr" : "none");
     return scm_stabpoint_args_opts(&g->a, &g->o, &err) ? cli_fail(ME, &err, 2) : -1;
 }
 

@@ -246,7 +246,9 @@ static scm_status ansatz_take(scm_fp_table *t, int a, int named, const scm_fp_ta
         if (named)
             return scm_error_set(err, SCM_EINVAL,
                                  "ansatz '%s' does not apply at K = %ld, M = %ld (its "
-                                 "\"require\" conditions fail)", name, t->K, t->M);
+                                 "\"require\" or \"require_positive\" conditions fail, "
+                                 "or its k1 range is empty)",
+                                 name, t->K, t->M);
         return SCM_OK;
     }
     /* every k1: the k1 sweep, each instance seeded with its neighbours'
