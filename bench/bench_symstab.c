@@ -30,6 +30,7 @@
 #include <gsl/gsl_errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,15 +111,19 @@ static void classify(pt *q)
     scm_symstab_result_free(&j);
 }
 
+/* The points are taken from a shared counter, one at a time, so that no
+ * thread idles while another still has a queue (a static interleave
+ * did); each point's result depends on the point alone. */
 typedef struct {
     pt *p;
-    int np, t, nt;
+    int np;
+    atomic_int next;
 } job;
 
 static void *worker(void *arg)
 {
     job *jb = arg;
-    for (int i = jb->t; i < jb->np; i += jb->nt)
+    for (int i; (i = atomic_fetch_add(&jb->next, 1)) < jb->np;)
         classify(&jb->p[i]);
     return NULL;
 }
@@ -126,11 +131,9 @@ static void *worker(void *arg)
 static void classify_all(pt *p, int np, int nt)
 {
     pthread_t th[16];
-    job jb[16];
-    for (int t = 0; t < nt; t++) {
-        jb[t] = (job){p, np, t, nt};
-        pthread_create(&th[t], NULL, worker, &jb[t]);
-    }
+    job jb = {p, np, 0};
+    for (int t = 0; t < nt; t++)
+        pthread_create(&th[t], NULL, worker, &jb);
     for (int t = 0; t < nt; t++)
         pthread_join(th[t], NULL);
 }

@@ -186,18 +186,25 @@ static const char *zero_cause(const scm_symstab_result *res, const scm_activatio
     return "no symmetry of the loss: a continuum of critical points or an accidental zero";
 }
 
+/* |value + i imag|: hypot, which is exactly fabs for a real value (the
+ * Hessian's, most of the Jacobian's) and slower. */
+static double eig_abs(const scm_symstab_eig *e)
+{
+    return e->imag == 0.0 ? fabs(e->value) : hypot(e->value, e->imag);
+}
+
 static void finish(scm_symstab_result *res, const scm_activation *act, double zero_rel_tol)
 {
     qsort(res->eig, (size_t)res->n, sizeof *res->eig, cmp_eig);
     double vmax = 0.0;
     for (int i = 0; i < res->n; i++)
-        vmax = fmax(vmax, hypot(res->eig[i].value, res->eig[i].imag));
+        vmax = fmax(vmax, eig_abs(&res->eig[i]));
     res->zero_tol = zero_rel_tol * vmax;
     res->total = res->n_neg = res->n_zero = res->n_pos = 0;
     for (int i = 0; i < res->n; i++) {
         scm_symstab_eig *e = &res->eig[i];
         res->total += e->mult;
-        e->zero = hypot(e->value, e->imag) <= res->zero_tol;
+        e->zero = eig_abs(e) <= res->zero_tol;
         if (e->zero)
             res->n_zero += e->mult;
         else if (e->value < 0.0)

@@ -61,6 +61,10 @@ scm_status sym_eig_sym(double *A, int n, double *ev, double *Vec)
 {
     if (n == 0)
         return SCM_OK;
+    if (n == 1 && !Vec) { /* what GSL returns, without its workspace */
+        ev[0] = A[0];
+        return SCM_OK;
+    }
     gsl_matrix_view Av = gsl_matrix_view_array(A, (size_t)n, (size_t)n);
     gsl_vector_view evv = gsl_vector_view_array(ev, (size_t)n);
     int g;
@@ -86,6 +90,11 @@ static scm_status eig_gen(double *A, int n, double *re, double *im)
 {
     if (n == 0)
         return SCM_OK;
+    if (n == 1) { /* what GSL returns, without its workspace */
+        re[0] = A[0];
+        im[0] = 0.0;
+        return SCM_OK;
+    }
     gsl_matrix_view Av = gsl_matrix_view_array(A, (size_t)n, (size_t)n);
     gsl_vector_complex *ev = gsl_vector_complex_alloc((size_t)n);
     gsl_eigen_nonsymm_workspace *w = gsl_eigen_nonsymm_alloc((size_t)n);
@@ -169,18 +178,59 @@ static int a_row(const sym_space *sp, const int *vr, const double *vv, int i, in
     return n;
 }
 
-/* An orthonormal basis of the null space of the positive semidefinite
- * n x n matrix C (destroyed) into the columns of E (stride n); their
- * count.  Pivoted Cholesky P^T C P = L L^T stops at the rank r, where
- * every diagonal entry of the rest is below SYM_NULL_TOL (the genuine
- * ones are about 1 / n for a unit of size n, section 4 of the note); the
- * null space is then spanned by x = P [y; e_t] with L11^T y = -L21^T e_t,
- * made orthonormal by Gram-Schmidt (twice).  About n^3 / 6 operations
- * instead of an eigen-decomposition.  y: scratch of n doubles; piv: of
- * n ints. */
-static int null_basis(double *C, int n, double *E, double *y, int *piv)
+/* Swap rows and columns r < p of the symmetric n x n matrix C, of which
+ * only the lower triangle is kept. */
+static void swap_lower(double *C, int n, int r, int p)
 {
-    int r = 0;
+    double t;
+    for (int m = 0; m < r; m++) {
+        t = C[r * n + m];
+        C[r * n + m] = C[p * n + m];
+        C[p * n + m] = t;
+    }
+    for (int i = r + 1; i < p; i++) {
+        t = C[i * n + r];
+        C[i * n + r] = C[p * n + i];
+        C[p * n + i] = t;
+    }
+    for (int i = p + 1; i < n; i++) {
+        t = C[i * n + r];
+        C[i * n + r] = C[i * n + p];
+        C[i * n + p] = t;
+    }
+    t = C[r * n + r];
+    C[r * n + r] = C[p * n + p];
+    C[p * n + p] = t;
+}
+
+/* The scratch of null_basis for n x n: y (n doubles), the supports of
+ * the basis vectors (n bit sets), piv, nz, lstart (n + 1) and lrow
+ * (n (n - 1) / 2 + 1) ints. */
+typedef struct {
+    double *y;
+    unsigned long long *sup;
+    int *piv, *nz, *lstart, *lrow;
+} sym_nbwork;
+
+/* An orthonormal basis of the null space of the positive semidefinite
+ * n x n matrix C (its lower triangle; destroyed) into the rows of E
+ * (stride n); their count.  Pivoted Cholesky P^T C P = L L^T stops at
+ * the rank r, where every diagonal entry of the rest is below
+ * SYM_NULL_TOL (the genuine ones are about 1 / n for a unit of size n,
+ * section 4 of the note); the null space is then spanned by
+ * x = P [y; e_t] with L11^T y = -L21^T e_t, made orthonormal by
+ * Gram-Schmidt (twice).
+ *
+ * C and L are sparse (most classes meet few others), and the loops skip
+ * exact zeros: the updates and the back-substitution pass over the
+ * nonzeros of L's columns, Gram-Schmidt over pairs of vectors whose
+ * supports meet (n <= 64).  No nonzero changes by a bit (x - 0 y = x; a
+ * sum from +0 is the same without its zero terms); a zero may change its
+ * sign, which no eigenvalue sees (B = N^T H N sums from +0). */
+static int null_basis(double *C, int n, double *E, const sym_nbwork *w)
+{
+    int r = 0, *piv = w->piv, *nz = w->nz;
+    double *y = w->y;
     for (int i = 0; i < n; i++)
         piv[i] = i;
     for (; r < n; r++) {
@@ -191,52 +241,73 @@ static int null_basis(double *C, int n, double *E, double *y, int *piv)
         if (!(C[p * n + p] > SYM_NULL_TOL))
             break;
         if (p != r) {
-            for (int m = 0; m < n; m++) {
-                double t = C[r * n + m];
-                C[r * n + m] = C[p * n + m];
-                C[p * n + m] = t;
-            }
-            for (int m = 0; m < n; m++) {
-                double t = C[m * n + r];
-                C[m * n + r] = C[m * n + p];
-                C[m * n + p] = t;
-            }
+            swap_lower(C, n, r, p);
             int t = piv[r];
             piv[r] = piv[p];
             piv[p] = t;
         }
         double l = sqrt(C[r * n + r]);
+        int nnz = 0;
         C[r * n + r] = l;
         for (int i = r + 1; i < n; i++)
-            C[i * n + r] /= l;
-        for (int i = r + 1; i < n; i++)
-            for (int m = r + 1; m < n; m++)
-                C[i * n + m] -= C[i * n + r] * C[m * n + r];
+            if (C[i * n + r] != 0.0) {
+                C[i * n + r] /= l;
+                nz[nnz++] = i;
+            }
+        for (int a = 0; a < nnz; a++) {
+            int i = nz[a];
+            double ci = C[i * n + r];
+            for (int b = 0; b <= a; b++)
+                C[i * n + nz[b]] -= ci * C[nz[b] * n + r];
+        }
     }
-    int k = n - r;
+    int k = n - r, masks = n <= 64;
+    /* the nonzeros of L11's columns (rows i + 1 .. r - 1), for the
+     * back-substitutions */
+    int *ls = w->lstart, *lr = w->lrow;
+    ls[0] = 0;
+    for (int i = 0; i < r; i++) {
+        ls[i + 1] = ls[i];
+        for (int m = i + 1; m < r; m++)
+            if (C[m * n + i] != 0.0)
+                lr[ls[i + 1]++] = m;
+    }
     for (int t = 0; t < k; t++) {
+        double *et = E + (size_t)t * (size_t)n;
         for (int i = r - 1; i >= 0; i--) {
             double s = -C[(r + t) * n + i];
-            for (int m = i + 1; m < r; m++)
-                s -= C[m * n + i] * y[m];
+            for (int x = ls[i]; x < ls[i + 1]; x++)
+                s -= C[lr[x] * n + i] * y[lr[x]];
             y[i] = s / C[i * n + i];
         }
-        for (int i = 0; i < n; i++)
-            E[piv[i] * n + t] = i < r ? y[i] : (i == r + t ? 1.0 : 0.0);
+        unsigned long long st = 0;
+        for (int i = 0; i < n; i++) {
+            double v = i < r ? y[i] : (i == r + t ? 1.0 : 0.0);
+            et[piv[i]] = v;
+            if (masks && v != 0.0)
+                st |= 1ULL << piv[i];
+        }
         for (int pass = 0; pass < 2; pass++)
             for (int q = 0; q < t; q++) {
+                if (masks && !(w->sup[q] & st))
+                    continue;
+                const double *eq = E + (size_t)q * (size_t)n;
                 double d = 0.0;
                 for (int i = 0; i < n; i++)
-                    d += E[i * n + q] * E[i * n + t];
+                    d += eq[i] * et[i];
                 for (int i = 0; i < n; i++)
-                    E[i * n + t] -= d * E[i * n + q];
+                    et[i] -= d * eq[i];
+                st |= w->sup[q];
             }
+        w->sup[t] = st;
+        if (r == 0)
+            continue; /* e_t: already of unit norm */
         double nrm = 0.0;
         for (int i = 0; i < n; i++)
-            nrm += E[i * n + t] * E[i * n + t];
+            nrm += et[i] * et[i];
         nrm = sqrt(nrm);
         for (int i = 0; i < n; i++)
-            E[i * n + t] /= nrm;
+            et[i] /= nrm;
     }
     return k;
 }
@@ -249,52 +320,95 @@ static int null_basis(double *C, int n, double *E, double *y, int *piv)
  * w: scratch of space_block_size(nf) doubles. */
 static scm_status space_block(const sym_space *sp, double *w, double *ev, double *evi, int *k)
 {
-    int nf = sp->nf, dv = 0, na = 2 * sp->nq;
+    int nf = sp->nf, dv = 0, na = 2 * sp->nq, nF = 0;
     size_t nn = (size_t)nf * (size_t)nf;
     double *C = w, *E = C + nn, *N = E + nn, *lam = N + nn, *vv = lam + nf;
     double *av = vv + 2 * nf;
-    int *vr = (int *)(void *)(av + (size_t)na * (size_t)nf);
-    int *ac = vr + 2 * nf, *an = ac + (size_t)na * (size_t)nf;
+    unsigned long long *sup = (unsigned long long *)(void *)(av + (size_t)na * (size_t)nf);
+    int *vr = (int *)(void *)(sup + nf);
+    int *ac = vr + 2 * nf, *an = ac + (size_t)na * (size_t)nf, *nz = an + nf;
+    int *mark = nz + nf, *cstart = mark + nf, *crow = cstart + (size_t)na * (size_t)nf + 1;
+    int *lstart = crow + (size_t)na * (size_t)nf;
+    sym_nbwork nbw = {lam, sup, an, nz, lstart, lstart + nf + 1};
     *k = 0;
     parity_basis(sp, vr, vv, &dv);
-    /* C = A A^T (dv x dv), A = V^T F sparse: its null space is the wanted part */
-    for (int i = 0; i < dv; i++)
+    /* C = A A^T (dv x dv, lower triangle), A = V^T F sparse: its null
+     * space is the wanted part.  Only the pairs of rows that share a
+     * column are summed (the rows of each column listed first); each sum
+     * in the order of row i's columns, as over all pairs. */
+    for (int i = 0; i < dv; i++) {
         an[i] = a_row(sp, vr, vv, i, ac + (size_t)i * (size_t)na, av + (size_t)i * (size_t)na);
+        for (int p = 0; p < an[i]; p++)
+            if (ac[(size_t)i * (size_t)na + (size_t)p] >= nF)
+                nF = ac[(size_t)i * (size_t)na + (size_t)p] + 1;
+    }
+    memset(cstart, 0, sizeof *cstart * (size_t)(nF + 1));
+    for (int i = 0; i < dv; i++)
+        for (int p = 0; p < an[i]; p++)
+            cstart[ac[(size_t)i * (size_t)na + (size_t)p] + 1]++;
+    for (int c = 0; c < nF; c++)
+        cstart[c + 1] += cstart[c];
+    for (int i = 0; i < dv; i++) {
+        mark[i] = -1;
+        for (int p = 0; p < an[i]; p++)
+            crow[cstart[ac[(size_t)i * (size_t)na + (size_t)p]]++] = i;
+    }
+    for (int c = nF; c > 0; c--)
+        cstart[c] = cstart[c - 1];
+    cstart[0] = 0;
+    for (int i = 0; i < dv; i++)
+        memset(C + (size_t)i * (size_t)dv, 0, sizeof *C * (size_t)(i + 1));
     for (int i = 0; i < dv; i++) {
         const int *ci = ac + (size_t)i * (size_t)na;
         const double *vi = av + (size_t)i * (size_t)na;
-        for (int j = i; j < dv; j++) {
-            const int *cj = ac + (size_t)j * (size_t)na;
-            const double *vj = av + (size_t)j * (size_t)na;
-            double s = 0.0;
-            for (int p = 0; p < an[i]; p++)
-                for (int q = 0; q < an[j]; q++)
-                    if (ci[p] == cj[q])
-                        s += vi[p] * vj[q];
-            C[i * dv + j] = C[j * dv + i] = s;
-        }
+        for (int p0 = 0; p0 < an[i]; p0++)
+            for (int x = cstart[ci[p0]]; x < cstart[ci[p0] + 1]; x++) {
+                int j = crow[x];
+                if (j < i || mark[j] == i)
+                    continue;
+                mark[j] = i;
+                const int *cj = ac + (size_t)j * (size_t)na;
+                const double *vj = av + (size_t)j * (size_t)na;
+                double s = 0.0;
+                for (int p = 0; p < an[i]; p++)
+                    for (int q = 0; q < an[j]; q++)
+                        if (ci[p] == cj[q])
+                            s += vi[p] * vj[q];
+                C[j * dv + i] = s;
+            }
     }
     /* N = V * (an orthonormal basis of C's null space), nf x k */
-    *k = null_basis(C, dv, E, lam, an);
-    memset(N, 0, sizeof *N * nn);
-    for (int q = 0; q < *k; q++)
+    *k = null_basis(C, dv, E, &nbw);
+    for (int r = 0; r < nf; r++)
+        for (int q = 0; q < *k; q++)
+            N[r * nf + q] = 0.0;
+    for (int q = 0; q < *k; q++) {
+        const double *eq = E + (size_t)q * (size_t)dv;
         for (int i = 0; i < dv; i++)
             for (int e = 0; e < 2; e++)
                 if (vr[2 * i + e] >= 0)
-                    N[vr[2 * i + e] * nf + q] = vv[2 * i + e] * E[i * dv + q];
+                    N[vr[2 * i + e] * nf + q] = vv[2 * i + e] * eq[i];
+    }
     /* no copy of the wanted representation here: nothing to apply */
     if (*k == 0)
         return SCM_OK;
     /* B = N^T (Hs N): Hs N once into E (nf x k, stride nf; E's eigenvectors
      * are no longer needed) */
     sp->apply(sp->ctx, nf, N, *k, E);
-    for (int i = 0; i < *k; i++)
+    for (int i = 0; i < *k; i++) {
+        /* over the nonzeros of N's column i (a sum from +0 is the same
+         * without its zero terms) */
+        int cnt = 0;
+        for (int r = 0; r < nf; r++)
+            if (N[r * nf + i] != 0.0)
+                nz[cnt++] = r;
         for (int j = 0; j < *k; j++) {
             double s = 0.0;
-            for (int r = 0; r < nf; r++)
-                s += N[r * nf + i] * E[r * nf + j];
+            for (int x = 0; x < cnt; x++)
+                s += N[nz[x] * nf + i] * E[nz[x] * nf + j];
             C[i * *k + j] = s;
         }
+    }
     if (sp->general)
         return eig_gen(C, *k, ev, evi);
     for (int i = 0; i < *k; i++) {
@@ -305,11 +419,12 @@ static scm_status space_block(const sym_space *sp, double *w, double *ev, double
     return sym_eig_sym(C, *k, ev, NULL);
 }
 
-/* Doubles of space_block's scratch for nf classes and nq <= 2 coarsenings
- * (the ints carved from the end: 2 nf + 5 nq nf <= 12 nf of them). */
+/* Doubles of space_block's scratch for nf classes and nq <= 2 coarsenings:
+ * 3 nf^2 + 8 nf doubles and bit sets, then ints: 6 nf + 6 nq nf + 3 +
+ * nf (nf - 1) / 2 <= nf^2 / 2 + 18 nf + 3 of them. */
 static size_t space_block_size(int nf)
 {
-    return 3 * (size_t)nf * (size_t)nf + 7 * (size_t)nf + 12 * (size_t)nf + 4;
+    return 4 * (size_t)nf * (size_t)nf + 22 * (size_t)nf + 4;
 }
 
 /* ---- the fine classes of a pattern space ---- */
@@ -404,23 +519,39 @@ static long coarse_key(const sym_cells *c, int nu, const int *pm, const sym_clas
  * class, the indicator of its fine classes scaled by sqrt(w) and
  * normalised; fine class i's column and value into fcol[i], fval[i]. */
 static void add_coarse(const sym_cells *c, int nu, const int *pm, const sym_classes *cl,
-                       int *fcol, double *fval, int *nF, long *key, double *nrm)
+                       const double *sw, int *fcol, double *fval, int *nF, long *key,
+                       double *nrm, int *tab, int tcap)
 {
     int nf = cl->n, first = *nF;
+    /* the first class of each key, by open addressing (tcap a power of
+     * two above 2 nf) */
+    for (int h = 0; h < tcap; h++)
+        tab[h] = -1;
     for (int i = 0; i < nf; i++) {
         key[i] = coarse_key(c, nu, pm, cl, i);
         fcol[i] = -1;
-        for (int j = 0; j < i && fcol[i] < 0; j++)
-            if (key[j] == key[i])
+        unsigned long h = ((unsigned long)key[i] * 0x9e3779b97f4a7c15UL) >> 20;
+        for (;; h++) {
+            int j = tab[h & (unsigned long)(tcap - 1)];
+            if (j < 0) {
+                tab[h & (unsigned long)(tcap - 1)] = i;
+                break;
+            }
+            if (key[j] == key[i]) {
                 fcol[i] = fcol[j];
+                break;
+            }
+        }
         if (fcol[i] < 0) {
             fcol[i] = (*nF)++;
             nrm[fcol[i] - first] = 0.0;
         }
         nrm[fcol[i] - first] += cl->w[i];
     }
+    for (int c2 = 0; c2 < *nF - first; c2++)
+        nrm[c2] = sqrt(nrm[c2]);
     for (int i = 0; i < nf; i++)
-        fval[i] = sqrt(cl->w[i]) / sqrt(nrm[fcol[i] - first]);
+        fval[i] = sw[i] / nrm[fcol[i] - first];
 }
 
 /* ---- one isotypic block ---- */
@@ -535,9 +666,28 @@ static int swap_cell(const sym_cells *c, int u, int s, int teacher)
     return s;
 }
 
-/* The swap of the singletons of unit u on the fine classes. */
-static void swap_perm(const sym_cells *c, int u, const sym_classes *cl, int *perm)
+/* The index of class (kind, a, b, type) in swap_perm's table. */
+static size_t class_slot(const sym_cells *c, int kind, int a, int b, int type)
 {
+    size_t ns = (size_t)c->ns, nt = (size_t)c->nt;
+    size_t cell = kind == CL_CELL ? (size_t)a
+                  : kind == CL_Q  ? ns + (size_t)a * ns + (size_t)b
+                                  : ns + ns * ns + (size_t)a * nt + (size_t)b;
+    return 3 * cell + (size_t)type;
+}
+
+/* The swap of the singletons of unit u on the fine classes (0 if out of
+ * memory). */
+static int swap_perm(const sym_cells *c, int u, const sym_classes *cl, int *perm)
+{
+    size_t ncell = 3 * ((size_t)c->ns * (size_t)(1 + c->ns + c->nt));
+    int *slot = malloc(sizeof *slot * (ncell + 1));
+    if (!slot)
+        return 0;
+    for (size_t x = 0; x < ncell; x++)
+        slot[x] = -1;
+    for (int j = 0; j < cl->n; j++) /* the last class of a slot, as a scan would find */
+        slot[class_slot(c, cl->kind[j], cl->a[j], cl->b[j], cl->type[j])] = j;
     for (int i = 0; i < cl->n; i++) {
         int a2 = swap_cell(c, u, cl->a[i], 0), b2 = -1;
         if (cl->kind[i] == CL_R)
@@ -550,30 +700,35 @@ static void swap_perm(const sym_cells *c, int u, const sym_classes *cl, int *per
                 b2 = t;
             }
         }
-        perm[i] = i;
-        for (int j = 0; j < cl->n; j++)
-            if (cl->kind[j] == cl->kind[i] && cl->a[j] == a2 && cl->b[j] == b2 &&
-                cl->type[j] == cl->type[i])
-                perm[i] = j;
+        int j = slot[class_slot(c, cl->kind[i], a2, b2, cl->type[i])];
+        perm[i] = j >= 0 ? j : i;
     }
+    free(slot);
+    return 1;
 }
 
 /* The coarse columns of the job (space_block's fcol, fval: nq nf each). */
 static int job_coarse(const sym_cells *c, int nu, const sym_job *jb, const sym_classes *cl,
-                      int *fcol, double *fval)
+                      const double *sw, int *fcol, double *fval)
 {
-    int nf = cl->n, nF = 0;
+    int nf = cl->n, nF = 0, tcap = 16;
+    while (tcap < 2 * nf)
+        tcap *= 2;
     long *key = malloc(sizeof *key * (size_t)(nf + 1));
     double *nrm = malloc(sizeof *nrm * (size_t)(nf + 1));
-    if (!key || !nrm) {
+    int *tab = malloc(sizeof *tab * (size_t)tcap);
+    if (!key || !nrm || !tab) {
         free(key);
         free(nrm);
+        free(tab);
         return 0;
     }
     for (int q = 0; q < jb->n_coarse; q++)
-        add_coarse(c, nu, jb->pm[q], cl, fcol + q * nf, fval + q * nf, &nF, key, nrm);
+        add_coarse(c, nu, jb->pm[q], cl, sw, fcol + q * nf, fval + q * nf, &nF, key, nrm, tab,
+                   tcap);
     free(key);
     free(nrm);
+    free(tab);
     return 1;
 }
 
@@ -630,16 +785,18 @@ static scm_status run_job(const sym_ctx *cx, const sym_job *jb, long d, scm_syms
     sym_blk *OR = (sym_blk *)(void *)(fval + 2 * nf), *JQ = OR + ns * nt;
     double *wsb = (double *)(void *)(JQ + ns * ns);
     int *perm = (int *)(void *)(wsb + nsb), *fcol = perm + nf;
-    if (!job_coarse(c, nu, jb, &cl, fcol, fval)) {
+    for (int j = 0; j < nf; j++)
+        sw[j] = sqrt(cl.w[j]);
+    if (!job_coarse(c, nu, jb, &cl, sw, fcol, fval)) {
         st = scm_error_set(cx->err, SCM_ENOMEM, "out of memory in the symmetric spectrum");
         goto out;
     }
-    for (int j = 0; j < nf; j++)
-        sw[j] = sqrt(cl.w[j]);
     if (perp)
         perp_matrix(c, sw, Hs);
-    if (jb->swap_unit >= 0)
-        swap_perm(c, jb->swap_unit, &cl, perm);
+    if (jb->swap_unit >= 0 && !swap_perm(c, jb->swap_unit, &cl, perm)) {
+        st = scm_error_set(cx->err, SCM_ENOMEM, "out of memory in the symmetric spectrum");
+        goto out;
+    }
     sym_op op = {c, &cl, jb->mode, sw, OR, JQ};
     sym_space sp = {nf, jb->n_coarse, perp ? apply_matrix : apply_op,
                     perp ? (void *)Hs : (void *)&op, fcol, fval,

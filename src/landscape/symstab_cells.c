@@ -52,6 +52,13 @@ static inline void blk_fma(sym_blk *acc, sym_blk X, sym_blk Y, double n)
     acc->o += X.d * Y.o + X.o * Y.d + (n - 2.0) * X.o * Y.o;
 }
 
+/* blk_fma with n1 = n - 1, n2 = n - 2 given (the same bits). */
+static inline void blk_fma2(sym_blk *restrict acc, sym_blk X, sym_blk Y, double n1, double n2)
+{
+    acc->d += X.d * Y.d + n1 * X.o * Y.o;
+    acc->o += X.d * Y.o + X.o * Y.d + n2 * X.o * Y.o;
+}
+
 /* h''(a) for h(a) = f(a, a, a), the self term (as hessian.c). */
 static double self2(const scm_activation *act, double a)
 {
@@ -100,6 +107,8 @@ static size_t cells_carve(sym_cells *c, char *base, int ms, int mt)
     CARVE(X, sym_blk, st);
     CARVE(B, sym_blk, st);
     CARVE(dB, sym_blk, st);
+    CARVE(Rt, sym_blk, st);
+    CARVE(Xt, sym_blk, st);
     CARVE(pq, scm_pair, ss);
     CARVE(q2, scm_pair2, ss);
     CARVE(prd, scm_pair, st);
@@ -232,6 +241,9 @@ static void cells_load(sym_cells *c, const sym_ctx *cx)
             c->R[a * c->nt + t] = v;
         }
     }
+    for (int a = 0; a < c->ns; a++)
+        for (int t = 0; t < c->nt; t++)
+            c->Rt[t * c->ns + a] = c->R[a * c->nt + t];
 }
 
 /* The limit of the ReLU Hessian at parallel neurons (section 6 of the
@@ -299,6 +311,12 @@ static scm_status kern(const sym_ctx *cx, double a, double b, double cv, int stu
         st = scm_kernel_pair2(cx->act, SCM_STAB_SREL_MIN, a, b, cv, q);
     if (st == SCM_ESINGULAR && parallel_limit(cx, a, b, cv, students, p, q))
         st = SCM_OK;
+    /* every operator entry is a sum of these: the block loops skip exact
+     * zeros, so a non-finite value must stop here rather than spread */
+    if (!st && !(isfinite(p->f) && isfinite(p->fa) && isfinite(p->fb) && isfinite(p->fc) &&
+                 isfinite(q->aa) && isfinite(q->ab) && isfinite(q->ac) && isfinite(q->bb) &&
+                 isfinite(q->bc) && isfinite(q->cc)))
+        st = SCM_ENAN;
     if (!st && e)
         *e = (sym_kc_entry){a, b, cv, students, 1, *p, *q};
     if (!st)
@@ -465,15 +483,19 @@ static void cells_dS(sym_cells *c, sym_blk *dS)
     }
 }
 
-/* HX = S X + dS R + dB from c->dQ and c->X (= dR); keeps dS and dB. */
-static void cells_core(sym_cells *c, sym_blk *HX)
+/* HX = S X + dS R + dB from c->dQ and c->X (= dR); keeps dS and dB.
+ * Every entry of HX is summed over b in the same order as entry by
+ * entry; the loop over t inside lets the entries of a row accumulate side
+ * by side instead of one chain at a time. */
+static void cells_core(sym_cells *c, sym_blk *restrict HX)
 {
     int ns = c->ns, nt = c->nt;
     cells_dS(c, c->dS);
     for (int a = 0; a < ns; a++) {
+        double dqa = c->dQ[a * ns + a].d;
+        sym_blk *restrict h = HX + a * nt;
         for (int t = 0; t < nt; t++) {
             int k = a * nt + t;
-            double dqa = c->dQ[a * ns + a].d;
             sym_blk acc = {0.0, 0.0};
             if (c->t_ghost[t]) {
                 /* no loss term: dB = 0 on the ghost coordinates */
@@ -485,11 +507,16 @@ static void cells_core(sym_cells *c, sym_blk *HX)
                 acc = (sym_blk){v, v};
             }
             c->dB[k] = acc;
-            for (int b = 0; b < ns; b++) {
-                blk_fma(&acc, c->S[a * ns + b], c->X[b * nt + t], c->s_n[b]);
-                blk_fma(&acc, c->dS[a * ns + b], c->R[b * nt + t], c->s_n[b]);
+            h[t] = acc;
+        }
+        for (int b = 0; b < ns; b++) {
+            sym_blk S = c->S[a * ns + b], dS = c->dS[a * ns + b];
+            double n1 = c->s_n[b] - 1.0, n2 = c->s_n[b] - 2.0;
+            const sym_blk *restrict X = c->X + b * nt, *restrict R = c->R + b * nt;
+            for (int t = 0; t < nt; t++) {
+                blk_fma2(&h[t], S, X[t], n1, n2);
+                blk_fma2(&h[t], dS, R[t], n1, n2);
             }
-            HX[k] = acc;
         }
     }
 }
@@ -498,13 +525,19 @@ void sym_cells_apply(sym_cells *c, sym_blk *HX)
 {
     int ns = c->ns, nt = c->nt;
     sym_blk *P = c->P, *dQ = c->dQ;
-    for (int a = 0; a < ns; a++)
-        for (int b = 0; b < ns; b++) {
-            sym_blk acc = {0.0, 0.0};
-            for (int t = 0; t < nt; t++)
-                blk_fma(&acc, c->X[a * nt + t], c->R[b * nt + t], c->t_n[t]);
-            P[a * ns + b] = acc;
+    /* P = X R^T, row by row: each entry summed over t in order */
+    for (int a = 0; a < ns; a++) {
+        sym_blk *restrict p = P + a * ns;
+        for (int b = 0; b < ns; b++)
+            p[b] = (sym_blk){0.0, 0.0};
+        for (int t = 0; t < nt; t++) {
+            sym_blk x = c->X[a * nt + t];
+            double n1 = c->t_n[t] - 1.0, n2 = c->t_n[t] - 2.0;
+            const sym_blk *restrict R = c->Rt + t * ns;
+            for (int b = 0; b < ns; b++)
+                blk_fma2(&p[b], x, R[b], n1, n2);
         }
+    }
     for (int a = 0; a < ns; a++)
         for (int b = 0; b < ns; b++)
             dQ[a * ns + b] = (sym_blk){P[a * ns + b].d + P[b * ns + a].d,
@@ -512,20 +545,32 @@ void sym_cells_apply(sym_cells *c, sym_blk *HX)
     cells_core(c, HX);
 }
 
-/* Y[a, b] of sym_cells_jacobian: dS Q + S dQ + dB R^T + B dR^T. */
-static sym_blk jac_entry(const sym_cells *c, int a, int b)
+/* Row a of Y of sym_cells_jacobian: dS Q + S dQ + dB R^T + B dR^T, each
+ * entry summed over e, then t, in the order of one entry at a time; the
+ * entries of the row side by side (R^T, X^T: c->Rt, c->Xt). */
+static void jac_row(const sym_cells *c, int a, sym_blk *restrict y)
 {
     int ns = c->ns, nt = c->nt;
-    sym_blk acc = {0.0, 0.0};
+    for (int b = 0; b < ns; b++)
+        y[b] = (sym_blk){0.0, 0.0};
     for (int e = 0; e < ns; e++) {
-        blk_fma(&acc, c->dS[a * ns + e], c->Q[e * ns + b], c->s_n[e]);
-        blk_fma(&acc, c->S[a * ns + e], c->dQ[e * ns + b], c->s_n[e]);
+        sym_blk dS = c->dS[a * ns + e], S = c->S[a * ns + e];
+        double n1 = c->s_n[e] - 1.0, n2 = c->s_n[e] - 2.0;
+        const sym_blk *restrict Q = c->Q + e * ns, *restrict dQ = c->dQ + e * ns;
+        for (int b = 0; b < ns; b++) {
+            blk_fma2(&y[b], dS, Q[b], n1, n2);
+            blk_fma2(&y[b], S, dQ[b], n1, n2);
+        }
     }
     for (int t = 0; t < nt; t++) {
-        blk_fma(&acc, c->dB[a * nt + t], c->R[b * nt + t], c->t_n[t]);
-        blk_fma(&acc, c->B[a * nt + t], c->X[b * nt + t], c->t_n[t]);
+        sym_blk dB = c->dB[a * nt + t], B = c->B[a * nt + t];
+        double n1 = c->t_n[t] - 1.0, n2 = c->t_n[t] - 2.0;
+        const sym_blk *restrict R = c->Rt + t * ns, *restrict X = c->Xt + t * ns;
+        for (int b = 0; b < ns; b++) {
+            blk_fma2(&y[b], dB, R[b], n1, n2);
+            blk_fma2(&y[b], B, X[b], n1, n2);
+        }
     }
-    return acc;
 }
 
 void sym_cells_jacobian(sym_cells *c, sym_blk *JQ, sym_blk *JR)
@@ -547,9 +592,11 @@ void sym_cells_jacobian(sym_cells *c, sym_blk *JQ, sym_blk *JR)
         }
     /* Y = dS Q + S dQ + dB R^T + B dR^T,  J_Q = -(Y + Y^T) */
     sym_blk *Y = c->P;
+    for (int b = 0; b < ns; b++)
+        for (int t = 0; t < nt; t++)
+            c->Xt[t * ns + b] = c->X[b * nt + t];
     for (int a = 0; a < ns; a++)
-        for (int b = 0; b < ns; b++)
-            Y[a * ns + b] = jac_entry(c, a, b);
+        jac_row(c, a, Y + a * ns);
     for (int a = 0; a < ns; a++)
         for (int b = 0; b < ns; b++)
             JQ[a * ns + b] = (sym_blk){-(Y[a * ns + b].d + Y[b * ns + a].d),

@@ -75,6 +75,7 @@ typedef struct {
     double *h1, *h2;            /* h'(Q_kk), h''(Q_kk) of the self term */
     sym_blk *Q, *S, *P, *dQ, *dS; /* ns x ns */
     sym_blk *R, *X, *B, *dB;    /* ns x nt */
+    sym_blk *Rt, *Xt;           /* nt x ns: R^T, and X^T (sym_cells_jacobian's) */
     scm_pair *pq, *prd, *pro;   /* kernels: student pairs; R diagonal/constant, R off */
     scm_pair2 *q2, *r2d, *r2o;
     int ncls;                   /* classes of R patterns: cell pair and SYM_* type */
