@@ -5,12 +5,14 @@
     map_table.py --check [DIR]  recount every cell from its runs file
 
 DIR defaults to data/map next to this script; LAW is every folder of DIR
-holding a map_LAW.json.  The tables: the global fraction per (M, dK, law)
-with its 95% Wilson interval, the smallest dK reaching 0.99 per M, and the
-families that trap runs at K = M + 1.  --check recounts each cell's
-classes from its runs file (gzipped or not), recomputes the Wilson
-intervals and smallest_dK_99 from the counts, and exits 1 on any
-difference.  Standard library only (the test runs it with any python3).
+holding a map_LAW.json, merged with the other maps of the folder
+(LAW/NAME_LAW.json, e.g. dk3_LAW.json: a row run separately).  The
+tables: the global fraction per (M, dK, law) with its 95% Wilson
+interval, the smallest dK reaching 0.99 per M (over the merged cells),
+and the families that trap runs at K = M + 1.  --check recounts each
+cell of each file from its runs file (gzipped or not), recomputes the
+Wilson intervals and each file's smallest_dK_99 from the counts, and
+exits 1 on any difference.  Standard library only (the test runs it with any python3).
 """
 import gzip
 import json
@@ -31,16 +33,45 @@ def wilson95(k, n):
     return (max(0.0, mid - half), min(1.0, mid + half))
 
 
-def load_maps(root):
-    maps = {}
+def load_files(root):
+    """{law: [map.json, ...]}: LAW/map_LAW.json first, then every other
+    LAW/NAME_LAW.json written by `scm map` (a supplementary row, such as
+    dk3_LAW.json: dK = 3)."""
+    files = {}
     for law in sorted(os.listdir(root)):
-        path = os.path.join(root, law, "map_%s.json" % law)
-        if os.path.isfile(path):
+        main = os.path.join(root, law, "map_%s.json" % law)
+        if not os.path.isfile(main):
+            continue
+        files[law] = []
+        for name in ["map_%s.json" % law] + sorted(os.listdir(os.path.join(root, law))):
+            path = os.path.join(root, law, name)
+            if not name.endswith("_%s.json" % law) or (files[law] and path == main):
+                continue
             with open(path) as f:
-                maps[law] = json.load(f)
-    if not maps:
+                m = json.load(f)
+            if m.get("command") == "map":
+                files[law].append(m)
+    if not files:
         sys.exit("map_table.py: no LAW/map_LAW.json under '%s'" % root)
-    return maps
+    return files
+
+
+def merged(ms):
+    """One map from a law's files: their cells, the union of M and dK, and
+    smallest_dK_99 over all of them."""
+    cells = [c for m in ms for c in m["cells"]]
+    Ms = sorted({c["M"] for c in cells})
+    dKs = sorted({c["dK"] for c in cells})
+    small = []
+    for M in Ms:
+        ok = [c for c in cells if c["M"] == M and c["global"]["fraction"] >= 0.99]
+        c = min(ok, key=lambda c: c["dK"]) if ok else None
+        small.append(dict(M=M, dK=c["dK"], **c["global"]) if c else {"M": M, "dK": None})
+    return {"cells": cells, "M": Ms, "dK": dKs, "smallest_dK_99": small}
+
+
+def load_maps(root):
+    return {law: merged(ms) for law, ms in load_files(root).items()}
 
 
 def cell(m, M, dK):
@@ -115,7 +146,7 @@ def check(root, maps):
             bad.append("%s: %r != %r" % (what, a, b))
 
     cells = 0
-    for law, m in maps.items():
+    for law, m in ((law, m) for law, ms in maps.items() for m in ms):
         for c in m["cells"]:
             where = "%s M=%d K=%d" % (law, c["M"], c["K"])
             recs = read_runs(os.path.join(root, law, c["files"]["runs"]))
@@ -151,10 +182,9 @@ def main(argv):
     args = [a for a in argv if a != "--check"]
     root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "..", "data", "map")
-    maps = load_maps(root)
     if "--check" in argv:
-        return check(root, maps)
-    print(tables(maps))
+        return check(root, load_files(root))
+    print(tables(load_maps(root)))
     return 0
 
 
