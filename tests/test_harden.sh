@@ -174,12 +174,49 @@ refused split_dir "cannot read '$W/adir': Is a directory" \
 # line prefixed "scm fixed-points:")
 refused cmp_noansatz "scm compare: K = 3: the family enumeration failed: no ansatz applies" \
     $SCM compare --M 5 --K 3 --runs 4 -o "$W/o/cx"
-# --dense runs the weight-space test: --perturb qr or none with it is refused
-# (before: silently ignored)
-refused stab_dense_none "--perturb none goes without --dense" \
-    $SCM stability --K 4 --M 4 --k1 1 --dense --perturb none -o "$W/o/s.json"
-refused stab_dense_qr "--perturb qr goes without --dense" \
-    $SCM stability --K 4 --M 4 --k1 1 --dense --perturb qr -o "$W/o/s.json"
+# --perturb is honoured on the dense path (before: refused with --dense, and
+# ignored for a point that names no ansatz, which always ran the weight-space
+# test): qr and none beside the dense spectra, whose verdict does not change
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+$SCM fixed-points --K 4 --M 4 --k1 1 -q -o "$W/pfp.json" 2> "$W/e"
+check "[ $? -eq 0 ]" "fixed-points for the perturb checks: $(head -c 300 "$W/e")"
+"$PY" -c 'import json, sys
+f = json.load(open(sys.argv[1]))
+for p in f["fixed_points"]:
+    p.pop("ansatz", None)
+json.dump(f, open(sys.argv[2], "w"))' "$W/pfp.json" "$W/pfp_noansatz.json"
+for mode in weights qr none; do
+    $SCM stability --K 4 --M 4 --k1 1 --index 0 --dense --perturb $mode --trials 2 -q -o "$W/sd_$mode.json" 2> "$W/e"
+    check "[ $? -eq 0 ]" "stability --dense --perturb $mode: $(head -c 300 "$W/e")"
+    $SCM stability --point "$W/pfp_noansatz.json" --index 0 --perturb $mode --trials 2 -q \
+        -o "$W/sn_$mode.json" 2> "$W/e"
+    check "[ $? -eq 0 ]" "stability of a point without ansatz, --perturb $mode: $(head -c 300 "$W/e")"
+done
+out=$("$PY" - "$W" <<'PYEOF'
+import json, sys
+w = sys.argv[1]
+bad = []
+for kind in ("sd", "sn"):
+    r = {m: json.load(open("%s/%s_%s.json" % (w, kind, m))) for m in ("weights", "qr", "none")}
+    for m, x in r.items():
+        pt = x["perturbation"]
+        if x["spectrum_method"] != "dense" or pt["space"] != m:
+            bad.append("%s %s: spectrum %s, space %s" % (kind, m, x["spectrum_method"], pt["space"]))
+        if len(pt["rows"]) != (0 if m == "none" else 4):
+            bad.append("%s %s: %d rows" % (kind, m, len(pt["rows"])))
+        if x["hessian"] != r["weights"]["hessian"]:
+            bad.append("%s %s: the Hessian differs from the weights run's" % (kind, m))
+        if m != "none" and x["verdict"] != r["weights"]["verdict"]:
+            bad.append("%s %s: verdict %s, weights %s" % (kind, m, x["verdict"], r["weights"]["verdict"]))
+    if r["none"]["verdict"] != "undecided":
+        bad.append("%s none: verdict %s" % (kind, r["none"]["verdict"]))
+    if kind == "sn" and "no ansatz" not in r["none"].get("dense_because", ""):
+        bad.append("sn: dense_because %r" % r["none"].get("dense_because"))
+print("; ".join(bad) if bad else "ok")
+PYEOF
+)
+check "[ \"$out\" = ok ]" "stability --perturb on the dense path: $out"
 # a named ansatz that does not apply names both kinds of condition
 refused fp_shared_KM "ansatz 'k1_shared' does not apply at K = 4, M = 3 (its .require. or .require_positive. conditions fail" \
     $SCM fixed-points --K 4 --M 3 --ansatz "$SRC/examples/ansatz/k1_shared.json" -o "$W/o/f.json"

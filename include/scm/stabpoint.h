@@ -126,7 +126,9 @@ cJSON *scm_stabpoint_json(const scm_stabpoint *sp, const scm_activation *act,
  * fewer; r's Jacobian fields the largest and smallest real parts.  The
  * perturbation test is o's, run as perturb says (SCM_STABPOINT_PERTURB_*).
  * With dense = 1, or no ansatz, or a point the symmetric path refuses
- * (sp->sym.why_dense says why), scm_stab_analyse does everything.  Errors
+ * (sp->sym.why_dense says why), the spectra are scm_stab_analyse's dense
+ * ones and the perturbation test runs as perturb says, AUTO meaning
+ * WEIGHTS there.  Errors
  * those of scm_stab_analyse, and SCM_EINVAL for an ansatz that cannot be
  * found or instantiated (naming it). */
 scm_status scm_stabpoint_analyse(scm_stabpoint *sp, const scm_activation *act,

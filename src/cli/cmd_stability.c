@@ -87,7 +87,7 @@ static int parse_args(int argc, char **argv, st_args *g)
         CLI_C("--perturb", &g->perturb, "auto|weights|qr|none", "MODE",
               "the perturbation test with GD steps in weight space,\nor the flow in (Q, R) from "
               "the mapped perturbation\n(auto, the default: weights for K d <= 800, else qr\nfor "
-              "K <= 30, else none)"),
+              "K <= 30, else none; weights on the dense path)"),
         CLI_O("-o", CLI_STR, &g->out, 0, 0, "FILE", "JSON result file"),
         CLI_OPT_QUIET(&g->quiet, "no table, no progress"),
         CLI_OPT_END};
@@ -104,12 +104,6 @@ static int check_args(st_args *g)
     scm_error err;
     if (scm_stabpoint_args_check(&g->a, &err))
         return cli_usage_error(ME, "%s", err.msg);
-    /* the dense path runs the weight-space test (docs/stability.md) */
-    if (g->dense && (g->perturb == SCM_STABPOINT_PERTURB_QR ||
-                     g->perturb == SCM_STABPOINT_PERTURB_NONE))
-        return cli_usage_error(ME, "--perturb %s goes without --dense (the dense analysis always "
-                                   "runs the weight-space test)",
-                               g->perturb == SCM_STABPOINT_PERTURB_QR ? "qr" : "none");
     return scm_stabpoint_args_opts(&g->a, &g->o, &err) ? cli_fail(ME, &err, 2) : -1;
 }
 

@@ -218,8 +218,17 @@ scm_status scm_stabpoint_analyse(scm_stabpoint *sp, const scm_activation *act,
     scm_symstab_result_free(&sp->sym.hess);
     scm_symstab_result_free(&sp->sym.jac);
     sp->sym.done = 0;
-    sp->sym.perturb = SCM_STABPOINT_PERTURB_WEIGHTS;
-    st = scm_stab_analyse(m, sp->Q, sp->R, o, r, err);
+    /* the dense path honours perturb too; auto is the weight-space test here */
+    sp->sym.perturb = perturb == SCM_STABPOINT_PERTURB_AUTO ? SCM_STABPOINT_PERTURB_WEIGHTS : perturb;
+    if (sp->sym.perturb == SCM_STABPOINT_PERTURB_WEIGHTS) {
+        st = scm_stab_analyse(m, sp->Q, sp->R, o, r, err);
+    } else {
+        scm_stab_opts spectra_only = *o;
+        spectra_only.n_sigma = 0;
+        st = scm_stab_analyse(m, sp->Q, sp->R, &spectra_only, r, err);
+        if (!st)
+            st = perturbation(m, sp, o, sp->sym.perturb, r, err);
+    }
 out:
     scm_model_free(m);
     return st;

@@ -58,7 +58,11 @@ static scm_status read_point(const cJSON *fps, const char *path, long index, scm
                 *jR = cJSON_GetObjectItemCaseSensitive(p, "R"),
                 *jl = cJSON_GetObjectItemCaseSensitive(p, "loss"),
                 *jn = cJSON_GetObjectItemCaseSensitive(p, "ansatz"),
-                *jk = cJSON_GetObjectItemCaseSensitive(p, "k1");
+                *ji = cJSON_GetObjectItemCaseSensitive(p, "instance");
+    /* the ansatz's instance label, which "k1" (the anti-aligned count) is
+     * not when the ansatz's k1 group is not the anti-aligned one; files
+     * written before issue 25 have only "k1" */
+    const cJSON *jk = cJSON_IsNumber(ji) ? ji : cJSON_GetObjectItemCaseSensitive(p, "k1");
     if (cJSON_IsString(jn) && cJSON_IsNumber(jk) && jk->valuedouble == floor(jk->valuedouble) &&
         jk->valuedouble >= 0 && jk->valuedouble <= (double)sp->K) {
         snprintf(sp->ansatz, sizeof sp->ansatz, "%s", jn->valuestring);
