@@ -11,8 +11,10 @@ tables: the global fraction per (M, dK, law) with its 95% Wilson
 interval, the smallest dK reaching 0.99 per M (over the merged cells),
 and the families that trap runs at K = M + 1.  --check recounts each
 cell of each file from its runs file (gzipped or not), recomputes the
-Wilson intervals and each file's smallest_dK_99 from the counts, and
-exits 1 on any difference.  Standard library only (the test runs it with any python3).
+Wilson intervals and each file's smallest_dK_99 from the counts, checks
+the cells of DIR/shared/ (record cells run again with --ansatz) against
+their runs and the record's (check_shared), and exits 1 on any
+difference.  Standard library only (the test runs it with any python3).
 """
 import gzip
 import json
@@ -134,6 +136,68 @@ def read_runs(path):
     return recs
 
 
+def check_cell(where, c, recs, same):
+    """The counts and Wilson intervals of a map cell against its runs."""
+    n = len(recs)
+    same(where + " done", c["done"], n)
+    same(where + " indices", [r["index"] for r in recs], list(range(n)))
+    glob = sum(1 for r in recs if r["class"] == "global_minimum/k1=0")
+    unconv = sum(1 for r in recs if not r["converged"])
+    same(where + " global", c["global"]["count"], glob)
+    same(where + " not_converged", c["not_converged"]["count"], unconv)
+    for key, k in (("global", glob), ("not_converged", unconv)):
+        for a, b in zip(c[key]["wilson95"], wilson95(k, n)):
+            same(where + " " + key + " wilson", a, b)
+    for f in c["families"]:
+        k = sum(1 for r in recs if r["class"] == f["class"] and r["converged"])
+        same(where + " " + f["class"], f["count"], k)
+        for a, b in zip(f["wilson95"], wilson95(k, n)):
+            same(where + " " + f["class"] + " wilson", a, b)
+    listed = glob + unconv + sum(f["count"] for f in c["families"])
+    same(where + " every run counted once", listed, n)
+
+
+def check_shared(root, maps, same):
+    """shared/LAW_dkN.json: cells of the map of record run again with an
+    --ansatz file (docs/map.md).  Each is counted from its runs; every run
+    ends as in the record (loss, stop, time), and a run classed otherwise
+    was unmatched there and is now in a family of the file's ansatz.
+    Returns the cells checked."""
+    d = os.path.join(root, "shared")
+    cells = 0
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if not name.endswith(".json") or name.count(".") != 1:
+            continue
+        with open(os.path.join(d, name)) as f:
+            m = json.load(f)
+        if m.get("command") != "map":
+            continue
+        law = m["law"]
+        prefixes = tuple(os.path.splitext(os.path.basename(a))[0] + "/" for a in m["ansatz"])
+        for c in m["cells"]:
+            where = "shared/%s M=%d K=%d" % (name, c["M"], c["K"])
+            recs = read_runs(os.path.join(d, c["files"]["runs"]))
+            check_cell(where, c, recs, same)
+            ref = [rc for rm in maps.get(law, []) for rc in rm["cells"]
+                   if (rc["M"], rc["K"]) == (c["M"], c["K"])]
+            same(where + " cells of the record", len(ref), 1)
+            if len(ref) != 1:
+                continue
+            old = read_runs(os.path.join(root, law, ref[0]["files"]["runs"]))
+            same(where + " runs of the record", len(old), len(recs))
+            changed = 0
+            for x, y in zip(old, recs):
+                same(where + " run %d ends as in the record" % x["index"],
+                     (x["eps"], x["stop"], x["t"]), (y["eps"], y["stop"], y["t"]))
+                if x["class"] != y["class"]:
+                    changed += 1
+                    same(where + " run %d: %s, then %s" % (x["index"], x["class"], y["class"]),
+                         (x["family"], y["class"].startswith(prefixes)), (None, True))
+            same(where + " runs newly classified", changed > 0, True)
+            cells += 1
+    return cells
+
+
 def check(root, maps):
     bad = []
 
@@ -149,32 +213,17 @@ def check(root, maps):
     for law, m in ((law, m) for law, ms in maps.items() for m in ms):
         for c in m["cells"]:
             where = "%s M=%d K=%d" % (law, c["M"], c["K"])
-            recs = read_runs(os.path.join(root, law, c["files"]["runs"]))
-            n = len(recs)
-            same(where + " done", c["done"], n)
-            same(where + " indices", [r["index"] for r in recs], list(range(n)))
-            glob = sum(1 for r in recs if r["class"] == "global_minimum/k1=0")
-            unconv = sum(1 for r in recs if not r["converged"])
-            same(where + " global", c["global"]["count"], glob)
-            same(where + " not_converged", c["not_converged"]["count"], unconv)
-            for key, k in (("global", glob), ("not_converged", unconv)):
-                for a, b in zip(c[key]["wilson95"], wilson95(k, n)):
-                    same(where + " " + key + " wilson", a, b)
-            for f in c["families"]:
-                k = sum(1 for r in recs if r["class"] == f["class"] and r["converged"])
-                same(where + " " + f["class"], f["count"], k)
-                for a, b in zip(f["wilson95"], wilson95(k, n)):
-                    same(where + " " + f["class"] + " wilson", a, b)
-            listed = glob + unconv + sum(f["count"] for f in c["families"])
-            same(where + " every run counted once", listed, n)
+            check_cell(where, c, read_runs(os.path.join(root, law, c["files"]["runs"])), same)
             cells += 1
         for e in m["smallest_dK_99"]:
             frac = {c["dK"]: c["global"]["fraction"] for c in m["cells"] if c["M"] == e["M"]}
             want = min((dK for dK, x in frac.items() if x >= 0.99), default=None)
             same("%s M=%d smallest_dK_99" % (law, e["M"]), e.get("dK"), want)
+    shared = check_shared(root, maps, same)
     for b in bad[:20]:
         print("map_table.py: " + b, file=sys.stderr)
-    print("map_table.py --check: %d cells, %d differences" % (cells, len(bad)))
+    print("map_table.py --check: %d cells and %d cells with --ansatz, %d differences"
+          % (cells, shared, len(bad)))
     return 1 if bad else 0
 
 

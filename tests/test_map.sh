@@ -90,6 +90,54 @@ for K in 5 6; do
 done
 cd "$W"
 
+# 1c. --ansatz FILE: the example ansatz k1_shared (K >= M + 2) enumerated
+# besides the built-in ones where it applies.  At dK = 1 the families file
+# is the map's without it, byte for byte; at dK = 2 it lists the same
+# built-in points (ansatz, loss) and k1_shared ones besides; every run
+# ends where it did, classified as before or, unmatched before, now in a
+# k1_shared family; the map records the file; a rerun without --ansatz is
+# refused naming the families, and changes nothing
+mkdir -p an && cd an
+ANS="$SRC/examples/ansatz/k1_shared.json"
+"$SCM" map --M 4 --dK 1,2 --runs 16 --threads 2 --no-plots -q -o base 2> err
+check "[ $? -eq 0 ]" "map without --ansatz: $(head -3 err)"
+"$SCM" map --M 4 --dK 1,2 --runs 16 --threads 2 --no-plots -q --ansatz "$ANS" -o ext 2> err
+check "[ $? -eq 0 ]" "map --ansatz: $(head -3 err)"
+check "cmp -s base.M4.K5.families.json ext.M4.K5.families.json" "--ansatz changed the families of K = M + 1"
+out=$("$PY" - "$ANS" <<'PYEOF'
+import json, sys
+bad = []
+def pts(f):
+    return json.load(open(f))["fixed_points"]
+b, e = pts("base.M4.K6.families.json"), pts("ext.M4.K6.families.json")
+key = lambda p: (p["ansatz"], p["loss"])
+if sorted(map(key, b)) != sorted(key(p) for p in e if p["ansatz"] != "k1_shared"):
+    bad.append("the built-in points differ")
+if not any(p["ansatz"] == "k1_shared" for p in e):
+    bad.append("no k1_shared point")
+for K in (5, 6):
+    rb = [json.loads(l) for l in open("base.M4.K%d.runs.jsonl" % K)][1:]
+    re = [json.loads(l) for l in open("ext.M4.K%d.runs.jsonl" % K)][1:]
+    if len(rb) != 16 or len(re) != 16:
+        bad.append("K = %d: %d and %d runs" % (K, len(rb), len(re)))
+    for x, y in zip(rb, re):
+        if (x["eps"], x["stop"]) != (y["eps"], y["stop"]):
+            bad.append("K = %d run %d ends elsewhere" % (K, x["index"]))
+        elif x["class"] != y["class"] and not (x.get("family") is None and y.get("family") == "k1_shared"):
+            bad.append("K = %d run %d: %s, then %s" % (K, x["index"], x["class"], y["class"]))
+m = json.load(open("ext.json"))
+if m.get("ansatz") != [sys.argv[1]] or "ansatz" in json.load(open("base.json")):
+    bad.append("the map's ansatz key: %s" % m.get("ansatz"))
+print("; ".join(bad) if bad else "ok")
+PYEOF
+)
+check "[ \"$out\" = ok ]" "map --ansatz against the map without: $out"
+cp ext.M4.K6.runs.jsonl keep.jsonl
+"$SCM" map --M 4 --dK 1,2 --runs 16 --threads 2 --no-plots -q -o ext 2> err
+check "[ $? -eq 2 ] && grep -q 'another --ansatz' err" "rerun without --ansatz: $(head -3 err)"
+check "cmp -s keep.jsonl ext.M4.K6.runs.jsonl" "a refused rerun changed the runs file"
+cd "$W"
+
 # 2. threads
 mkdir t1 t2
 (cd t1 && "$SCM" map --M 3,4 --dK 0,1 --runs 30 --law xavier --threads 1 --no-plots -q -o m > out)
@@ -199,5 +247,8 @@ printf '{"init": {"law": "lecun"}}' > "$W/badlaw.json"
 EXPECT="init.law" bad "$W/badlaw.json" --M 3 --dK 0 --runs 4
 printf '{"init": {"law": "xavier"}}' > "$W/xlaw.json"
 EXPECT="contradicts" bad "$W/xlaw.json" --M 3 --dK 0 --runs 4 --law gaussian
+# --ansatz: a file that cannot be read, or named like a built-in ansatz
+EXPECT="nonexist.json" bad --M 3 --dK 2 --runs 4 --ansatz "$W/nonexist.json"
+EXPECT="built-in" bad --M 3 --dK 2 --runs 4 --ansatz "$SRC/ansatz/k1_extra.json"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -31,6 +31,7 @@
 #include "scm/sweepfile.h"
 
 #define SCM_COMPARE_MAX_K 64
+#define SCM_COMPARE_MAX_ANSATZ 16
 
 typedef enum {
     SCM_COMPARE_NOTE,         /* text: a progress line ("K = 4, M = 4: ...") */
@@ -105,6 +106,11 @@ typedef struct {
     int nsets;
     const char *prefix;     /* of every file (required) */
     const char *families[SCM_COMPARE_MAX_K]; /* per K: a families file, NULL: enumerate */
+    const char *const *ansatz_files; /* n_ansatz (<= SCM_COMPARE_MAX_ANSATZ) ansatz files the
+                                        enumeration takes besides the built-in ones, at
+                                        the K where they apply (scm fixed-points --ansatz);
+                                        a file named like a built-in ansatz is refused */
+    int n_ansatz;
     int have_seed;          /* 1: seed is the sweeps' base seed; 0: init.seed */
     uint64_t seed;
     int threads;            /* of the sweeps (1) */

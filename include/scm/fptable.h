@@ -114,6 +114,10 @@ typedef struct {
     const char *const *ansatz_files; /* n_ansatz files (NULL, 0: the built-in ansätze);
                                         a named ansatz that does not apply is an error */
     int n_ansatz;
+    int with_builtin;           /* 1: the built-in ansätze too, after the files, and
+                                   a file that does not apply at (K, M) is skipped
+                                   (scm compare --ansatz); a file named like a built-in
+                                   ansatz, or like another file, is an error */
     const scm_fp_table_seeds *seeds; /* NULL: none; read only during the run */
 } scm_fp_table_opts;
 

@@ -44,6 +44,10 @@ typedef struct {
     const char *const *sets; /* --set overrides; init.law is --law's, and init.d
                                 under a xavier law is M: both refused here */
     int nsets;
+    const char *const *ansatz_files; /* n_ansatz ansatz files every cell's enumeration takes
+                                        besides the built-in ones, where they apply
+                                        (scm_compare_opts.ansatz_files) */
+    int n_ansatz;
     const char *prefix; /* required */
     int have_seed;
     uint64_t seed;

@@ -351,16 +351,18 @@ def simulate(config: Config, *, d: Optional[int] = None, seeds: Optional[int] = 
 
 def compare(M: int, K: Sequence[int], runs: int, *, prefix: PathLike,
             config: Optional[Config] = None, sets: Iterable[str] = (),
-            families: Optional[Dict[int, PathLike]] = None, seed: Optional[int] = None,
-            threads: int = 1, traces: int = 4, no_stability: bool = False,
-            certify: Union[bool, int] = False) -> Dict[str, Any]:
+            families: Optional[Dict[int, PathLike]] = None, ansatz: Iterable[PathLike] = (),
+            seed: Optional[int] = None, threads: int = 1, traces: int = 4,
+            no_stability: bool = False, certify: Union[bool, int] = False) -> Dict[str, Any]:
     """`scm compare --M M --K K1,K2,.. --runs N -o PREFIX`: for each K a sweep of
     runs random starts, classified against the enumerated families (by k1, the
     number of anti-aligned students), with their stability; writes the per-K
     files PREFIX.K<K>.* as the CLI does.  Returns the report (PREFIX.json's
     dict: ``fractions`` per K and k1 with 95% Wilson intervals, families,
     histograms, traces), plus ``markdown`` (PREFIX.md's text) and
-    ``summaries`` (per K the sweep summary)."""
+    ``summaries`` (per K the sweep summary).  ansatz: ansatz files the
+    enumeration takes besides the built-in ones where they apply (``--ansatz``,
+    e.g. examples/ansatz/k1_shared.json)."""
     if isinstance(K, (int, np.integer)):
         K = [K]
     r = _call("compare", dict(
@@ -369,7 +371,7 @@ def compare(M: int, K: Sequence[int], runs: int, *, prefix: PathLike,
         config_name=None if config is None else _config_name(config), sets=list(sets),
         families=None if families is None else {str(k): os.fspath(v)
                                                 for k, v in families.items()},
-        seed=seed, threads=threads, traces=traces, no_stability=no_stability,
+        ansatz=[os.fspath(f) for f in ansatz], seed=seed, threads=threads, traces=traces, no_stability=no_stability,
         certify=int(certify) if not isinstance(certify, bool) else (1 if certify else 0)))
     rep = r["report"]
     rep["markdown"], rep["summaries"] = r["markdown"], r["summaries"]

@@ -215,6 +215,27 @@ def test_compare(tmp):
         check("key 'histograms' is missing" in str(e), "plot_compare's message: %s" % e)
 
 
+def test_compare_ansatz(tmp):
+    """ansatz=[FILE] is --ansatz FILE: the same report and families file."""
+    ans = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                       "ansatz", "k1_shared.json")
+    os.makedirs(os.path.join(tmp, "cli"), exist_ok=True)
+    os.makedirs(os.path.join(tmp, "py"), exist_ok=True)
+    cli(["compare", "--M", "3", "--K", "5", "--runs", "6", "--threads", "2", "--no-stability",
+         "--no-plots", "-q", "--ansatz", ans, "-o", "cli/a"], tmp)
+    rep = scmode.compare(3, [5], 6, prefix=os.path.join(tmp, "py", "a"), threads=2,
+                         no_stability=True, ansatz=[ans])
+    rep.pop("markdown"), rep.pop("summaries")
+    txt = json.dumps(plain(rep)).replace(os.path.join(tmp, "py", "a"), "cli/a")
+    same(json.loads(txt), load(tmp, "cli/a.json"), "compare report with ansatz")
+    check(rep.get("ansatz") == [ans], "the report records the ansatz file: %s" % rep.get("ansatz"))
+    fams = load(tmp, "cli/a.K5.families.json")
+    check(any(p.get("ansatz") == "k1_shared" for p in fams["fixed_points"]),
+          "the families of K = 5 list no k1_shared point")
+    with open(os.path.join(tmp, "py", "a.K5.families.json")) as f:
+        check(json.load(f) == fams, "the families files differ")
+
+
 def test_symmetric(fp):
     # the exact spectrum from symmetry against the dense Hessian of stability()
     m = scmode.Model(4, 4)
@@ -374,6 +395,7 @@ with tempfile.TemporaryDirectory() as tmp:
     timed(test_sweep_merge, tmp)
     timed(test_simulate, tmp)
     timed(test_compare, tmp)
+    timed(test_compare_ansatz, tmp)
     timed(test_symmetric, fp)
     timed(test_lintarget, tmp)
     timed(test_staircase, tmp)

@@ -198,7 +198,7 @@ scm_status py_call_simulate(const py_args *a, char **out)
 /* ---- compare ------------------------------------------------------------ */
 
 static const char *const cmp_keys[] = {
-    "M", "K", "runs", "config", "config_name", "sets", "prefix", "families", "seed",
+    "M", "K", "runs", "config", "config_name", "sets", "prefix", "families", "ansatz", "seed",
     "threads", "traces", "no_stability", "certify", NULL};
 
 /* families: {"K": path, ...} onto o->families by K. */
@@ -226,10 +226,11 @@ static scm_status cmp_families(const py_args *a, scm_compare_opts *o)
 }
 
 /* The options of `scm compare` (M, K and runs required; threads 1). */
-static scm_status cmp_read(const py_args *a, scm_compare_opts *o, const char **sets)
+static scm_status cmp_read(const py_args *a, scm_compare_opts *o, const char **sets,
+                           const char **ansatz)
 {
     long seed = -1, threads = 1, traces = o->traces, certify = 0;
-    int nsets = 0;
+    int nsets = 0, nansatz = 0;
     scm_status st;
     const cJSON *K = cJSON_GetObjectItemCaseSensitive(a->obj, "K"), *it;
     if ((st = py_args_check_keys(a, cmp_keys)) || (st = py_args_long(a, "M", 1, 100000, &o->M)) ||
@@ -237,6 +238,7 @@ static scm_status cmp_read(const py_args *a, scm_compare_opts *o, const char **s
         (st = py_args_str(a, "config", &o->config_text)) ||
         (st = py_args_str(a, "config_name", &o->config_name)) ||
         (st = py_args_strs(a, "sets", sets, PY_MAX_SETS - 2, &nsets)) ||
+        (st = py_args_strs(a, "ansatz", ansatz, SCM_COMPARE_MAX_ANSATZ, &nansatz)) ||
         (st = py_args_str(a, "prefix", &o->prefix)) ||
         (st = py_args_long(a, "seed", 0, 9007199254740991L, &seed)) ||
         (st = py_args_long(a, "threads", 1, 1024, &threads)) ||
@@ -258,6 +260,8 @@ static scm_status cmp_read(const py_args *a, scm_compare_opts *o, const char **s
                              a->cmd);
     o->sets = sets;
     o->nsets = nsets;
+    o->ansatz_files = ansatz;
+    o->n_ansatz = nansatz;
     o->have_seed = seed >= 0;
     o->seed = seed >= 0 ? (uint64_t)seed : 0;
     o->threads = (int)threads;
@@ -270,10 +274,10 @@ scm_status py_call_compare(const py_args *a, char **out)
 {
     scm_compare_opts o;
     scm_compare_opts_default(&o);
-    const char *sets[PY_MAX_SETS];
+    const char *sets[PY_MAX_SETS], *ansatz[SCM_COMPARE_MAX_ANSATZ];
     scm_compare_result res;
     memset(&res, 0, sizeof res);
-    scm_status st = cmp_read(a, &o, sets);
+    scm_status st = cmp_read(a, &o, sets, ansatz);
     if (st)
         return st;
     st = scm_compare_run(&o, &res, a->err);

@@ -23,10 +23,10 @@
 
 static const char compare_head[] =
     "usage: scm compare --M M --K K1,K2,... --runs N [CONFIG.json] [--seed S]\n"
-    "                   [--threads T] [--families K=FP.json]... [--traces n]\n"
-    "                   [--no-stability] [--no-plots] [--set key=value]... [--unset key]...\n"
-    "                   [--prefix PREFIX] [--rule R1,R2,...] [--certify | --certify-global]\n"
-    "                   [--quiet]\n"
+    "                   [--threads T] [--families K=FP.json]... [--ansatz FILE]...\n"
+    "                   [--traces n] [--no-stability] [--no-plots] [--set key=value]...\n"
+    "                   [--unset key]... [--prefix PREFIX] [--rule R1,R2,...]\n"
+    "                   [--certify | --certify-global] [--quiet]\n"
     "\n"
     "One sweep per K (same M, rule, init and integrator; CONFIG.json is the base\n"
     "configuration, default ReLU, T = I, d = 1000, sigma = 1, GMRES with the\n"
@@ -48,7 +48,8 @@ static const char compare_head[] =
     "\n"
     "The families of each K are enumerated (`scm fixed-points --K K --M M\n"
     "--polish-max-K 0 --max-residual 1e-9`, the built-in ansaetze, into\n"
-    "PREFIX.K<K>.families.json)\n"
+    "PREFIX.K<K>.families.json; --ansatz FILE adds an ansatz file, such as\n"
+    "examples/ansatz/k1_shared.json, at the K where it applies)\n"
     "unless --families K=FILE gives them, or the model is not one scm\n"
     "fixed-points handles (T = I, v = v* = 1): then rows are the anti-aligned\n"
     "count of converged runs.  Each family reached gets the verdict of\n"
@@ -66,6 +67,7 @@ static const char compare_head[] =
 typedef struct {
     const char *config, *rules;
     const char *sets[MAX_SETS], *unsets[MAX_SETS];
+    const char *ansatz[SCM_COMPARE_MAX_ANSATZ];
     int quiet, no_plots, threads, certify, certify_global, nunsets;
     long seed;
     char pbuf[64];
@@ -118,7 +120,7 @@ static int parse_families(const char *me, const char *name, const char *v, void 
 static int compare_parse(int argc, char **argv, scm_compare_opts *o, compare_cli *c)
 {
     cli_strs pos = {&c->config, 0, 1}, set = {c->sets, 0, MAX_SETS - 2},
-             unset = {c->unsets, 0, MAX_SETS};
+             unset = {c->unsets, 0, MAX_SETS}, ans = {c->ansatz, 0, SCM_COMPARE_MAX_ANSATZ};
     const cli_opt opts[] = {
         CLI_O("--M", CLI_LONG, &o->M, 1, 100000, "M", "number of teachers"),
         CLI_FN_("--K", parse_K, o, "K1,K2,...", "numbers of students, one sweep each"),
@@ -128,6 +130,9 @@ static int compare_parse(int argc, char **argv, scm_compare_opts *o, compare_cli
         CLI_OPT_THREADS(&c->threads),
         CLI_FN_("--families", parse_families, o, "K=FILE",
                 "the families of K (scm fixed-points -o), not enumerated"),
+        CLI_O("--ansatz", CLI_STRS, &ans, 0, 0, "FILE",
+              "an ansatz file the enumeration takes besides\nthe built-in ones, where it applies "
+              "(repeatable)"),
         CLI_O("--traces", CLI_INT, &o->traces, 0, 100, "n", "classes traced per K (default 4)"),
         CLI_F("--no-stability", &o->no_stability, "no stability verdicts"),
         CLI_F("--no-plots", &c->no_plots, "no figures"),
@@ -149,6 +154,8 @@ static int compare_parse(int argc, char **argv, scm_compare_opts *o, compare_cli
         return rc;
     o->nsets = set.n;
     c->nunsets = unset.n;
+    o->ansatz_files = c->ansatz;
+    o->n_ansatz = ans.n;
     if (c->certify && c->certify_global)
         return cli_usage_error(cmd.me, "--certify and --certify-global exclude each other");
     o->certify = c->certify ? 1 : c->certify_global ? 2 : 0;

@@ -23,8 +23,9 @@
 
 static const char map_head[] =
     "usage: scm map --M LIST --dK LIST --runs N [CONFIG.json] [--law LAW] [--seed S]\n"
-    "               [--threads T] [--set key=value]... [--no-stability]\n"
-    "               [--certify | --certify-global] [--no-plots] [-o PREFIX] [--quiet]\n"
+    "               [--threads T] [--set key=value]... [--ansatz FILE]...\n"
+    "               [--no-stability] [--certify | --certify-global] [--no-plots]\n"
+    "               [-o PREFIX] [--quiet]\n"
     "\n"
     "The map of global convergence: for every M of --M and dK of --dK one sweep\n"
     "of N random starts with K = M + dK students, run as `scm compare --M M --K\n"
@@ -37,7 +38,9 @@ static const char map_head[] =
     "Wilson intervals, the median time to convergence; per M the smallest dK\n"
     "with a global fraction >= 0.99.  Then the figures PREFIX.heatmap.png,\n"
     "PREFIX.global.png, PREFIX.families.png, PREFIX.time.png (plot_map.py;\n"
-    "--no-plots skips them).\n";
+    "--no-plots skips them).  --ansatz FILE: each cell's families include those\n"
+    "of that ansatz file where it applies (examples/ansatz/k1_shared*.json hold\n"
+    "the traps of K = M + 2, 3, 4 from M = 36 on: docs/map.md).\n";
 
 static const char map_tail[] =
     "exit status: 0 done, 1 a failure while running (the cells done stay and\n"
@@ -47,6 +50,7 @@ static const char map_tail[] =
 typedef struct {
     const char *config, *Ms, *dKs, *law;
     const char *sets[MAX_SETS];
+    const char *ansatz[SCM_COMPARE_MAX_ANSATZ];
     long seed, threads;
     int quiet, no_plots, certify, certify_global;
 } map_cli;
@@ -57,6 +61,7 @@ static int map_parse(int argc, char **argv, scm_map_opts *o, map_cli *c)
 {
     cli_strs pos = {&c->config, 0, 1};
     cli_strs sets = {c->sets, 0, MAX_SETS};
+    cli_strs ans = {c->ansatz, 0, SCM_COMPARE_MAX_ANSATZ};
     const cli_opt opts[] = {
         CLI_O("--M", CLI_STR, &c->Ms, 0, 0, "LIST", "the widths M (e.g. 6:40:2)"),
         CLI_O("--dK", CLI_STR, &c->dKs, 0, 0, "LIST", "the over-parameterisations K - M (e.g. 0:4)"),
@@ -72,6 +77,9 @@ static int map_parse(int argc, char **argv, scm_map_opts *o, map_cli *c)
         CLI_O("--threads", CLI_LONG, &c->threads, 1, 1024, "T",
               "threads (default: the processors online, at most 16);\nthe files do not depend on T"),
         CLI_OPT_SET(&sets),
+        CLI_O("--ansatz", CLI_STRS, &ans, 0, 0, "FILE",
+              "an ansatz file each cell's enumeration takes\nbesides the built-in ones, where "
+              "it applies\n(repeatable)"),
         CLI_F("--no-stability", &o->no_stability, "no stability verdicts"),
         CLI_F("--certify", &c->certify, "the sweeps' early stop (scm sweep --help)"),
         CLI_F("--certify-global", &c->certify_global, "its loss rule only"),
@@ -84,6 +92,8 @@ static int map_parse(int argc, char **argv, scm_map_opts *o, map_cli *c)
     if (rc >= 0)
         return rc;
     o->nsets = sets.n;
+    o->ansatz_files = c->ansatz;
+    o->n_ansatz = ans.n;
     if (c->certify && c->certify_global)
         return cli_usage_error(ME, "--certify and --certify-global exclude each other");
     o->certify = c->certify ? 1 : c->certify_global ? 2 : 0;

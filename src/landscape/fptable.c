@@ -46,6 +46,8 @@ scm_status scm_fp_table_opts_named(scm_fp_table_opts *o, const char *actname, sc
     return SCM_OK;
 }
 
+static scm_status ansatze_check(const scm_fp_table_opts *o, scm_error *err);
+
 scm_status scm_fp_table_opts_check(const scm_fp_table_opts *o, scm_error *err)
 {
     long K = o->K, M = o->M;
@@ -55,7 +57,9 @@ scm_status scm_fp_table_opts_check(const scm_fp_table_opts *o, scm_error *err)
     if (o->starts < 0 || o->seed < 0 || o->sweep_passes < 0 || o->deflate < 0 ||
         o->polish_max_K < 0 || o->threads < 0 || o->k1 < -1 || o->chain_from < 0 ||
         o->grow_from < 0 || o->probes < -1 || o->fixed_k1 < 1 ||
-        o->n_ansatz < 0 || o->n_ansatz > SCM_FP_TABLE_MAX_FILES ||
+        o->n_ansatz < 0 ||
+        o->n_ansatz >
+            SCM_FP_TABLE_MAX_FILES - (o->with_builtin ? scm_ansatz_builtin_count() : 0) ||
         (o->n_ansatz > 0 && !o->ansatz_files) || !(o->max_residual > 0.0) ||
         o->states < SCM_FP_STATES_AUTO || o->states > SCM_FP_STATES_ALL)
         return scm_error_set(err, SCM_EINVAL, "an option is out of its range");
@@ -75,22 +79,14 @@ scm_status scm_fp_table_opts_check(const scm_fp_table_opts *o, scm_error *err)
         return scm_error_set(err, SCM_EINVAL, "--probes and --fixed-k1 go with --grow-from");
     if (o->continue_to >= 0 && o->continue_to <= M)
         return scm_error_set(err, SCM_EINVAL, "--continue-to must exceed M = %ld", M);
-    return SCM_OK;
+    /* extra files are read here, so that a comparison refuses them before
+     * it writes anything */
+    return o->with_builtin && o->n_ansatz > 0 ? ansatze_check(o, err) : SCM_OK;
 }
 
-/* The ansatz files, or the built-in ansätze. */
-static scm_status ansatze_load(scm_fp_table *t, const scm_fp_table_opts *o, scm_error *err)
+static scm_status builtins_load(scm_fp_table *t, scm_error *err)
 {
     scm_error e;
-    if (o->n_ansatz > 0) {
-        for (int i = 0; i < o->n_ansatz; i++) {
-            t->ans[t->nans] = scm_ansatz_load(o->ansatz_files[i], &e);
-            if (!t->ans[t->nans])
-                return scm_error_set(err, SCM_EINVAL, "%s", e.msg);
-            t->nans++;
-        }
-        return SCM_OK;
-    }
     for (int i = 0; i < scm_ansatz_builtin_count() && t->nans < SCM_FP_TABLE_MAX_FILES; i++) {
         const char *file, *text = scm_ansatz_builtin_text(i, &file);
         t->ans[t->nans] = scm_ansatz_parse(text, strlen(text), file, &e);
@@ -99,6 +95,48 @@ static scm_status ansatze_load(scm_fp_table *t, const scm_fp_table_opts *o, scm_
         t->nans++;
     }
     return SCM_OK;
+}
+
+/* The ansatz files, or the built-in ansätze, or both (o->with_builtin: the
+ * built-in ones first, so that their points come out as without the
+ * files).  With both, two ansätze of one name would make a point's
+ * (ansatz, instance) label ambiguous: refused. */
+static scm_status ansatze_load(scm_fp_table *t, const scm_fp_table_opts *o, scm_error *err)
+{
+    scm_error e;
+    scm_status st;
+    const int builtin = o->n_ansatz == 0 || o->with_builtin;
+    if (builtin && (st = builtins_load(t, err)))
+        return st;
+    const int nb = t->nans;
+    for (int i = 0; i < o->n_ansatz && t->nans < SCM_FP_TABLE_MAX_FILES; i++) {
+        t->ans[t->nans] = scm_ansatz_load(o->ansatz_files[i], &e);
+        if (!t->ans[t->nans])
+            return scm_error_set(err, SCM_EINVAL, "%s", e.msg);
+        t->nans++;
+    }
+    for (int a = nb; a < t->nans && o->with_builtin; a++)
+        for (int b = 0; b < a; b++)
+            if (strcmp(scm_ansatz_name(t->ans[a]), scm_ansatz_name(t->ans[b])) == 0)
+                return scm_error_set(err, SCM_EINVAL,
+                                     "ansatz file '%s': the name '%s' is %s; rename it (its "
+                                     "\"name\")",
+                                     o->ansatz_files[a - nb], scm_ansatz_name(t->ans[a]),
+                                     b < nb ? "a built-in ansatz's" : "another file's too");
+    return SCM_OK;
+}
+
+/* ansatze_load's checks, on a table of nothing else. */
+static scm_status ansatze_check(const scm_fp_table_opts *o, scm_error *err)
+{
+    scm_fp_table *t = calloc(1, sizeof *t);
+    if (!t)
+        return scm_error_set(err, SCM_ENOMEM, "out of memory");
+    scm_status st = ansatze_load(t, o, err);
+    for (int a = 0; a < t->nans; a++)
+        scm_ansatz_free(t->ans[a]);
+    free(t);
+    return st;
 }
 
 /* Fewest scalars first (the most symmetric description represents a
@@ -324,7 +362,7 @@ scm_status scm_fp_table_run(const scm_fp_table_opts *o, scm_fp_table **out, scm_
     fo.polish_defer = 1;
     if (t->grow_from > 0) {
         fo.full_max_K = 0; /* block level */
-        st = fpt_grow_run(t, o->n_ansatz > 0, &fo, err);
+        st = fpt_grow_run(t, o->n_ansatz > 0 && !o->with_builtin, &fo, err);
         if (rows_fill_grow(t) && !st)
             st = scm_error_set(err, SCM_ENOMEM, "out of memory");
         if (st && t->ngrow == 0) {
@@ -334,7 +372,8 @@ scm_status scm_fp_table_run(const scm_fp_table_opts *o, scm_fp_table **out, scm_
         *out = t;
         return st;
     }
-    st = fpt_enumerate(t, o->n_ansatz > 0, o->sweep_passes, o->seeds, &fo, err);
+    st = fpt_enumerate(t, o->n_ansatz > 0 && !o->with_builtin, o->sweep_passes, o->seeds, &fo,
+                       err);
     if (st) {
         scm_fp_table_free(t);
         return st;

@@ -180,7 +180,8 @@ static scm_status enumerate(compare_state *s, const scm_config *c, long K, int j
         if (st)
             return fail(s, SCM_COMPARE_PART_ENUMERATION, 0, K, st);
     } else {
-        scm_compare_fams_compute(K, s->o->M, c->act, s->fam_made, 0, &r);
+        scm_compare_fams_compute(K, s->o->M, c->act, s->fam_made, s->o->ansatz_files,
+                                 s->o->n_ansatz, 0, &r);
     }
     if (r.status) {
         if (err)
@@ -474,6 +475,9 @@ static scm_status precheck(compare_state *s, scm_error *err)
             fo.act = c->act;
             fo.polish_max_K = 0;
             fo.max_residual = 1e-9;
+            fo.ansatz_files = o->ansatz_files; /* read and checked here */
+            fo.n_ansatz = o->n_ansatz;
+            fo.with_builtin = 1;
             if ((st = scm_fp_table_opts_check(&fo, err)))
                 fail(s, SCM_COMPARE_PART_COMPARE, 1, o->K[j], st);
         }
@@ -597,7 +601,8 @@ static scm_status families_ahead(compare_state *s, scm_error *err)
                 jobs[q] = jobs[q - 1];
                 who[q] = who[q - 1];
             }
-            jobs[q].in = scm_compare_job_fams(o->K[j], o->M, c->act, name);
+            jobs[q].in = scm_compare_job_fams(o->K[j], o->M, c->act, name, o->ansatz_files,
+                                              o->n_ansatz);
             jobs[q].out = NULL;
             who[q] = j;
             if (!jobs[q].in)
@@ -719,6 +724,9 @@ static void assemble(compare_state *s, cJSON *report)
     for (int j = 0; j < o->nK; j++)
         cJSON_AddItemToArray(kc, cJSON_CreateNumber((double)o->K[j]));
     cJSON_AddNumberToObject(report, "runs", (double)o->runs);
+    if (o->n_ansatz > 0)
+        cJSON_AddItemToObject(report, "ansatz", cJSON_CreateStringArray(o->ansatz_files,
+                                                                         o->n_ansatz));
     fractions(s, report);
     cJSON_AddItemToObject(report, "families", s->fam_arr);
     cJSON_AddItemToObject(report, "families_reached", s->reached_arr);
@@ -743,7 +751,9 @@ scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, s
     s.o = o;
     s.res = res;
     if (!o->prefix || o->M < 1 || o->nK < 1 || o->nK > SCM_COMPARE_MAX_K || o->runs < 1 ||
-        o->threads < 1 || o->traces < 0 || o->traces > 100 || o->nsets > MAX_SETS)
+        o->threads < 1 || o->traces < 0 || o->traces > 100 || o->nsets > MAX_SETS ||
+        o->n_ansatz < 0 || o->n_ansatz > SCM_COMPARE_MAX_ANSATZ ||
+        (o->n_ansatz > 0 && !o->ansatz_files))
         return fail(&s, SCM_COMPARE_PART_COMPARE, 1, -1,
                     scm_error_set(err, SCM_EINVAL, "bad comparison options"));
     res->nK = o->nK;

@@ -88,13 +88,17 @@ typedef struct {
 } scm_compare_fams;
 
 /* Compute r (threads: the enumeration's, 0 for the processors online; the
- * result does not depend on it); name only appears in messages. */
+ * result does not depend on it); name only appears in messages.  ansatz:
+ * n_ansatz ansatz files enumerated besides the built-in ones
+ * (scm_compare_opts.ansatz_files), those that do not apply skipped. */
 void scm_compare_fams_compute(long K, long M, const scm_activation *act, const char *name,
-                              int threads, scm_compare_fams *r);
+                              const char *const *ansatz, int n_ansatz, int threads,
+                              scm_compare_fams *r);
 void scm_compare_fams_free(scm_compare_fams *r);
 
 /* The job text of scm_compare_fams_compute (NULL on no memory). */
-char *scm_compare_job_fams(long K, long M, const scm_activation *act, const char *name);
+char *scm_compare_job_fams(long K, long M, const scm_activation *act, const char *name,
+                           const char *const *ansatz, int n_ansatz);
 
 /* r from the result out of a families job (out is modified).  SCM_EINVAL
  * when it is no such result, SCM_ENOMEM; r->text owned by r. */

@@ -27,7 +27,8 @@
 /* ---- the families of one K ----------------------------------------------- */
 
 void scm_compare_fams_compute(long K, long M, const scm_activation *act, const char *name,
-                              int threads, scm_compare_fams *r)
+                              const char *const *ansatz, int n_ansatz, int threads,
+                              scm_compare_fams *r)
 {
     memset(r, 0, sizeof *r);
     scm_fp_table_opts fo;
@@ -38,6 +39,9 @@ void scm_compare_fams_compute(long K, long M, const scm_activation *act, const c
     fo.polish_max_K = 0;
     fo.max_residual = 1e-9;
     fo.threads = threads;
+    fo.ansatz_files = ansatz;
+    fo.n_ansatz = n_ansatz;
+    fo.with_builtin = 1;
     scm_fp_table *t = NULL;
     scm_status st = scm_fp_table_opts_check(&fo, &r->err);
     if (!st)
@@ -63,7 +67,8 @@ void scm_compare_fams_free(scm_compare_fams *r)
     r->text = NULL;
 }
 
-char *scm_compare_job_fams(long K, long M, const scm_activation *act, const char *name)
+char *scm_compare_job_fams(long K, long M, const scm_activation *act, const char *name,
+                           const char *const *ansatz, int n_ansatz)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "job", "families");
@@ -71,6 +76,8 @@ char *scm_compare_job_fams(long K, long M, const scm_activation *act, const char
     cJSON_AddNumberToObject(j, "M", (double)M);
     cJSON_AddStringToObject(j, "activation", act->name);
     cJSON_AddStringToObject(j, "file", name);
+    if (n_ansatz > 0) /* only then: the jobs of a comparison without stay as they were */
+        cJSON_AddItemToObject(j, "ansatz", cJSON_CreateStringArray(ansatz, n_ansatz));
     char *t = scm_output_print(j, 1);
     cJSON_Delete(j);
     return t;
@@ -245,6 +252,26 @@ static scm_status run_stab(const cJSON *j, char **out, scm_error *err)
 
 /* ---- any job ------------------------------------------------------------- */
 
+/* The ansatz files of a families job into files (pointers into j): their
+ * count, 0 without the key, -1 when it is not an array of at most
+ * SCM_COMPARE_MAX_ANSATZ strings. */
+static int job_ansatz(const cJSON *j, const char **files)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "ansatz"), *f;
+    if (!a)
+        return 0;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > SCM_COMPARE_MAX_ANSATZ)
+        return -1;
+    int n = 0;
+    cJSON_ArrayForEach(f, a)
+    {
+        if (!cJSON_IsString(f))
+            return -1;
+        files[n++] = f->valuestring;
+    }
+    return n;
+}
+
 scm_status scm_compare_job_run(const char *in, int threads, char **out, scm_error *err)
 {
     *out = NULL;
@@ -262,12 +289,16 @@ scm_status scm_compare_job_run(const char *in, int threads, char **out, scm_erro
                     *jf = cJSON_GetObjectItemCaseSensitive(j, "file");
         const scm_activation *act =
             cJSON_IsString(ja) ? scm_activation_find(ja->valuestring) : NULL;
-        if (!cJSON_IsNumber(jk) || !cJSON_IsNumber(jm) || !act || !cJSON_IsString(jf)) {
+        const char *files[SCM_COMPARE_MAX_ANSATZ];
+        int nfiles = job_ansatz(j, files);
+        if (!cJSON_IsNumber(jk) || !cJSON_IsNumber(jm) || !act || !cJSON_IsString(jf) ||
+            nfiles < 0) {
             st = scm_error_set(err, SCM_EINVAL, "a malformed families job");
         } else {
             scm_compare_fams r;
             scm_compare_fams_compute((long)jk->valuedouble, (long)jm->valuedouble, act,
-                                     jf->valuestring, threads < 1 ? 1 : threads, &r);
+                                     jf->valuestring, files, nfiles, threads < 1 ? 1 : threads,
+                                     &r);
             if (!(*out = fams_result(&r)))
                 st = scm_error_set(err, SCM_ENOMEM, "out of memory");
             scm_compare_fams_free(&r);

@@ -68,9 +68,10 @@ void scm_compare_header_diff(const char *old_line, const char *want, char *out, 
 {
     static const char *const keys[] = {"runs", "seed", "config", "families", "classify",
                                        "shard", "scm_sweep"};
-    static const char *const what[] = {"--runs", "the seed", "the configuration",
-                                       "the families", "the classification options",
-                                       "the shard", "the format"};
+    static const char *const what[] = {"another --runs", "another seed", "another configuration",
+                                       "other families (another --ansatz or scmode version)",
+                                       "other classification options", "another shard",
+                                       "another format"};
     cJSON *a = cJSON_Parse(old_line), *b = cJSON_Parse(want);
     if (!cJSON_IsObject(a) || !cJSON_GetObjectItemCaseSensitive(a, "scm_sweep"))
         snprintf(out, n, "its first line is not a sweep header");
@@ -85,7 +86,7 @@ void scm_compare_header_diff(const char *old_line, const char *want, char *out, 
             snprintf(out, n, "it was made with %s = %.17g, not %.17g", keys[i], x->valuedouble,
                      y->valuedouble);
         else
-            snprintf(out, n, "it was made with other %s", what[i]);
+            snprintf(out, n, "it was made with %s", what[i]);
         break;
     }
     cJSON_Delete(a);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "scm/config.h"
+#include "scm/fptable.h"
 #include "scm/sweep.h"
 
 #define MAP_MAX_SETS 256
@@ -218,6 +219,22 @@ static scm_status map_check(const scm_map_opts *o, cJSON **init, scm_error *err)
         return scm_error_set(err, SCM_EINVAL, "unknown init law %d", (int)o->law);
     if (o->nsets > MAP_MAX_SETS - 4)
         return scm_error_set(err, SCM_EINVAL, "too many --set options");
+    if (o->n_ansatz < 0 || o->n_ansatz > SCM_COMPARE_MAX_ANSATZ ||
+        (o->n_ansatz > 0 && !o->ansatz_files))
+        return scm_error_set(err, SCM_EINVAL, "at most %d --ansatz files",
+                             SCM_COMPARE_MAX_ANSATZ);
+    if (o->n_ansatz > 0) { /* the files read and checked once, before any cell */
+        scm_fp_table_opts fo;
+        scm_fp_table_opts_default(&fo);
+        fo.K = o->M[0] + o->dK[0];
+        fo.M = o->M[0];
+        fo.ansatz_files = o->ansatz_files;
+        fo.n_ansatz = o->n_ansatz;
+        fo.with_builtin = 1;
+        scm_status st = scm_fp_table_opts_check(&fo, err);
+        if (st)
+            return st;
+    }
     for (int i = 0; i < o->nsets; i++) {
         if (set_names(o->sets[i], "init.law"))
             return scm_error_set(err, SCM_EINVAL, "--set %s: the map sets init.law from --law",
@@ -419,6 +436,8 @@ static scm_status map_row(const scm_map_opts *o, long M, cJSON *cells, scm_map_r
     char law_set[64], d_set[64], prefix[MAP_PATH_LEN];
     co.nsets = row_sets(o, M, sets, law_set, d_set);
     co.sets = sets;
+    co.ansatz_files = o->ansatz_files;
+    co.n_ansatz = o->n_ansatz;
     snprintf(prefix, sizeof prefix, "%s.M%ld", o->prefix, M);
     co.prefix = prefix;
     co.have_seed = o->have_seed;
@@ -476,6 +495,9 @@ scm_status scm_map_run(const scm_map_opts *opts, scm_map_result *res, scm_error 
     cJSON_AddItemToObject(map, "M", long_array(o->M, o->nM));
     cJSON_AddItemToObject(map, "dK", long_array(o->dK, o->ndK));
     cJSON_AddNumberToObject(map, "runs", (double)o->runs);
+    if (o->n_ansatz > 0)
+        cJSON_AddItemToObject(map, "ansatz",
+                              cJSON_CreateStringArray(o->ansatz_files, o->n_ansatz));
     cJSON_AddItemToObject(map, "init", init);
     cJSON *cells = cJSON_AddArrayToObject(map, "cells");
     for (int i = 0; i < o->nM && !st; i++)
