@@ -123,6 +123,12 @@ typedef struct {
     void *event_user;
 } scm_compare_opts;
 
+/* The ansatz files of scm_compare_opts read and checked as the enumeration
+ * of (K, M) takes them: SCM_EINVAL naming a file that cannot be read or
+ * parsed, or whose name is a built-in ansatz's or another file's. */
+scm_status scm_compare_ansatz_check(long K, long M, const char *const *ansatz, int n_ansatz,
+                                    scm_error *err);
+
 /* M = -1, nK = 0, runs = -1, threads 1, traces 4, the rest 0 / NULL. */
 void scm_compare_opts_default(scm_compare_opts *o);
 

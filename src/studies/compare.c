@@ -468,16 +468,8 @@ static scm_status precheck(compare_state *s, scm_error *err)
                                     "--families %ld=FILE",
                                     SCM_FP_FULL_MAX_K, o->K[j], o->K[j]));
         } else if (enumerable(c)) {
-            scm_fp_table_opts fo;
-            scm_fp_table_opts_default(&fo);
-            fo.K = o->K[j];
-            fo.M = o->M;
-            fo.act = c->act;
-            fo.polish_max_K = 0;
-            fo.max_residual = 1e-9;
-            fo.ansatz_files = o->ansatz_files; /* read and checked here */
-            fo.n_ansatz = o->n_ansatz;
-            fo.with_builtin = 1;
+            scm_fp_table_opts fo; /* the --ansatz files read and checked here too */
+            scm_compare_fams_opts(&fo, o->K[j], o->M, c->act, o->ansatz_files, o->n_ansatz);
             if ((st = scm_fp_table_opts_check(&fo, err)))
                 fail(s, SCM_COMPARE_PART_COMPARE, 1, o->K[j], st);
         }

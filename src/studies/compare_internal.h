@@ -10,6 +10,7 @@
 
 #include "scm/compare.h"
 #include "scm/config.h"
+#include "scm/fptable.h"
 #include "scm/model.h"
 
 /* The file as JSON, or NULL (unreadable or not JSON). */
@@ -86,6 +87,11 @@ typedef struct {
     char *text;
     int above;
 } scm_compare_fams;
+
+/* The options of the enumeration of K (scm fixed-points --polish-max-K 0
+ * --max-residual 1e-9, the built-in ansätze and these files). */
+void scm_compare_fams_opts(scm_fp_table_opts *fo, long K, long M, const scm_activation *act,
+                           const char *const *ansatz, int n_ansatz);
 
 /* Compute r (threads: the enumeration's, 0 for the processors online; the
  * result does not depend on it); name only appears in messages.  ansatz:

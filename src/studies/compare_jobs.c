@@ -26,22 +26,36 @@
 
 /* ---- the families of one K ----------------------------------------------- */
 
+void scm_compare_fams_opts(scm_fp_table_opts *fo, long K, long M, const scm_activation *act,
+                           const char *const *ansatz, int n_ansatz)
+{
+    scm_fp_table_opts_default(fo);
+    fo->K = K;
+    fo->M = M;
+    fo->act = act;
+    fo->polish_max_K = 0;
+    fo->max_residual = 1e-9;
+    fo->ansatz_files = ansatz;
+    fo->n_ansatz = n_ansatz;
+    fo->with_builtin = 1;
+}
+
+scm_status scm_compare_ansatz_check(long K, long M, const char *const *ansatz, int n_ansatz,
+                                    scm_error *err)
+{
+    scm_fp_table_opts fo;
+    scm_compare_fams_opts(&fo, K, M, scm_activation_find("relu"), ansatz, n_ansatz);
+    return scm_fp_table_opts_check(&fo, err);
+}
+
 void scm_compare_fams_compute(long K, long M, const scm_activation *act, const char *name,
                               const char *const *ansatz, int n_ansatz, int threads,
                               scm_compare_fams *r)
 {
     memset(r, 0, sizeof *r);
     scm_fp_table_opts fo;
-    scm_fp_table_opts_default(&fo);
-    fo.K = K;
-    fo.M = M;
-    fo.act = act;
-    fo.polish_max_K = 0;
-    fo.max_residual = 1e-9;
+    scm_compare_fams_opts(&fo, K, M, act, ansatz, n_ansatz);
     fo.threads = threads;
-    fo.ansatz_files = ansatz;
-    fo.n_ansatz = n_ansatz;
-    fo.with_builtin = 1;
     scm_fp_table *t = NULL;
     scm_status st = scm_fp_table_opts_check(&fo, &r->err);
     if (!st)

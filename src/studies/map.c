@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "scm/config.h"
-#include "scm/fptable.h"
 #include "scm/sweep.h"
 
 #define MAP_MAX_SETS 256
@@ -224,14 +223,8 @@ static scm_status map_check(const scm_map_opts *o, cJSON **init, scm_error *err)
         return scm_error_set(err, SCM_EINVAL, "at most %d --ansatz files",
                              SCM_COMPARE_MAX_ANSATZ);
     if (o->n_ansatz > 0) { /* the files read and checked once, before any cell */
-        scm_fp_table_opts fo;
-        scm_fp_table_opts_default(&fo);
-        fo.K = o->M[0] + o->dK[0];
-        fo.M = o->M[0];
-        fo.ansatz_files = o->ansatz_files;
-        fo.n_ansatz = o->n_ansatz;
-        fo.with_builtin = 1;
-        scm_status st = scm_fp_table_opts_check(&fo, err);
+        scm_status st = scm_compare_ansatz_check(o->M[0] + o->dK[0], o->M[0], o->ansatz_files,
+                                                 o->n_ansatz, err);
         if (st)
             return st;
     }
