@@ -603,7 +603,7 @@ static int reclassify(const char *in_path, const char *out_path, const char *hes
         return 2;
     }
     if (hf)
-        fprintf(hf, "K,M,dK,family_n_anti,loss,ansatz,ansatz_k1,hess_min_eig_times_d,"
+        fprintf(hf, "K,M,dK,family_n_anti,loss,ansatz,instance,hess_min_eig_times_d,"
                     "hess_negative,hess_zero,rotation_zeros,parallel_students,parallel_srel,"
                     "classification\n");
     scm_ansatz *ans[16];

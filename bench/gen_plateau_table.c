@@ -153,7 +153,7 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(csv, "K,M,dK,family_n_anti,n_aligned,n_other,loss,residual,residual_kind,"
-                 "block_max_eig,full_max_eig,classification,ansatz,ansatz_k1,hits,scalars\n");
+                 "block_max_eig,full_max_eig,classification,ansatz,instance,hits,scalars\n");
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "description",
                             "Specialised fixed points of the k1 families, ReLU, T = I, v = v* = 1; "
@@ -353,7 +353,7 @@ int main(int argc, char **argv)
                     cJSON_AddNullToObject(j, "full_max_eig");
                 cJSON_AddStringToObject(j, "classification", cls);
                 cJSON_AddStringToObject(j, "ansatz", scm_ansatz_name(ans[s->a]));
-                cJSON_AddNumberToObject(j, "ansatz_k1", s->k1);
+                cJSON_AddNumberToObject(j, "instance", s->k1);
                 cJSON_AddNumberToObject(j, "hits", pt->hits);
                 cJSON *sc = cJSON_AddObjectToObject(j, "scalars");
                 for (int c = 0; c < pt->nsc; c++)

@@ -21,7 +21,7 @@
  * the stability file verbatim) and parsed. */
 typedef struct {
     char K_s[PT_FIELD], M_s[PT_FIELD], dK_s[PT_FIELD], n_anti_s[PT_FIELD], loss_s[PT_FIELD];
-    int K, M, dK, ansatz_k1;
+    int K, M, dK, instance;
     double n_anti, loss, residual, block_eig, full_eig;
     char cls[PT_FIELD], ansatz[PT_FIELD], scalars[PT_SCALARS];
 } pt_row;
@@ -65,7 +65,7 @@ static inline int pt_row_parse(char *line, pt_row *r)
     r->full_eig = atof(f[10]);
     strcpy(r->cls, f[11]);
     strcpy(r->ansatz, f[12]);
-    r->ansatz_k1 = atoi(f[13]);
+    r->instance = atoi(f[13]);
     strcpy(r->scalars, f[15]);
     return r->K >= 1 && r->M >= 1;
 }
@@ -96,10 +96,10 @@ static inline int pt_row_point(const pt_row *r, double *Q, double *R, char *why,
         return -1;
     }
     scm_error e;
-    scm_ansatz_inst *in = scm_ansatz_instantiate(a, r->K, r->M, r->ansatz_k1, &e);
+    scm_ansatz_inst *in = scm_ansatz_instantiate(a, r->K, r->M, r->instance, &e);
     if (!in) {
         snprintf(why, whylen, "instantiate %s at K = %d, M = %d, k1 = %d: %.300s", r->ansatz, r->K,
-                 r->M, r->ansatz_k1, e.msg);
+                 r->M, r->instance, e.msg);
         scm_ansatz_free(a);
         return -1;
     }

@@ -42,10 +42,15 @@ MIN, SAD = "certified strict local minimum", "certified saddle"
 UNPROVED = "certified critical point, strictness unproved"
 
 
+def instance(p):
+    """The point's ansatz instance label ("ansatz_k1" in files of before 2026-12-06)."""
+    return p["instance"] if "instance" in p else p["ansatz_k1"]
+
+
 def row(p):
     h = p.get("hessian", {})
     k1 = p.get("k1", "")  # anti-aligned students; "" if not specialised
-    return [p["K"], p["M"], p["K"] - p["M"], k1, p["ansatz"], p["ansatz_k1"], p["index"],
+    return [p["K"], p["M"], p["K"] - p["M"], k1, p["ansatz"], instance(p), p["index"],
             repr(p["eps"]), repr(p["loss_enclosure"][0]), repr(p["loss_enclosure"][1]),
             repr(p["radius"]), repr(h.get("lambda_min_lower")), repr(h.get("lambda_min_float")),
             repr(h.get("complement_lower")), p["verdict"], p["reason"]]
@@ -72,7 +77,7 @@ def coverage(pts, K, M, cov, refused):
                     repr(best["hessian"]["lambda_min_lower"]) if best else ""])
         for p in by[k1]:
             if p["verdict"] not in (MIN, SAD):
-                refused.append([K, M, K - M, k1, p["ansatz"], p["ansatz_k1"], p["index"],
+                refused.append([K, M, K - M, k1, p["ansatz"], instance(p), p["index"],
                                 repr(p["eps"]), p["verdict"], p["reason"]])
 
 
@@ -141,7 +146,7 @@ def fam_row(p, n, nmin):
     verdict = p["verdict"] if p["verdict"] == MIN else "no certified minimum"
     reason = p["reason"] if p["verdict"] == MIN else "%s: %s" % (p["verdict"], p["reason"])
     return [p["K"], p["M"], p["K"] - p["M"], p.get("k1", ""), n, nmin, p["ansatz"],
-            p["ansatz_k1"], p.get("table_line", p["index"]), num(p["eps"]),
+            instance(p), p.get("table_line", p["index"]), num(p["eps"]),
             num(p["loss_enclosure"][0]), num(p["loss_enclosure"][1]), num(p["radius"]),
             num(h.get("lambda_min_lower")), num(h.get("lambda_min_float")),
             num(h.get("complement_lower")), verdict, reason]

@@ -22,6 +22,11 @@ MIN, SAD = "certified strict local minimum", "certified saddle"
 TOL = 1e-9
 
 
+def instance(p):
+    """The point's ansatz instance label ("ansatz_k1" in files of before 2026-12-06)."""
+    return p["instance"] if "instance" in p else p["ansatz_k1"]
+
+
 def near(x, xs):
     return any(abs(x - y) < TOL for y in xs)
 
@@ -60,7 +65,7 @@ def main(table, dirs):
                 side = "enumeration" if p in only_e else "table"
                 tot["minima only in the " + side] += 1
                 print("K=%d M=%d k1=%s: minimum only in the %s: %s instance %d eps %.12g" %
-                      (K, M, k1, side, p["ansatz"], p["ansatz_k1"], p["eps"]))
+                      (K, M, k1, side, p["ansatz"], instance(p), p["eps"]))
             for p in T[k1][MIN]:
                 q = [q for q in E[k1][MIN] if abs(q["eps"] - p["eps"]) < TOL]
                 if q:

@@ -170,7 +170,7 @@ static scm_ansatz_inst *family_min(int K, int M, int k1, double *x, double *eps)
     if (scm_family_find(K, M, k1, builtin, n_builtin, &scm_act_relu, &fo, &fam, &e) == SCM_OK &&
         scm_family_default(&fam, &scm_act_relu, &idx, &e) == SCM_OK && idx >= 0) {
         const scm_fam_point *p = &fam.pt[idx];
-        in = scm_ansatz_instantiate(find_builtin(p->ansatz), K, M, p->ansatz_k1, &e);
+        in = scm_ansatz_instantiate(find_builtin(p->ansatz), K, M, p->instance, &e);
         if (in) {
             memcpy(x, p->x, sizeof(double) * (size_t)p->nsc);
             scm_blockflow *bf = scm_blockflow_alloc(in, &scm_act_relu);
@@ -349,7 +349,7 @@ static void test_strictness(void)
         CHECK(st == SCM_OK && fam.n > 0, "family K = %d k1 = %d: %s", K, k1, e.msg);
         for (int p = 0; !st && p < fam.n; p++) {
             scm_ansatz_inst *in = scm_ansatz_instantiate(find_builtin(fam.pt[p].ansatz), K, M,
-                                                         fam.pt[p].ansatz_k1, &e);
+                                                         fam.pt[p].instance, &e);
             if (!in)
                 continue;
             scm_certify_result r;

@@ -187,7 +187,7 @@ static void test_indefinite(void)
                 continue;
             for (int p = 0; p < fam.n; p++) {
                 scm_ansatz_inst *in = scm_ansatz_instantiate(find_builtin(fam.pt[p].ansatz), K,
-                                                             K, fam.pt[p].ansatz_k1, &e);
+                                                             K, fam.pt[p].instance, &e);
                 if (!in)
                     continue;
                 scm_certify_result r;

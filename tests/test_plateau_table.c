@@ -60,7 +60,7 @@ static scm_ansatz_inst *row_point(const pt_row *r, double *x, int nmax)
 {
     scm_ansatz *a = pt_load_builtin(r->ansatz);
     scm_error e;
-    scm_ansatz_inst *in = a ? scm_ansatz_instantiate(a, r->K, r->M, r->ansatz_k1, &e) : NULL;
+    scm_ansatz_inst *in = a ? scm_ansatz_instantiate(a, r->K, r->M, r->instance, &e) : NULL;
     scm_ansatz_free(a);
     char buf[PT_SCALARS];
     snprintf(buf, sizeof buf, "%s", r->scalars);
@@ -87,7 +87,7 @@ static void recompute(const pt_row *r)
     if (!a)
         return;
     scm_error e;
-    scm_ansatz_inst *in = scm_ansatz_instantiate(a, r->K, r->M, r->ansatz_k1, &e);
+    scm_ansatz_inst *in = scm_ansatz_instantiate(a, r->K, r->M, r->instance, &e);
     CHECK(in != NULL, "instantiate: %s", in ? "" : e.msg);
     if (!in) {
         scm_ansatz_free(a);

@@ -145,7 +145,7 @@ check("0.0597534191121" in open(os.path.join(SRC, "docs", "crosscheck.md")).read
 T100 = rows("plateau_table_M100.csv")
 M100 = {int(r["M"]) for r in T100}
 check(M100 == set(range(2, 101)), "M = 100 table's M: %d..%d" % (min(M100), max(M100)))
-key = ("K", "M", "loss", "ansatz", "ansatz_k1", "classification", "scalars")
+key = ("K", "M", "loss", "ansatz", "instance", "classification", "scalars")
 low = [tuple(r[k] for k in key) for r in T100 if int(r["M"]) <= 40]
 check(low == [tuple(r[k] for k in key) for r in T], "M = 100 table's rows up to M = 40")
 check({r["ansatz"] for r in T100} == set().union(*by_dK.values()) and

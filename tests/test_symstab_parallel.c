@@ -157,7 +157,7 @@ static scm_ansatz_inst *row_inst(pt_row *r, double *x, int nmax)
 {
     scm_ansatz *a = pt_load_builtin(r->ansatz);
     scm_error e;
-    scm_ansatz_inst *in = a ? scm_ansatz_instantiate(a, r->K, r->M, r->ansatz_k1, &e) : NULL;
+    scm_ansatz_inst *in = a ? scm_ansatz_instantiate(a, r->K, r->M, r->instance, &e) : NULL;
     scm_ansatz_free(a);
     int got = 0, n = in ? scm_ansatz_inst_nscalars(in) : 0;
     for (char *tok = strtok(r->scalars, ";"); in && tok; tok = strtok(NULL, ";")) {
@@ -186,7 +186,7 @@ static void check_row(pt_row *r, row_stats *s)
     double x[256];
     char label[256];
     snprintf(label, sizeof label, "K=%d M=%d n_anti=%g loss %s (%s k1=%d)", r->K, r->M,
-             r->n_anti, r->loss_s, r->ansatz, r->ansatz_k1);
+             r->n_anti, r->loss_s, r->ansatz, r->instance);
     scm_ansatz_inst *in = row_inst(r, x, 256);
     CHECK(in != NULL, "%s: cannot rebuild the point", label);
     if (!in)

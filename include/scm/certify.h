@@ -106,7 +106,7 @@ cJSON *scm_certify_result_json(const scm_certify_result *res);
 typedef struct {
     int K, M, k1;          /* the point's family (k1 = anti-aligned students) */
     char ansatz[64];       /* its ansatz and instance */
-    int ansatz_k1;
+    int instance;
     int index;             /* its index in the family (by loss) or the file */
     double eps;            /* its floating-point loss */
     char stability[40];    /* the family's floating-point class ("" from a file) */
@@ -167,7 +167,7 @@ void scm_certify_table_sel_default(scm_certify_table_sel *s);
 
 /* Certify the selected rows of a plateau table (the CSV of
  * bench/gen_plateau_table, e.g. data/plateau_table_M100.csv; columns K, M,
- * family_n_anti, classification, ansatz, ansatz_k1, scalars, and
+ * family_n_anti, classification, ansatz, instance, scalars, and
  * block_max_eig for SCM_CERTIFY_ROWS_BLOCK_STABLE, found by the header)
  * from their stored scalars ("name=value;..." to 15 digits): each is
  * Newton-polished in double first (kept if it moves the scalars by at

@@ -47,7 +47,8 @@ typedef struct {
     double full_re_max;   /* largest real part, full Jacobian (NaN: not checked) */
     scm_fam_class cls;
     char ansatz[64];      /* where it was first found */
-    int ansatz_k1;        /* the instance's k1 parameter */
+    int instance;         /* its instance label (not its k1: the ansatz's k1 group
+                             need not be the anti-aligned one) */
     int n_anti;           /* anti-aligned students (== the family's k1) */
     int nsc;              /* number of ansatz scalars */
     char (*names)[80];    /* their names */

@@ -48,7 +48,7 @@ typedef struct {
     int from_family;       /* 1: pick holds the family and the choice */
     scm_family_pick pick;
     char ansatz[64];       /* the ansatz the point belongs to ("": unknown) */
-    int ansatz_k1;         /* its instance's k1 */
+    int instance;          /* its instance label (not the point's k1) */
     scm_stabpoint_sym sym; /* the symmetric analysis (scm_stabpoint_analyse) */
 } scm_stabpoint;
 
@@ -116,7 +116,7 @@ cJSON *scm_stabpoint_json(const scm_stabpoint *sp, const scm_activation *act,
 
 /* The analysis of sp for activation act: with dense = 0 and a point whose
  * ansatz is known (sp->ansatz, looked up in ansatz_file or else the
- * built-in ansätze, instantiated at (K, M, sp->ansatz_k1), the point
+ * built-in ansätze, instantiated at (K, M, sp->instance), the point
  * projected onto it), the spectra are the symmetric ones
  * (scm_stab_symmetric_full, scm_stab_symmetric_jacobian; sp->sym.done =
  * 1): r's Hessian fields hold their counts (n = K d), smallest and

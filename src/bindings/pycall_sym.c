@@ -44,7 +44,7 @@ static cJSON *sym_json(const scm_symstab_result *r, const scm_ansatz *an, int k1
         return NULL;
     }
     cJSON_AddStringToObject(o, "ansatz", scm_ansatz_name(an));
-    cJSON_AddNumberToObject(o, "ansatz_k1", k1);
+    cJSON_AddNumberToObject(o, "instance", k1);
     cJSON_AddStringToObject(o, "operator", jac ? "flow jacobian" : "hessian");
     cJSON_AddNumberToObject(o, "d", (double)r->d);
     cJSON_AddNumberToObject(o, "total", (double)r->total);

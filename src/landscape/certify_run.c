@@ -114,11 +114,11 @@ static scm_status family_one(const scm_cert_builtins *b, int K, int M, int k1, i
         e->k1 = k1;
         e->index = i;
         e->eps = p->eps;
-        e->ansatz_k1 = p->ansatz_k1;
+        e->instance = p->instance;
         snprintf(e->ansatz, sizeof e->ansatz, "%s", p->ansatz);
         snprintf(e->stability, sizeof e->stability, "%s",
                  full_failed ? "block_stable (full check failed)" : scm_fam_class_str(p->cls));
-        st = certify_in(b, p->ansatz, K, M, p->ansatz_k1, p->x, o, e, err);
+        st = certify_in(b, p->ansatz, K, M, p->instance, p->x, o, e, err);
     }
     scm_family_free(&fam);
     return st;
@@ -176,7 +176,7 @@ static int grown_starts(const scm_cert_builtins *b, const scm_ansatz *a, int K, 
     if (scm_family_find(K0, K0 - d, k1, b->a, b->n, &scm_act_relu, &fo, &fam, &e) == SCM_OK)
         for (int i = 0; i < fam.n && n < cap; i++) {
             scm_fam_point *p = &fam.pt[i];
-            if (strcmp(p->ansatz, scm_ansatz_name(a)) != 0 || p->ansatz_k1 != k1 ||
+            if (strcmp(p->ansatz, scm_ansatz_name(a)) != 0 || p->instance != k1 ||
                 p->nsc != nsc || p->cls == SCM_FAM_SADDLE_BLOCK)
                 continue;
             memcpy(xs + n * nsc, p->x, sizeof(double) * (size_t)nsc);
@@ -240,7 +240,7 @@ static scm_status family_block(const scm_cert_builtins *b, int K, int M, int k1,
             e->k1 = k1;
             e->index = p;
             e->eps = s.pt[p].eps;
-            e->ansatz_k1 = k1;
+            e->instance = k1;
             snprintf(e->ansatz, sizeof e->ansatz, "%s", scm_ansatz_name(b->a[j]));
             snprintf(e->stability, sizeof e->stability, "%s",
                      re > SCM_FAM_EIG_TOL ? "saddle (block)" : "block_stable (full not checked)");
@@ -356,7 +356,7 @@ static scm_status fpfile_point(const scm_cert_builtins *b, const cJSON *root, co
             e->k1 = (int)fs.n_anti;
     }
     e->index = (int)index;
-    e->ansatz_k1 = (int)ik->valuedouble;
+    e->instance = (int)ik->valuedouble;
     snprintf(e->ansatz, sizeof e->ansatz, "%s", an->valuestring);
     return SCM_OK;
 }
@@ -442,7 +442,7 @@ cJSON *scm_certify_list_json(const scm_certify_list *l, const scm_certify_opts *
             cJSON_AddNumberToObject(p, "k1", e->k1);
         cJSON_AddNumberToObject(p, "index", e->index);
         cJSON_AddStringToObject(p, "ansatz", e->ansatz);
-        cJSON_AddNumberToObject(p, "ansatz_k1", e->ansatz_k1);
+        cJSON_AddNumberToObject(p, "instance", e->instance);
         cJSON_AddNumberToObject(p, "eps", e->eps);
         if (e->stability[0])
             cJSON_AddStringToObject(p, "float_class", e->stability);

@@ -21,14 +21,14 @@
 #define MAX_FIELDS 64
 #define MAX_SCALARS 512
 
-enum { C_K, C_M, C_NANTI, C_CLASS, C_ANSATZ, C_AK1, C_SCALARS, C_BLOCKEIG, NCOL };
+enum { C_K, C_M, C_NANTI, C_CLASS, C_ANSATZ, C_INST, C_SCALARS, C_BLOCKEIG, NCOL };
 static const char *const col_name[NCOL] = {"K",       "M",         "family_n_anti",
-                                           "classification", "ansatz", "ansatz_k1",
+                                           "classification", "ansatz", "instance",
                                            "scalars", "block_max_eig"};
 
 /* One selected row, checked: its instance is made again when certified. */
 typedef struct {
-    int line, K, M, nanti, ak1;
+    int line, K, M, nanti, inst;
     const scm_ansatz *a;
     char cls[40];
     double *x; /* nsc scalars, in the instance's order */
@@ -156,8 +156,8 @@ static scm_status take_row(const where *w, char **f, int n, const int *col,
         if (col[c] >= n)
             return scm_error_set(w->err, SCM_EINVAL, "certify: %s:%d: %d fields, no column %s",
                                  w->path, w->line, n, col_name[c]);
-    const int ic[] = {C_K, C_M, C_NANTI, C_AK1};
-    int *iv[] = {&r->K, &r->M, &r->nanti, &r->ak1};
+    const int ic[] = {C_K, C_M, C_NANTI, C_INST};
+    int *iv[] = {&r->K, &r->M, &r->nanti, &r->inst};
     for (int k = 0; k < 4; k++)
         if (parse_int(f[col[ic[k]]], iv[k]) || *iv[k] < 0)
             return bad(w, col_name[ic[k]], "bad integer '%s'", f[col[ic[k]]]);
@@ -174,9 +174,9 @@ static scm_status take_row(const where *w, char **f, int n, const int *col,
     if (!r->a)
         return bad(w, "ansatz", "no built-in ansatz named '%s'", f[col[C_ANSATZ]]);
     scm_error ie;
-    scm_ansatz_inst *in = scm_ansatz_instantiate(r->a, r->K, r->M, r->ak1, &ie);
+    scm_ansatz_inst *in = scm_ansatz_instantiate(r->a, r->K, r->M, r->inst, &ie);
     if (!in)
-        return scm_error_set(w->err, SCM_EINVAL, "certify: %s:%d: column ansatz_k1: %s", w->path,
+        return scm_error_set(w->err, SCM_EINVAL, "certify: %s:%d: column instance: %s", w->path,
                              w->line, ie.msg);
     int nsc = scm_ansatz_inst_nscalars(in);
     r->x = nsc <= MAX_SCALARS ? malloc(sizeof(double) * (size_t)nsc) : NULL;
@@ -199,8 +199,8 @@ static scm_status header(const where *w, char **f, int n, const scm_certify_tabl
 {
     for (int c = 0; c < NCOL; c++) {
         col[c] = -1;
-        for (int i = 0; i < n; i++)
-            if (strcmp(f[i], col_name[c]) == 0)
+        for (int i = 0; i < n; i++) /* tables written before the rename say ansatz_k1 */
+            if (strcmp(f[i], col_name[c]) == 0 || (c == C_INST && strcmp(f[i], "ansatz_k1") == 0))
                 col[c] = i;
         if (col[c] < 0 && (c != C_BLOCKEIG || sel->rows == SCM_CERTIFY_ROWS_BLOCK_STABLE))
             return scm_error_set(w->err, SCM_EINVAL, "certify: %s:1: no column %s in the header",
@@ -266,7 +266,7 @@ static scm_status read_rows(const char *path, char *text, const scm_cert_builtin
 static scm_status certify_row(const trow *r, const scm_certify_opts *o, scm_certify_entry *e,
                               scm_error *err)
 {
-    scm_ansatz_inst *in = scm_ansatz_instantiate(r->a, r->K, r->M, r->ak1, err);
+    scm_ansatz_inst *in = scm_ansatz_instantiate(r->a, r->K, r->M, r->inst, err);
     if (!in)
         return err ? err->code : SCM_EINVAL;
     int nsc = scm_ansatz_inst_nscalars(in);
@@ -289,7 +289,7 @@ static scm_status certify_row(const trow *r, const scm_certify_opts *o, scm_cert
     e->M = r->M;
     e->k1 = r->nanti;
     e->index = e->table_line = r->line;
-    e->ansatz_k1 = r->ak1;
+    e->instance = r->inst;
     snprintf(e->ansatz, sizeof e->ansatz, "%s", scm_ansatz_name(r->a));
     snprintf(e->stability, sizeof e->stability, "%s", r->cls);
     e->eps = NAN;

@@ -88,7 +88,7 @@ static scm_status add_point(scm_family *fam, const scm_ansatz_inst *in, const ch
     q->normR2 = s->normR2;
     q->full_re_max = NAN;
     snprintf(q->ansatz, sizeof q->ansatz, "%s", ansatz);
-    q->ansatz_k1 = inst_k1;
+    q->instance = inst_k1;
     q->n_anti = fam->k1;
     q->hits = p->hits;
     q->block_re_max = NAN;

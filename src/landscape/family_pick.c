@@ -30,7 +30,7 @@ static scm_status check_point(scm_family *fam, int i, const scm_activation *act,
             a = ans[j];
     scm_error e;
     scm_ansatz_inst *in =
-        a ? scm_ansatz_instantiate(a, fam->K, fam->M, p->ansatz_k1, &e) : NULL;
+        a ? scm_ansatz_instantiate(a, fam->K, fam->M, p->instance, &e) : NULL;
     scm_symstab_result r;
     memset(&r, 0, sizeof r);
     scm_status st = in && scm_ansatz_inst_nscalars(in) == p->nsc
@@ -221,8 +221,8 @@ scm_status scm_family_pick_run(const scm_family_pick_opts *o, scm_family_pick *p
 void scm_family_pick_describe(const scm_family_pick *p, char *buf, size_t len)
 {
     const scm_fam_point *q = &p->fam.pt[p->index];
-    snprintf(buf, len, "family k1 = %d [%d] (%s): ansatz %s at k1 = %d, loss %.12g, %s",
-             p->fam.k1, p->index, p->how, q->ansatz, q->ansatz_k1, q->eps,
+    snprintf(buf, len, "family k1 = %d [%d] (%s): ansatz %s instance %d, loss %.12g, %s",
+             p->fam.k1, p->index, p->how, q->ansatz, q->instance, q->eps,
              scm_fam_class_str(q->cls));
 }
 
@@ -237,7 +237,7 @@ cJSON *scm_family_pick_json(const scm_family_pick *p)
     cJSON_AddNumberToObject(o, "index", p->index);
     cJSON_AddStringToObject(o, "selection", p->how);
     cJSON_AddStringToObject(o, "ansatz", q->ansatz);
-    cJSON_AddNumberToObject(o, "ansatz_k1", q->ansatz_k1);
+    cJSON_AddNumberToObject(o, "instance", q->instance);
     cJSON_AddNumberToObject(o, "n_anti", q->n_anti);
     cJSON_AddItemToObject(o, "loss", num(q->eps));
     cJSON_AddStringToObject(o, "class", scm_fam_class_str(q->cls));
@@ -253,7 +253,7 @@ cJSON *scm_family_pick_json(const scm_family_pick *p)
         cJSON_AddItemToObject(j, "loss", num(f->pt[i].eps));
         cJSON_AddStringToObject(j, "class", scm_fam_class_str(f->pt[i].cls));
         cJSON_AddStringToObject(j, "ansatz", f->pt[i].ansatz);
-        cJSON_AddNumberToObject(j, "ansatz_k1", f->pt[i].ansatz_k1);
+        cJSON_AddNumberToObject(j, "instance", f->pt[i].instance);
         cJSON_AddItemToArray(all, j);
     }
     return o;

@@ -163,7 +163,7 @@ static scm_status try_symmetric(scm_stabpoint *sp, const scm_model *m, const scm
     if (!a)
         return SCM_EINVAL;
     scm_ansatz_inst *in =
-        scm_ansatz_instantiate(a, (double)sp->K, (double)sp->M, (double)sp->ansatz_k1, err);
+        scm_ansatz_instantiate(a, (double)sp->K, (double)sp->M, (double)sp->instance, err);
     scm_status st = in ? SCM_OK : SCM_EINVAL;
     if (!st)
         st = point_values(m, sp, r, err);

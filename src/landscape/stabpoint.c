@@ -66,7 +66,7 @@ static scm_status read_point(const cJSON *fps, const char *path, long index, scm
     if (cJSON_IsString(jn) && cJSON_IsNumber(jk) && jk->valuedouble == floor(jk->valuedouble) &&
         jk->valuedouble >= 0 && jk->valuedouble <= (double)sp->K) {
         snprintf(sp->ansatz, sizeof sp->ansatz, "%s", jn->valuestring);
-        sp->ansatz_k1 = (int)jk->valuedouble;
+        sp->instance = (int)jk->valuedouble;
     }
     sp->Q = calloc((size_t)(sp->K * sp->K), sizeof *sp->Q);
     sp->R = calloc((size_t)(sp->K * sp->M), sizeof *sp->R);
@@ -125,7 +125,7 @@ scm_status scm_stabpoint_family(const scm_family_pick_opts *o, scm_stabpoint *sp
     memcpy(sp->R, p->R, sizeof *sp->R * (size_t)(sp->K * sp->M));
     scm_family_pick_describe(&sp->pick, sp->desc, sizeof sp->desc);
     snprintf(sp->ansatz, sizeof sp->ansatz, "%s", p->ansatz);
-    sp->ansatz_k1 = p->ansatz_k1;
+    sp->instance = p->instance;
     return SCM_OK;
 }
 
@@ -221,7 +221,7 @@ static void add_sym(cJSON *root, const scm_stabpoint *sp, const scm_stab_result 
     }
     cJSON *o = cJSON_AddObjectToObject(root, "symmetric_spectrum");
     cJSON_AddStringToObject(o, "ansatz", sp->ansatz);
-    cJSON_AddNumberToObject(o, "ansatz_k1", sp->ansatz_k1);
+    cJSON_AddNumberToObject(o, "instance", sp->instance);
     cJSON_AddNumberToObject(o, "predicted_zeros", (double)s->predicted_zeros);
     cJSON_AddItemToObject(o, "hessian", sym_json(&s->hess));
     cJSON_AddItemToObject(o, "jacobian", r->jacobian_done ? sym_json(&s->jac)

@@ -19,13 +19,13 @@ static void text_family(strbuf *b, const scm_family_pick *fp)
               f->n_instances, f->n_instances == 1 ? "" : "s");
     for (int i = 0; i < f->n; i++) {
         const scm_fam_point *p = &f->pt[i];
-        sb_printf(b, "  %s[%d] loss %-18.12g %-32s ansatz %s at k1 = %d\n",
+        sb_printf(b, "  %s[%d] loss %-18.12g %-32s ansatz %s instance %d\n",
                   i == fp->index ? "*" : " ", i, p->eps, scm_fam_class_str(p->cls), p->ansatz,
-                  p->ansatz_k1);
+                  p->instance);
     }
     const scm_fam_point *p = &f->pt[fp->index];
-    sb_printf(b, "point      [%d] (%s): ansatz %s at k1 = %d, %d anti-aligned, loss %.12g, %s\n",
-              fp->index, fp->how, p->ansatz, p->ansatz_k1, p->n_anti, p->eps,
+    sb_printf(b, "point      [%d] (%s): ansatz %s instance %d, %d anti-aligned, loss %.12g, %s\n",
+              fp->index, fp->how, p->ansatz, p->instance, p->n_anti, p->eps,
               scm_fam_class_str(p->cls));
     sb_printf(b, "scalars   ");
     for (int c = 0; c < p->nsc; c++)
