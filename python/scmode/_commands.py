@@ -242,7 +242,8 @@ def symmetric_spectrum(K: int, M: int, Q, R, ansatz: str, *, k1: Optional[int] =
     K): ``eigenvalues`` (value, imag, mult, part, unit, zero, cause), and
     ``n_neg``, ``n_zero``, ``n_pos`` counted with multiplicity (``total`` of
     them).  ansatz: the name of the point's ansatz (a fixed point's
-    ``"ansatz"``); the point is found in its k1 instances by projection."""
+    ``"ansatz"``); the point is found in the ansatz's instances by
+    projection."""
     r = _call("symstab", dict(K=K, M=M, Q=np.asarray(Q, dtype=float), R=np.asarray(R, dtype=float),
                               ansatz=ansatz, k1=k1, activation=activation, d=d, jacobian=jacobian,
                               ansatz_file=None if ansatz_file is None else os.fspath(ansatz_file)))

@@ -54,7 +54,7 @@ static int parse_args(int argc, char **argv, xc_args *g)
         CLI_O("--ansatz", CLI_STRS, &files, 0, 0, "FILE",
               "enumerate these ansätze only (repeatable; default the\nbuilt-in ones)"),
         CLI_O("--starts", CLI_LONG, &o->starts, 0, 1000000, "N",
-              "random Newton starts per (ansatz, k1) (default 200)"),
+              "random Newton starts per (ansatz, instance) (default\n200)"),
         CLI_O("--fp-seed", CLI_LONG, &o->fp_seed, 0, 2147483647L, "S", "seed of those starts (default 1)"),
         CLI_O("--deflate", CLI_LONG, &o->deflate, 0, 1000, "N",
               "deflated Newton rounds (default " SCM_STR(SCM_FP_TABLE_DEFLATE) ")"),

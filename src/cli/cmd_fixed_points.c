@@ -66,16 +66,17 @@ static int fp_parse(int argc, char **argv, scm_fp_table_opts *o, fp_cli *c,
         CLI_O("--ansatz", CLI_STRS, &files, 0, 0, "FILE", "an ansatz file (repeatable)"),
         CLI_OPT_ACTIVATION(&c->actname),
         CLI_O("--starts", CLI_LONG, &o->starts, 0, 1000000, "N",
-              "random Newton starts per (ansatz, k1) (default 200)"),
+              "random Newton starts per (ansatz, instance) (default\n200)"),
         CLI_O("--seed", CLI_LONG, &o->seed, 0, 2147483647L, "S",
               "seed of the random starts (default 1)"),
         CLI_O("--sweep-passes", CLI_LONG, &o->sweep_passes, 0, 1000, "P",
-              "without --k1, each ansatz's k1 instances seed each\nother (scm_fp_sweep_k1), at "
-              "most P passes (default\n" STR(SCM_FP_TABLE_SWEEP_PASSES) "; 0 or 1: each k1 alone)"),
+              "without --k1, each ansatz's instances seed each\nother (scm_fp_sweep_k1), at "
+              "most P passes (default\n" STR(SCM_FP_TABLE_SWEEP_PASSES)
+              "; 0 or 1: each instance alone)"),
         CLI_FN_("--seed-from", fp_seed_from, seeds, "FILE",
                 "Newton starts from the points of another scm\nfixed-points result (repeatable), "
-                "matched by ansatz\nand k1, scalars by name: continuation from M - 1\nor a "
-                "neighbouring (K, M); tried after the k1 sweep,\nso they only add points"),
+                "matched by ansatz\nand instance, scalars by name: continuation from\nM - 1 or "
+                "a neighbouring (K, M); tried after the\nk1 sweep, so they only add points"),
         CLI_O("--deflate", CLI_LONG, &o->deflate, 0, 1000, "N",
               "deflated Newton: a start that finds nothing new is\nsolved again with the roots "
               "found removed, up to N\ntimes (default " STR(SCM_FP_TABLE_DEFLATE) "; 0: off)"),
