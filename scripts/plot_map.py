@@ -4,15 +4,20 @@
   OUT.heatmap.png   the fraction of runs reaching the global minimum over
                     (M, K - M), the count of runs in each cell;
   OUT.global.png    the global fraction against M, one curve per K - M, with
-                    95% Wilson intervals;
+                    95% Wilson intervals, and beside it the fraction that
+                    misses it on a log scale;
   OUT.families.png  per cell, where the runs end: a stacked bar of the global
                     minimum, each k1 of the families reached, unmatched and
-                    not converged;
+                    not converged (one panel per K - M, a bar per M);
   OUT.time.png      the median time to convergence (tau) against M, one curve
                     per K - M.
 
 OUT defaults to MAP.json without .json.  Several MAP.json files (one per
 law) are overlaid on OUT.global.png when given as MAP1.json,MAP2.json.
+The maps of one law made separately (rows run as maps of their own, such
+as data/map/LAW/dk3_LAW.json) are drawn as one when joined by '+':
+map_LAW.json+dk3_LAW.json; they must share the law and the runs per cell,
+and no cell (M, K - M) may be in two of them.
 Exit status: 0 done, 2 bad input, 3 matplotlib missing."""
 import math
 import os
@@ -38,6 +43,29 @@ def load_map(path):
     return m
 
 
+def joined(paths):
+    """One map from the maps of one law (paths joined by '+'): the cells of
+    all, refused when the law, the initialisation or the runs per cell
+    differ, or a cell repeats."""
+    maps = [load_map(p) for p in paths]
+    first, where = maps[0], {}
+    for p, m in zip(paths, maps):
+        for key in ("law", "runs", "init"):
+            if m.get(key) != first.get(key):
+                raise InputError("%s: its \"%s\" is %r, %s's is %r: only maps of one law, "
+                                 "initialisation and number of runs are joined"
+                                 % (p, key, m.get(key), paths[0], first.get(key)))
+        for c in m["cells"]:
+            at = (c["M"], c["dK"])
+            if at in where:
+                raise InputError("%s: the cell M = %d, K - M = %d is also in %s"
+                                 % (p, at[0], at[1], where[at]))
+            where[at] = p
+    if len(maps) == 1:
+        return first
+    return dict(first, cells=[c for m in maps for c in m["cells"]])
+
+
 def grid(m):
     Ms = sorted({c["M"] for c in m["cells"]})
     dKs = sorted({c["dK"] for c in m["cells"]})
@@ -54,7 +82,7 @@ def plot_heatmap(plt, m, out):
         for j, M in enumerate(Ms):
             if (M, d) in cell:
                 f = cell[(M, d)]["global"]["fraction"]
-                ax.text(j, i, "%.2f" % f, ha="center", va="center", fontsize=8,
+                ax.text(j, i, "%.3f" % f, ha="center", va="center", fontsize=7,
                         color="black" if f > 0.6 else "white")
     ax.set_xticks(range(len(Ms)), [str(M) for M in Ms])
     ax.set_yticks(range(len(dKs)), [str(d) for d in dKs])
@@ -69,23 +97,47 @@ def plot_heatmap(plt, m, out):
 
 
 def plot_global(plt, maps, out):
-    fig, ax = plt.subplots(figsize=(6, 4))
+    """Left: the global fraction against M, one colour per K - M and one line
+    style per law.  Right: the fraction that misses it, on a log scale, where
+    the left panel's curves crowd at 1; a cell with no miss is drawn as the
+    upper end of its interval (a downward triangle)."""
+    fig, (ax, lx) = plt.subplots(1, 2, figsize=(11, 4))
     styles = ["-", "--", ":", "-."]
+    all_dK = sorted({c["dK"] for m in maps for c in m["cells"]})
     for k, m in enumerate(maps):
         Ms, dKs, cell = grid(m)
         for d in dKs:
+            col = "C%d" % (all_dK.index(d) % 10)
             xs = [M for M in Ms if (M, d) in cell]
-            ys = [cell[(M, d)]["global"]["fraction"] for M in xs]
-            lo = [y - cell[(M, d)]["global"]["wilson95"][0] for M, y in zip(xs, ys)]
-            hi = [cell[(M, d)]["global"]["wilson95"][1] - y for M, y in zip(xs, ys)]
-            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=3, capsize=2,
-                        linestyle=styles[k % len(styles)],
+            g = [cell[(M, d)]["global"] for M in xs]
+            ys = [c["fraction"] for c in g]
+            ax.errorbar(xs, ys, yerr=[[y - c["wilson95"][0] for y, c in zip(ys, g)],
+                                      [c["wilson95"][1] - y for y, c in zip(ys, g)]],
+                        marker="o", ms=3, capsize=2, color=col, linestyle=styles[k % len(styles)],
                         label="K - M = %d (%s)" % (d, m.get("law", "?")))
+            miss = [(M, 1 - c["fraction"], 1 - c["wilson95"][1], 1 - c["wilson95"][0])
+                    for M, c in zip(xs, g)]
+            hit = [t for t in miss if t[1] > 0]
+            if hit:
+                lx.errorbar([t[0] for t in hit], [t[1] for t in hit],
+                            yerr=[[t[1] - max(t[2], 1e-4) for t in hit], [t[3] - t[1] for t in hit]],
+                            marker="o", ms=3, capsize=2, color=col,
+                            linestyle=styles[k % len(styles)])
+            none = [t for t in miss if t[1] == 0]
+            if none:
+                lx.plot([t[0] for t in none], [t[3] for t in none], "v", ms=3, color=col,
+                        alpha=0.5)
     ax.set_xlabel("M")
     ax.set_ylabel("fraction reaching the global minimum")
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=7)
     ax.set_title("global convergence against width (95% Wilson intervals)", fontsize=9)
+    lx.set_yscale("log")
+    lx.set_ylim(1e-3, 1.05)
+    lx.set_xlabel("M")
+    lx.set_ylabel("fraction missing the global minimum")
+    lx.set_title("the misses, log scale (triangle: no miss, upper end of the interval)",
+                 fontsize=9)
     fig.tight_layout()
     save(fig, out + ".global.png")
     plt.close(fig)
@@ -128,6 +180,7 @@ def part_colors(plt, keys):
 
 
 def plot_families(plt, m, out):
+    """One panel per K - M (top: the largest), a stacked bar per M."""
     Ms, dKs, cell = grid(m)
     keys = []
     for c in m["cells"]:
@@ -136,20 +189,25 @@ def plot_families(plt, m, out):
                 keys.append(k)
     keys.sort(key=part_key)
     col = part_colors(plt, keys)
-    order = [(M, d) for M in Ms for d in dKs if (M, d) in cell]
-    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(order) + 3), 4))
-    bottom = [0.0] * len(order)
-    for key in keys:
-        h = [dict(cell_parts(cell[o])).get(key, 0.0) for o in order]
-        ax.bar(range(len(order)), h, bottom=bottom, label=key, width=0.8, color=col[key])
-        bottom = [b + x for b, x in zip(bottom, h)]
-    ax.set_xticks(range(len(order)), ["%d/%d" % o for o in order], rotation=90, fontsize=7)
-    ax.set_xlabel("M / K - M")
-    ax.set_ylabel("fraction of runs")
-    ax.set_ylim(0, 1.0)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title("where the runs end, per cell (%s law)" % m.get("law", "?"), fontsize=9)
-    fig.tight_layout()
+    fig, axes = plt.subplots(len(dKs), 1, sharex=True, squeeze=False,
+                             figsize=(max(6, 0.4 * len(Ms) + 3), 0.4 + 1.5 * len(dKs)))
+    for ax, d in zip(axes[:, 0], reversed(dKs)):
+        xs = [M for M in Ms if (M, d) in cell]
+        bottom = [0.0] * len(xs)
+        for key in keys:
+            h = [dict(cell_parts(cell[(M, d)])).get(key, 0.0) for M in xs]
+            ax.bar(xs, h, bottom=bottom, label=key, width=1.6, color=col[key])
+            bottom = [b + x for b, x in zip(bottom, h)]
+        ax.set_ylim(0, 1.0)
+        ax.set_ylabel("K - M = %d" % d, fontsize=8)
+    top, last = axes[0, 0], axes[-1, 0]
+    last.set_xticks(Ms, [str(M) for M in Ms], fontsize=7)
+    last.set_xlabel("M (teachers)")
+    handles, labels = top.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center right")
+    top.set_title("where the runs end, per cell: fraction of runs (%s law)" % m.get("law", "?"),
+                  fontsize=9)
+    fig.tight_layout(rect=(0, 0, 0.88, 1))
     save(fig, out + ".families.png")
     plt.close(fig)
 
@@ -175,13 +233,13 @@ def main(argv):
     if len(argv) not in (2, 3) or argv[1] in ("-h", "--help"):
         sys.stderr.write(__doc__)
         return 0 if len(argv) == 2 and argv[1] in ("-h", "--help") else 2
-    paths = argv[1].split(",")
+    laws = argv[1].split(",")
     try:
-        maps = [load_map(p) for p in paths]
+        maps = [joined(law.split("+")) for law in laws]
     except InputError as e:
         sys.stderr.write("%s: %s\n" % (ME, e))
         return 2
-    out = argv[2] if len(argv) == 3 else paths[0].removesuffix(".json")
+    out = argv[2] if len(argv) == 3 else laws[0].split("+")[0].removesuffix(".json")
     plt = import_pyplot(ME, argv)
     if plt is None:
         return 3

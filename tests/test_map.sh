@@ -188,6 +188,31 @@ if $PY -c 'import matplotlib' 2>/dev/null; then
         check "[ -s t1/fig.$f.png ] && [ \"\$(head -c 4 t1/fig.$f.png | tail -c 3)\" = PNG ]" \
             "plot_map.py drew no $f figure"
     done
+    # rows run as maps of their own are drawn as one map when joined by '+':
+    # t1/m.json split by dK and joined draws the same bytes
+    mkdir split
+    $PY - t1/m.json split <<'PYEOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+for d in (0, 1):
+    json.dump(dict(m, dK=[d], cells=[c for c in m["cells"] if c["dK"] == d]),
+              open("%s/dk%d.json" % (sys.argv[2], d), "w"))
+json.dump(dict(m, law="gaussian", cells=[c for c in m["cells"] if c["dK"] == 1]),
+          open("%s/other_law.json" % sys.argv[2], "w"))
+PYEOF
+    $PY "$SRC/scripts/plot_map.py" split/dk1.json+split/dk0.json split/fig > /dev/null
+    check "[ $? -eq 0 ]" "plot_map.py on two maps joined by +"
+    for f in heatmap global families time; do
+        check "cmp -s t1/fig.$f.png split/fig.$f.png" \
+            "the $f figure of the split map joined differs from the map's"
+    done
+    $PY "$SRC/scripts/plot_map.py" split/dk0.json+split/dk0.json split/dup 2> err.txt
+    check "[ $? -eq 2 ] && grep -q 'cell M = 3, K - M = 0 is also in split/dk0.json' err.txt" \
+        "plot_map.py with a cell twice: $(cat err.txt)"
+    $PY "$SRC/scripts/plot_map.py" split/dk0.json+split/other_law.json split/law 2> err.txt
+    check "[ $? -eq 2 ] && grep -q 'other_law.json: its \"law\" is' err.txt" \
+        "plot_map.py joining two laws: $(cat err.txt)"
+    check "[ -z \"\$(ls split | grep png | grep -v '^fig')\" ]" "a refused join drew $(ls split)"
     rm -f t1/fig.*.png
     $PY "$SRC/scripts/plot_map.py" t1/m.M3.K3.summary.json t1/fig 2> err.txt
     check "[ $? -eq 2 ] && grep -q 'not a map' err.txt" "plot_map.py on a summary: $(cat err.txt)"
