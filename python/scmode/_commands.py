@@ -24,6 +24,7 @@ import ctypes
 import json
 import os
 import tempfile
+import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -233,9 +234,10 @@ def stability_of(K: Optional[int] = None, M: Optional[int] = None, k1: Optional[
     return _arrays(r["result"])
 
 
-def symmetric_spectrum(K: int, M: int, Q, R, ansatz: str, *, k1: Optional[int] = None,
+def symmetric_spectrum(K: int, M: int, Q, R, ansatz: str, *, instance: Optional[int] = None,
                        ansatz_file: Optional[PathLike] = None, activation: str = "relu",
-                       d: Optional[int] = None, jacobian: bool = False) -> Dict[str, Any]:
+                       d: Optional[int] = None, jacobian: bool = False,
+                       k1: Optional[int] = None) -> Dict[str, Any]:
     """The exact spectrum of the weight-space Hessian (jacobian=False; in
     dimension d, default K + M) or of the (Q, R) flow's Jacobian at a
     block-symmetric point, from its symmetry (symstab.h; cost independent of
@@ -243,9 +245,19 @@ def symmetric_spectrum(K: int, M: int, Q, R, ansatz: str, *, k1: Optional[int] =
     ``n_neg``, ``n_zero``, ``n_pos`` counted with multiplicity (``total`` of
     them).  ansatz: the name of the point's ansatz (a fixed point's
     ``"ansatz"``); the point is found in the ansatz's instances by
-    projection."""
+    projection, the instance label ``instance`` (a fixed point's
+    ``"instance"``, not its k1) tried first.  ``k1=`` is the old name of
+    ``instance`` (DeprecationWarning)."""
+    if k1 is not None:
+        warnings.warn("symmetric_spectrum(k1=...) names the ansatz instance, not the point's k1: "
+                      "pass instance=", DeprecationWarning, stacklevel=2)
+        if instance is not None and instance != k1:
+            raise ValueError("symmetric_spectrum: instance=%r and its old name k1=%r differ"
+                             % (instance, k1))
+        instance = k1
     r = _call("symstab", dict(K=K, M=M, Q=np.asarray(Q, dtype=float), R=np.asarray(R, dtype=float),
-                              ansatz=ansatz, k1=k1, activation=activation, d=d, jacobian=jacobian,
+                              ansatz=ansatz, instance=instance, activation=activation, d=d,
+                              jacobian=jacobian,
                               ansatz_file=None if ansatz_file is None else os.fspath(ansatz_file)))
     res = r["result"]
     ev = res["eigenvalues"]

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 if "--sanitized" in sys.argv:
     print("skipped: sanitizer build (docs/python.md)")
@@ -246,6 +247,20 @@ def test_symmetric(fp):
         check((dense["n_negative"] > 0) == (s["n_neg"] > 0),
               "symmetric vs dense Hessian: negative directions (%s vs %s)"
               % (s["n_neg"], dense["n_negative"]))
+        # the point's own instance label, tried first, is the one analysed; the
+        # spectrum is the point's whichever instance holds it
+        si = scmode.symmetric_spectrum(4, 4, p["Q"], p["R"], p["ansatz"], instance=p["instance"])
+        check(si["instance"] == p["instance"] and si["n_neg"] == s["n_neg"] and
+              np.allclose(np.sort(np.repeat(si["values"], si["mult"])),
+                          np.sort(np.repeat(s["values"], s["mult"])), rtol=1e-9, atol=1e-12),
+              "symmetric spectrum with instance=%s: instance %s, %s negative against %s"
+              % (p["instance"], si["instance"], si["n_neg"], s["n_neg"]))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            sk = scmode.symmetric_spectrum(4, 4, p["Q"], p["R"], p["ansatz"], k1=p["instance"])
+        check(sk["instance"] == p["instance"] and
+              any(issubclass(x.category, DeprecationWarning) for x in w),
+              "symmetric_spectrum(k1=) is the deprecated name of instance=")
 
 
 def test_lintarget(tmp):

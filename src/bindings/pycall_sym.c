@@ -2,9 +2,9 @@
  * block-symmetric fixed point (symstab.h) as a JSON-in/JSON-out call
  * (pycall.h, abi.h).  The point comes as its full (Q, R) and the name of
  * its ansatz (a built-in one, or an ansatz file): it is projected onto each
- * k1 instance of the ansatz in turn (the given k1 first) and analysed in
- * the first that holds it to sym_tol, so the caller needs no instance
- * parameter. */
+ * instance of the ansatz in turn (the given "instance" first) and analysed
+ * in the first that holds it to sym_tol, so the caller needs no instance
+ * label. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,7 @@
 #include "scm/output.h"
 #include "scm/symstab.h"
 
-static const char *const sym_keys[] = {"ansatz", "ansatz_file", "K", "M", "k1", "Q", "R",
+static const char *const sym_keys[] = {"ansatz", "ansatz_file", "K", "M", "instance", "Q", "R",
                                        "activation", "d", "jacobian", NULL};
 
 /* The ansatz named (built-in) or read from its file. */
@@ -35,7 +35,7 @@ static scm_ansatz *sym_ansatz(const py_args *a, const char *name, const char *fi
 }
 
 /* The spectrum as JSON. */
-static cJSON *sym_json(const scm_symstab_result *r, const scm_ansatz *an, int k1, int jac)
+static cJSON *sym_json(const scm_symstab_result *r, const scm_ansatz *an, int inst, int jac)
 {
     cJSON *o = cJSON_CreateObject(), *e = cJSON_CreateArray();
     if (!o || !e) {
@@ -44,7 +44,7 @@ static cJSON *sym_json(const scm_symstab_result *r, const scm_ansatz *an, int k1
         return NULL;
     }
     cJSON_AddStringToObject(o, "ansatz", scm_ansatz_name(an));
-    cJSON_AddNumberToObject(o, "instance", k1);
+    cJSON_AddNumberToObject(o, "instance", inst);
     cJSON_AddStringToObject(o, "operator", jac ? "flow jacobian" : "hessian");
     cJSON_AddNumberToObject(o, "d", (double)r->d);
     cJSON_AddNumberToObject(o, "total", (double)r->total);
@@ -73,13 +73,13 @@ static cJSON *sym_json(const scm_symstab_result *r, const scm_ansatz *an, int k1
     return o;
 }
 
-/* Try instance k1: 1 and *out when the point is on it, 0 when it is not,
+/* Try instance inst: 1 and *out when the point is on it, 0 when it is not,
  * -1 on an error (in a->err). */
-static int sym_try(const py_args *a, const scm_ansatz *an, int K, int M, int k1,
+static int sym_try(const py_args *a, const scm_ansatz *an, int K, int M, int inst,
                    const scm_activation *act, const double *Q, const double *R,
                    const scm_symstab_opts *o, int jac, cJSON **out)
 {
-    scm_ansatz_inst *in = scm_ansatz_instantiate(an, K, M, k1, a->err);
+    scm_ansatz_inst *in = scm_ansatz_instantiate(an, K, M, inst, a->err);
     if (!in)
         return 0;
     int n = scm_ansatz_inst_nscalars(in), rc = 0;
@@ -93,7 +93,7 @@ static int sym_try(const py_args *a, const scm_ansatz *an, int K, int M, int k1,
         memset(&r, 0, sizeof r);
         scm_status st = jac ? scm_stab_symmetric_jacobian(in, act, x, o, &r, a->err)
                             : scm_stab_symmetric(in, act, x, o, &r, a->err);
-        rc = st ? -1 : (*out = sym_json(&r, an, k1, jac)) ? 1 : -1;
+        rc = st ? -1 : (*out = sym_json(&r, an, inst, jac)) ? 1 : -1;
         if (!st && rc < 0)
             scm_error_set(a->err, SCM_ENOMEM, "out of memory");
         scm_symstab_result_free(&r);
@@ -109,14 +109,14 @@ static int sym_try(const py_args *a, const scm_ansatz *an, int K, int M, int k1,
 scm_status py_call_symstab(const py_args *a, char **out)
 {
     const char *name = NULL, *file = NULL, *actname = "relu";
-    long K = -1, M = -1, k1 = -1, d = 0;
+    long K = -1, M = -1, inst = -1, d = 0;
     int jac = 0;
     scm_symstab_opts o;
     scm_symstab_opts_default(&o);
     scm_status st;
     if ((st = py_args_check_keys(a, sym_keys)) || (st = py_args_str(a, "ansatz", &name)) ||
         (st = py_args_str(a, "ansatz_file", &file)) || (st = py_args_long(a, "K", 1, 100000, &K)) ||
-        (st = py_args_long(a, "M", 1, 100000, &M)) || (st = py_args_long(a, "k1", 0, 100000, &k1)) ||
+        (st = py_args_long(a, "M", 1, 100000, &M)) || (st = py_args_long(a, "instance", 0, 100000, &inst)) ||
         (st = py_args_long(a, "d", 0, 100000000L, &d)) ||
         (st = py_args_str(a, "activation", &actname)) || (st = py_args_bool(a, "jacobian", &jac)))
         return st;
@@ -144,8 +144,8 @@ scm_status py_call_symstab(const py_args *a, char **out)
                            a->cmd, scm_ansatz_name(an), K, M);
     cJSON *res = NULL;
     for (int j = -1; !st && !found && j <= hi; j++) {
-        int kk = j < 0 ? (int)k1 : j;
-        if (kk < lo || kk > hi || (j >= 0 && kk == k1))
+        int kk = j < 0 ? (int)inst : j; /* the given instance first, then every other */
+        if (kk < lo || kk > hi || (j >= 0 && kk == inst))
             continue;
         found = sym_try(a, an, (int)K, (int)M, kk, act, Q, R, &o, jac, &res);
         if (found < 0)
@@ -153,7 +153,7 @@ scm_status py_call_symstab(const py_args *a, char **out)
     }
     if (!st && !found)
         st = scm_error_set(a->err, SCM_EINVAL,
-                           "%s: the point is on no k1 instance of ansatz '%s' (to %g relative)",
+                           "%s: the point is on no instance of ansatz '%s' (to %g relative)",
                            a->cmd, scm_ansatz_name(an), o.sym_tol);
     if (!st) {
         const char *names[] = {"result"};
