@@ -122,5 +122,34 @@ PYEOF
     check "[ \"$out\" = ok ]" "k1_shared2 point $i, symmetric against dense: $out"
 done
 
+# The K = M + 2 minima at M = 100 (data/map/shared/k1_shared.K102.M100.*,
+# docs/map.md): Newton from the two stored block-level points (k1 = 24, the
+# lowest k1 with a minimum there, and k1 = 1) finds them again, and the
+# symmetric spectrum classes both strict minima with the loss (1e-11
+# relative) and smallest Hessian eigenvalue (1e-3 relative: it is printed
+# to 4 digits) that the full run's families table, stored beside them,
+# lists.
+D=$SRC/data/map/shared/k1_shared.K102.M100
+"$SCM" fixed-points --K 102 --M 100 --ansatz "$SRC/examples/ansatz/k1_shared.json" \
+    --seed-from "$D.seeds.json" --starts 0 --sweep-passes 0 --stability --states none \
+    --threads 1 -q -o m100.json 2> e
+check "[ $? -eq 0 ]" "k1_shared at K = 102, M = 100 from the stored points: $(head -3 e)"
+$PY - m100.json "$D.families.txt" <<'PYEOF' && ok || ko "k1_shared minima at M = 100 against the stored table"
+import json, sys
+fams = {f["k1"]: f for f in json.load(open(sys.argv[1]))["families"] if f["minima"] > 0}
+table = {}
+for line in open(sys.argv[2]):
+    w = line.split()
+    if len(w) > 8 and w[0].isdigit() and w[-2] == "instance":  # a family with a minimum
+        row = (float(w[-8]), float(w[-7]))  # lowest minimum, hess_min (4 digits)
+        table[int(w[0])] = min(row, table.get(int(w[0]), row))
+assert min(table) == 1 and min(k for k in table if k > 1) == 24, sorted(table)
+for k1 in (1, 24):
+    loss, hmin = table[k1]
+    f = fams[k1]
+    assert abs(f["loss"] - loss) <= 1e-11 * loss, (k1, f["loss"], loss)
+    assert abs(f["hessian_min"] - hmin) <= 1e-3 * hmin, (k1, f["hessian_min"], hmin)
+PYEOF
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
