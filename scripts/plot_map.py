@@ -16,8 +16,8 @@ OUT defaults to MAP.json without .json.  Several MAP.json files (one per
 law) are overlaid on OUT.global.png when given as MAP1.json,MAP2.json.
 The maps of one law made separately (rows run as maps of their own, such
 as data/map/LAW/dk3_LAW.json) are drawn as one when joined by '+':
-map_LAW.json+dk3_LAW.json; they must share the law and the runs per cell,
-and no cell (M, K - M) may be in two of them.
+map_LAW.json+dk3_LAW.json; they must share the law, the initialisation
+and the runs per cell, and no cell (M, K - M) may be in two of them.
 Exit status: 0 done, 2 bad input, 3 matplotlib missing."""
 import math
 import os
@@ -191,12 +191,13 @@ def plot_families(plt, m, out):
     col = part_colors(plt, keys)
     fig, axes = plt.subplots(len(dKs), 1, sharex=True, squeeze=False,
                              figsize=(max(6, 0.4 * len(Ms) + 3), 0.4 + 1.5 * len(dKs)))
+    width = 0.8 * min([b - a for a, b in zip(Ms, Ms[1:])] or [1])  # M may step by 1 or 2
     for ax, d in zip(axes[:, 0], reversed(dKs)):
         xs = [M for M in Ms if (M, d) in cell]
         bottom = [0.0] * len(xs)
         for key in keys:
             h = [dict(cell_parts(cell[(M, d)])).get(key, 0.0) for M in xs]
-            ax.bar(xs, h, bottom=bottom, label=key, width=1.6, color=col[key])
+            ax.bar(xs, h, bottom=bottom, label=key, width=width, color=col[key])
             bottom = [b + x for b, x in zip(bottom, h)]
         ax.set_ylim(0, 1.0)
         ax.set_ylabel("K - M = %d" % d, fontsize=8)
