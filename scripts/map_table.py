@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
 """The map of record (data/map, docs/map.md) as tables, and its check.
 
-    map_table.py [DIR]          markdown tables of DIR/LAW/map_LAW.json
+    map_table.py [DIR]          markdown tables of the maps DIR/LAW/NAME_LAW.json
     map_table.py --check [DIR]  recount every cell from its runs file
 
 DIR defaults to data/map next to this script; LAW is every folder of DIR
-holding a map_LAW.json, merged with the other maps of the folder
-(LAW/NAME_LAW.json, e.g. dk3_LAW.json: a row run separately).  The
+holding maps written by `scm map` as LAW/NAME_LAW.json (map_LAW.json, and
+rows run separately such as dk3_LAW.json), merged.  The
 tables: the global fraction per (M, dK, law) with its 95% Wilson
 interval, the smallest dK reaching 0.99 per M (over the merged cells),
 and the families that trap runs at K = M + 1.  --check recounts each
 cell of each file from its runs file (gzipped or not), recomputes the
 Wilson intervals and each file's smallest_dK_99 from the counts, checks
-the cells of DIR/shared/ (record cells run again with --ansatz) against
-their runs and the record's (check_shared), and exits 1 on any
+the cells of DIR/shared/ (record cells run again with --ansatz, or swept
+again with --families) against their runs and the record's
+(check_shared), and exits 1 on any
 difference.  Standard library only (the test runs it with any python3).
 """
 import gzip
@@ -36,25 +37,23 @@ def wilson95(k, n):
 
 
 def load_files(root):
-    """{law: [map.json, ...]}: LAW/map_LAW.json first, then every other
-    LAW/NAME_LAW.json written by `scm map` (a supplementary row, such as
-    dk3_LAW.json: dK = 3)."""
+    """{law: [map.json, ...]}: the maps written by `scm map` in LAW/ as
+    LAW/NAME_LAW.json, LAW/map_LAW.json first where there is one (the
+    others are supplementary rows, such as dk3_LAW.json: dK = 3)."""
     files = {}
     for law in sorted(os.listdir(root)):
-        main = os.path.join(root, law, "map_%s.json" % law)
-        if not os.path.isfile(main):
+        d = os.path.join(root, law)
+        if law == "shared" or not os.path.isdir(d):
             continue
-        files[law] = []
-        for name in ["map_%s.json" % law] + sorted(os.listdir(os.path.join(root, law))):
-            path = os.path.join(root, law, name)
-            if not name.endswith("_%s.json" % law) or (files[law] and path == main):
-                continue
-            with open(path) as f:
+        names = sorted(n for n in os.listdir(d) if n.endswith("_%s.json" % law))
+        names.sort(key=lambda n: n != "map_%s.json" % law)
+        for name in names:
+            with open(os.path.join(d, name)) as f:
                 m = json.load(f)
             if m.get("command") == "map":
-                files[law].append(m)
+                files.setdefault(law, []).append(m)
     if not files:
-        sys.exit("map_table.py: no LAW/map_LAW.json under '%s'" % root)
+        sys.exit("map_table.py: no map (LAW/NAME_LAW.json) under '%s'" % root)
     return files
 
 
@@ -157,44 +156,70 @@ def check_cell(where, c, recs, same):
     same(where + " every run counted once", listed, n)
 
 
+def same_as_record(where, root, maps, law, M, K, recs, prefixes, same):
+    """The runs recs of a record cell run again with more families: every
+    run ends as in the record (loss, stop, time), and a run classed
+    otherwise was unmatched there and is now in one of the families named
+    by prefixes.  False when the record has no such cell."""
+    ref = [rc for rm in maps.get(law, []) for rc in rm["cells"] if (rc["M"], rc["K"]) == (M, K)]
+    same(where + " cells of the record", len(ref), 1)
+    if len(ref) != 1:
+        return False
+    old = read_runs(os.path.join(root, law, ref[0]["files"]["runs"]))
+    same(where + " runs of the record", len(old), len(recs))
+    changed = 0
+    for x, y in zip(old, recs):
+        same(where + " run %d ends as in the record" % x["index"],
+             (x["eps"], x["stop"], x["t"]), (y["eps"], y["stop"], y["t"]))
+        if x["class"] != y["class"]:
+            changed += 1
+            same(where + " run %d: %s, then %s" % (x["index"], x["class"], y["class"]),
+                 (x["family"], y["class"].startswith(prefixes)), (None, True))
+    same(where + " runs newly classified", changed > 0, True)
+    return True
+
+
 def check_shared(root, maps, same):
-    """shared/LAW_dkN.json: cells of the map of record run again with an
-    --ansatz file (docs/map.md).  Each is counted from its runs; every run
-    ends as in the record (loss, stop, time), and a run classed otherwise
-    was unmatched there and is now in a family of the file's ansatz.
-    Returns the cells checked."""
+    """The record's cells run again with more families, in DIR/shared/:
+    LAW_dkN.json, maps run with an --ansatz file (docs/map.md), each
+    counted from its runs; and sweep_LAW.M<M>.K<K>.runs.jsonl(.gz) with
+    its .summary.json, a cell's sweep run again with --families FILE (a
+    fixed-points result of the k1_shared ansatz), its classes recounted.
+    Both against the record's runs (same_as_record).  Returns the cells
+    checked."""
     d = os.path.join(root, "shared")
     cells = 0
     for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if name.startswith("sweep_") and name.endswith(".summary.json"):
+            law, mk = name[len("sweep_"):].split(".", 1)
+            M, K = (int(x[1:]) for x in mk.split(".")[:2])
+            where = "shared/" + name
+            recs = read_runs(os.path.join(d, name.replace(".summary.json", ".runs.jsonl")))
+            with open(os.path.join(d, name)) as f:
+                summ = json.load(f)
+            count = {}
+            for r in recs:
+                count[r["class"]] = count.get(r["class"], 0) + 1
+            same(where + " runs", summ["done"], len(recs))
+            listed = {c["class"]: c["count"] for c in summ["classes"]}
+            for cls in sorted(set(listed) | set(count)):
+                same(where + " class " + cls, listed.get(cls, 0), count.get(cls, 0))
+            if same_as_record(where, root, maps, law, M, K, recs, ("k1_shared/",), same):
+                cells += 1
+            continue
         if not name.endswith(".json") or name.count(".") != 1:
             continue
         with open(os.path.join(d, name)) as f:
             m = json.load(f)
         if m.get("command") != "map":
             continue
-        law = m["law"]
         prefixes = tuple(os.path.splitext(os.path.basename(a))[0] + "/" for a in m["ansatz"])
         for c in m["cells"]:
             where = "shared/%s M=%d K=%d" % (name, c["M"], c["K"])
             recs = read_runs(os.path.join(d, c["files"]["runs"]))
             check_cell(where, c, recs, same)
-            ref = [rc for rm in maps.get(law, []) for rc in rm["cells"]
-                   if (rc["M"], rc["K"]) == (c["M"], c["K"])]
-            same(where + " cells of the record", len(ref), 1)
-            if len(ref) != 1:
-                continue
-            old = read_runs(os.path.join(root, law, ref[0]["files"]["runs"]))
-            same(where + " runs of the record", len(old), len(recs))
-            changed = 0
-            for x, y in zip(old, recs):
-                same(where + " run %d ends as in the record" % x["index"],
-                     (x["eps"], x["stop"], x["t"]), (y["eps"], y["stop"], y["t"]))
-                if x["class"] != y["class"]:
-                    changed += 1
-                    same(where + " run %d: %s, then %s" % (x["index"], x["class"], y["class"]),
-                         (x["family"], y["class"].startswith(prefixes)), (None, True))
-            same(where + " runs newly classified", changed > 0, True)
-            cells += 1
+            if same_as_record(where, root, maps, m["law"], c["M"], c["K"], recs, prefixes, same):
+                cells += 1
     return cells
 
 
@@ -222,8 +247,8 @@ def check(root, maps):
     shared = check_shared(root, maps, same)
     for b in bad[:20]:
         print("map_table.py: " + b, file=sys.stderr)
-    print("map_table.py --check: %d cells and %d cells with --ansatz, %d differences"
-          % (cells, shared, len(bad)))
+    print("map_table.py --check: %d cells and %d cells run again with more families, "
+          "%d differences" % (cells, shared, len(bad)))
     return 1 if bad else 0
 
 

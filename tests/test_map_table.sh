@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# test_map_table.sh PYTHON MAP_TABLE DATA_DIR: scripts/map_table.py --check
+# passes on a copy of a map directory (data/map/m100: maps, and a cell swept
+# again with --families in shared/) and fails on each planted defect: a
+# map's count, a run of the record that ends elsewhere in the sweep, a run
+# the sweep puts in a family that is not the k1_shared ansatz's, and a
+# sweep summary that miscounts a class.
+set -u
+PY=$1
+TABLE=$2
+DATA=$3
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+fail=0
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; fail=1; }
+
+fresh() { rm -rf "$W/m"; cp -r "$DATA" "$W/m"; }
+
+# edit_runs FILE.gz INDEX KEY VALUE: set KEY of run INDEX (JSON value)
+edit_runs() {
+    "$PY" - "$@" <<'EOF'
+import gzip, json, sys
+path, index, key, value = sys.argv[1], int(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+lines = gzip.open(path, "rt").read().splitlines()
+r = json.loads(lines[index + 1])
+r[key] = value
+lines[index + 1] = json.dumps(r, separators=(",", ":"))
+with gzip.open(path, "wt") as f:
+    f.write("\n".join(lines) + "\n")
+EOF
+}
+
+expect_fail() {
+    if "$PY" "$TABLE" --check "$W/m" > "$W/out" 2> "$W/err"; then
+        bad "$1: --check passed"
+    elif grep -q "$2" "$W/err"; then
+        ok "$1: refused ($(head -n 1 "$W/err"))"
+    else
+        bad "$1: refused without naming '$2': $(head -n 3 "$W/err")"
+    fi
+}
+
+fresh
+if "$PY" "$TABLE" --check "$W/m" > "$W/out" 2> "$W/err"; then
+    ok "the copy passes: $(cat "$W/out")"
+else
+    bad "the copy fails: $(head -n 3 "$W/err")"
+fi
+grep -q "and 2 cells run again with more families, 0 differences" "$W/out" \
+    && ok "the swept cells are checked" || bad "no swept cell checked: $(cat "$W/out")"
+
+fresh
+"$PY" - "$W/m/gaussian/m100_gaussian.json" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["cells"][0]["families"][0]["count"] += 1
+json.dump(m, open(sys.argv[1], "w"))
+EOF
+expect_fail "a family count of a map" "gaussian M=100 K=100 k1"
+
+fresh
+edit_runs "$W/m/shared/sweep_gaussian.M100.K102.runs.jsonl.gz" 3 eps 0.05
+expect_fail "a swept run that ends elsewhere" "run 3 ends as in the record"
+
+fresh
+edit_runs "$W/m/shared/sweep_xavier.M100.K102.runs.jsonl.gz" 5 class '"k1_extra/k1=30#0"'
+expect_fail "a swept run in another ansatz's family" "run 5: unmatched, then k1_extra"
+
+fresh
+"$PY" - "$W/m/shared/sweep_gaussian.M100.K102.summary.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["classes"][0]["count"] += 1
+json.dump(s, open(sys.argv[1], "w"))
+EOF
+expect_fail "a miscounted class of a sweep summary" "sweep_gaussian.M100.K102.summary.json class k1_shared/k1=23#0: 2 != 1"
+
+exit $fail
