@@ -34,7 +34,8 @@ EDGES = [-np.inf, -15, -8, -4, -2, -1, -0.5, -0.25, -0.1, -0.03, -0.01, -1e-3, -
          1e-4, 1e-3, 1e-2, 0.1, 1, np.inf]
 
 
-def jacobian_fn():
+def declare_flow_calls():
+    """The ctypes signatures of the flow calls the package does not wrap."""
     _lib.scm_flow_alloc.restype = ctypes.c_void_p
     _lib.scm_flow_alloc.argtypes = [ctypes.c_void_p]
     _lib.scm_flow_free.restype = None
@@ -60,7 +61,7 @@ def main():
     K, M = tr.R.shape[1], tr.R.shape[2]
     n = K * (K + 1) // 2 + K * M
     print("%s: K = %d, M = %d, n = %d unknowns; %s" % (a.config, K, M, n, tr))
-    jacobian_fn()
+    declare_flow_calls()
     err = scmode._Error()
     cfg_c = scmode._parse_config(json.dumps(cfg), sets)
     model = _lib.scm_config_model(cfg_c, ctypes.byref(err))

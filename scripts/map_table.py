@@ -179,33 +179,39 @@ def same_as_record(where, root, maps, law, M, K, recs, prefixes, same):
     return True
 
 
+def check_swept_cell(root, maps, d, name, same):
+    """shared/sweep_LAW.M<M>.K<K>.summary.json and its runs: the classes
+    recounted, and the runs against the record's (same_as_record, the new
+    families those of k1_shared).  1 when the record has the cell."""
+    law, mk = name[len("sweep_"):].split(".", 1)
+    M, K = (int(x[1:]) for x in mk.split(".")[:2])
+    where = "shared/" + name
+    recs = read_runs(os.path.join(d, name.replace(".summary.json", ".runs.jsonl")))
+    with open(os.path.join(d, name)) as f:
+        summ = json.load(f)
+    count = {}
+    for r in recs:
+        count[r["class"]] = count.get(r["class"], 0) + 1
+    same(where + " runs", summ["done"], len(recs))
+    listed = {c["class"]: c["count"] for c in summ["classes"]}
+    for cls in sorted(set(listed) | set(count)):
+        same(where + " class " + cls, listed.get(cls, 0), count.get(cls, 0))
+    return 1 if same_as_record(where, root, maps, law, M, K, recs, ("k1_shared/",), same) else 0
+
+
 def check_shared(root, maps, same):
     """The record's cells run again with more families, in DIR/shared/:
     LAW_dkN.json, maps run with an --ansatz file (docs/map.md), each
     counted from its runs; and sweep_LAW.M<M>.K<K>.runs.jsonl(.gz) with
     its .summary.json, a cell's sweep run again with --families FILE (a
-    fixed-points result of the k1_shared ansatz), its classes recounted.
-    Both against the record's runs (same_as_record).  Returns the cells
+    fixed-points result of the k1_shared ansatz: check_swept_cell).  Both
+    against the record's runs (same_as_record).  Returns the cells
     checked."""
     d = os.path.join(root, "shared")
     cells = 0
     for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
         if name.startswith("sweep_") and name.endswith(".summary.json"):
-            law, mk = name[len("sweep_"):].split(".", 1)
-            M, K = (int(x[1:]) for x in mk.split(".")[:2])
-            where = "shared/" + name
-            recs = read_runs(os.path.join(d, name.replace(".summary.json", ".runs.jsonl")))
-            with open(os.path.join(d, name)) as f:
-                summ = json.load(f)
-            count = {}
-            for r in recs:
-                count[r["class"]] = count.get(r["class"], 0) + 1
-            same(where + " runs", summ["done"], len(recs))
-            listed = {c["class"]: c["count"] for c in summ["classes"]}
-            for cls in sorted(set(listed) | set(count)):
-                same(where + " class " + cls, listed.get(cls, 0), count.get(cls, 0))
-            if same_as_record(where, root, maps, law, M, K, recs, ("k1_shared/",), same):
-                cells += 1
+            cells += check_swept_cell(root, maps, d, name, same)
             continue
         if not name.endswith(".json") or name.count(".") != 1:
             continue
