@@ -54,4 +54,17 @@ for tag, rows in (("old", old), ("new", new)):
           "%.0f CPU s = %.2f h on 2 cores (mean %.4f s per run; the 1-hour goal needs %.4f)"
           % (tag, a, b, need, need / 2 / 3600, need / (1000 * len(cells)),
              7200 / (1000 * len(cells))))
+    # a fit per dK where the rows have two M or more for it (the cells of
+    # dK >= 2 cost more per run than one fit says: docs/map.md, Speed)
+    dks = sorted({int(r["K"]) - int(r["M"]) for r in rows})
+    per = {d: [r for r in rows if int(r["K"]) - int(r["M"]) == d] for d in dks}
+    if len(dks) > 1 and all(len({r["M"] for r in rs}) > 1 for rs in per.values()):
+        parts = []
+        for d, rs in per.items():
+            a, b = fit(rs)
+            parts.append((d, b, 1000 * sum(a * K ** b for M, K in cells if K - M == d)))
+        total = sum(p for d, b, p in parts if d <= 4)
+        print("%s, fitted per dK: %s; the goal grid's dK %s: %.0f CPU s = %.2f h on 2 cores"
+              % (tag, ", ".join("dK %d K^%.2f %.0f s" % p for p in parts),
+                 "..".join(str(d) for d in (min(dks), max(dks))), total, total / 2 / 3600))
 EOF

@@ -182,9 +182,11 @@ def same_as_record(where, root, maps, law, M, K, recs, prefixes, same):
 def check_swept_cell(root, maps, d, name, same):
     """shared/sweep_LAW.M<M>.K<K>.summary.json and its runs: the classes
     recounted, and the runs against the record's (same_as_record, the new
-    families those of k1_shared).  1 when the record has the cell."""
+    families those of the ansatz of K = M + 2, 3, 4: k1_shared, k1_shared2,
+    k1_shared3).  1 when the record has the cell."""
     law, mk = name[len("sweep_"):].split(".", 1)
     M, K = (int(x[1:]) for x in mk.split(".")[:2])
+    ansatz = "k1_shared" if K - M == 2 else "k1_shared%d" % (K - M - 1)
     where = "shared/" + name
     recs = read_runs(os.path.join(d, name.replace(".summary.json", ".runs.jsonl")))
     with open(os.path.join(d, name)) as f:
@@ -196,7 +198,7 @@ def check_swept_cell(root, maps, d, name, same):
     listed = {c["class"]: c["count"] for c in summ["classes"]}
     for cls in sorted(set(listed) | set(count)):
         same(where + " class " + cls, listed.get(cls, 0), count.get(cls, 0))
-    return 1 if same_as_record(where, root, maps, law, M, K, recs, ("k1_shared/",), same) else 0
+    return 1 if same_as_record(where, root, maps, law, M, K, recs, (ansatz + "/",), same) else 0
 
 
 def check_shared(root, maps, same):
@@ -204,7 +206,7 @@ def check_shared(root, maps, same):
     LAW_dkN.json, maps run with an --ansatz file (docs/map.md), each
     counted from its runs; and sweep_LAW.M<M>.K<K>.runs.jsonl(.gz) with
     its .summary.json, a cell's sweep run again with --families FILE (a
-    fixed-points result of the k1_shared ansatz: check_swept_cell).  Both
+    fixed-points result of a k1_shared ansatz: check_swept_cell).  Both
     against the record's runs (same_as_record).  Returns the cells
     checked."""
     d = os.path.join(root, "shared")

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/flow_internal.h"
 #include "scm/flow.h"
 #include "scm/twolayer.h"
 #include "testutil.h"
@@ -360,6 +361,55 @@ static void test_jvp_reuse(gsl_rng *r)
         scm_model_free(m);
         free_state(&s);
     }
+}
+
+/* Every copy of the linearisation (flow_internal.h: plain, AVX2, AVX-512
+ * where the CPU has them) gives the Jacobian-vector product of the plain
+ * one bit for bit, at widths whose loops leave every remainder, with and
+ * without a dead student. */
+static void test_jvp_copies(gsl_rng *r)
+{
+    static const int sizes[][2] = {{5, 3}, {13, 11}, {21, 19}, {42, 40}};
+    int copies = 0;
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+        for (int dead = -1; dead < 1; dead++) {
+            const int K = sizes[z][0], M = sizes[z][1];
+            const long KK = (long)K * K, KM = (long)K * M;
+            state s = random_state(r, K, M, K + M + 4, 0);
+            if (dead >= 0) {
+                for (int l = 0; l < K; l++)
+                    s.Q[dead * K + l] = s.Q[l * K + dead] = 0.0;
+                for (int n = 0; n < M; n++)
+                    s.R[dead * M + n] = 0.0;
+            }
+            scm_error e;
+            scm_model *m = scm_model_alloc(K, M, &scm_act_relu, s.T, s.v, s.vs, &e);
+            CHECK(m != NULL, "model: %s", e.msg);
+            double *dQ = malloc(sizeof(double) * (size_t)(2 * KK + 2 * KM + KK + KM));
+            double *dR = dQ + KK, *J0 = dR + KM, *J = J0 + KK + KM;
+            for (int k = 0; k < K; k++)
+                for (int l = k; l < K; l++)
+                    dQ[k * K + l] = dQ[l * K + k] = gsl_ran_gaussian(r, 1.0);
+            for (long i = 0; i < KM; i++)
+                dR[i] = gsl_ran_gaussian(r, 1.0);
+            for (int isa = SCM_LINALG_PLAIN; isa <= SCM_LINALG_AVX512; isa++) {
+                scm_flow *fl = scm_flow_alloc(m);
+                if (scm_flow_set_isa(fl, (scm_linalg_isa)isa) == 0) {
+                    double *out = isa == SCM_LINALG_PLAIN ? J0 : J;
+                    CHECK(scm_flow_jvp(fl, s.Q, s.R, dQ, dR, out, out + KK) == SCM_OK,
+                          "jvp status, copy %d", isa);
+                    CHECK(memcmp(out, J0, sizeof(double) * (size_t)(KK + KM)) == 0,
+                          "K=%d M=%d dead=%d: the jvp of copy %d differs from the plain one's",
+                          K, M, dead, isa);
+                    copies += isa != SCM_LINALG_PLAIN;
+                }
+                scm_flow_free(fl);
+            }
+            free(dQ);
+            scm_model_free(m);
+            free_state(&s);
+        }
+    printf("# jvp: %d comparisons of a wider copy with the plain one\n", copies);
 }
 
 /* The analytic Jacobian-vector product against central differences of the
@@ -737,6 +787,7 @@ int main(void)
     test_dead_student(r);
     test_cs_clamp();
     test_jvp(r);
+    test_jvp_copies(r);
     test_jvp_reuse(r);
     test_jacobian(r);
     test_rhs_gv(r);

@@ -30,10 +30,11 @@ static void fill(double *x, long n, unsigned long *s, int zeros)
 
 static void test_gemm(void)
 {
-    static const int sizes[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 18, 19, 35, 36, 41, 44};
+    /* every remainder of the 4- and 8-wide tiles and of the 16-wide ones */
+    static const int sizes[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 18, 19, 23, 35, 36, 41, 42, 44, 47};
     const int ns = (int)(sizeof sizes / sizeof sizes[0]);
     unsigned long seed = 12345;
-    long shapes = 0, bad = 0, badt = 0;
+    long shapes = 0, bad = 0, badt = 0, copies[3] = {0}, badc[3] = {0};
     for (int a = 0; a < ns; a++)
         for (int b = 0; b < ns; b++)
             for (int c = 0; c < ns; c += 3) {
@@ -58,6 +59,13 @@ static void test_gemm(void)
                     }
                 scm_linalg_gemm(m, n, k, A, B, 0, C);
                 bad += memcmp(C, D, sizeof(double) * (size_t)(m * n)) != 0;
+                for (int isa = SCM_LINALG_PLAIN; isa <= SCM_LINALG_AVX512; isa++) {
+                    memset(C, 0xff, sizeof(double) * (size_t)(m * n)); /* NaNs */
+                    if (scm_linalg_gemm_copy((scm_linalg_isa)isa, m, n, k, A, B, C) == 0) {
+                        copies[isa]++;
+                        badc[isa] += memcmp(C, D, sizeof(double) * (size_t)(m * n)) != 0;
+                    }
+                }
                 scm_linalg_transpose(k, n, B, Bt); /* n x k */
                 for (int p = 0; p < k; p++)
                     for (int j = 0; j < n; j++)
@@ -71,6 +79,15 @@ static void test_gemm(void)
     CHECK(bad == 0, "%ld of %ld shapes: the blocked product differs from the triple loop", bad,
           shapes);
     CHECK(badt == 0, "%ld transposed entries wrong", badt);
+    static const char *name[3] = {"plain", "AVX2", "AVX-512"};
+    CHECK(copies[SCM_LINALG_PLAIN] == shapes, "the plain copy ran on %ld of %ld shapes",
+          copies[SCM_LINALG_PLAIN], shapes);
+    for (int isa = 0; isa < 3; isa++) {
+        CHECK(badc[isa] == 0, "the %s copy differs from the triple loop on %ld of %ld shapes",
+              name[isa], badc[isa], copies[isa]);
+        printf("# gemm, %s copy: %s\n", name[isa], copies[isa] ? "bitwise the triple loop's"
+                                                                 : "not on this CPU");
+    }
 }
 
 /* The exact value's bound for a sum of n terms summed in any order:
@@ -80,12 +97,18 @@ static int close_to(double got, long double exact, long double abs_sum, long n)
     return fabsl((long double)got - exact) <= (long double)(n + 1) * 0x1.0p-52 * abs_sum;
 }
 
-static void test_nvecops(void)
+/* One copy of nvecops (isa) against SUNDIALS's operations: the element-wise
+ * ones bit for bit, the reductions within their error bound; each reduction
+ * is also stored in red_out (NRED of them) to compare the copies.  0, or -1
+ * when the CPU lacks the copy. */
+#define NRED 32
+static int test_nvecops_copy(scm_linalg_isa isa, double *red_out)
 {
     SUNContext ctx = NULL;
+    int nred = 0;
     if (SUNContext_Create(NULL, &ctx) != 0) {
         CHECK(0, "SUNContext_Create");
-        return;
+        return 0;
     }
     static const long lens[] = {1, 7, 8, 9, 17, 459, 630, 1001};
     unsigned long seed = 99;
@@ -96,7 +119,11 @@ static void test_nvecops(void)
          * must inherit them, as CVODE's and SPGMR's work vectors do) */
         N_Vector stock[4], own[4];
         N_Vector tmpl = N_VNew_Serial(n, ctx);
-        scm_nvecops_install(tmpl);
+        if (scm_nvecops_install_copy(tmpl, isa)) {
+            N_VDestroy(tmpl);
+            SUNContext_Free(&ctx);
+            return -1;
+        }
         for (int i = 0; i < 4; i++) {
             stock[i] = N_VNew_Serial(n, ctx);
             own[i] = N_VClone(tmpl);
@@ -144,7 +171,20 @@ static void test_nvecops(void)
         N_VDiv(stock[0], stock[2], stock[3]);
         N_VDiv(own[0], own[2], own[3]);
         bits += memcmp(NV_DATA_S(stock[3]), NV_DATA_S(own[3]), sizeof(double) * (size_t)n) != 0;
-        cases += 3;
+        N_VConst(-1.25, stock[3]);
+        N_VConst(-1.25, own[3]);
+        bits += memcmp(NV_DATA_S(stock[3]), NV_DATA_S(own[3]), sizeof(double) * (size_t)n) != 0;
+        N_VAbs(stock[0], stock[3]);
+        N_VAbs(own[0], own[3]);
+        bits += memcmp(NV_DATA_S(stock[3]), NV_DATA_S(own[3]), sizeof(double) * (size_t)n) != 0;
+        N_VAddConst(stock[0], 0.3, stock[3]);
+        N_VAddConst(own[0], 0.3, own[3]);
+        bits += memcmp(NV_DATA_S(stock[3]), NV_DATA_S(own[3]), sizeof(double) * (size_t)n) != 0;
+        N_VInv(stock[1], stock[3]);
+        N_VInv(own[1], own[3]);
+        bits += memcmp(NV_DATA_S(stock[3]), NV_DATA_S(own[3]), sizeof(double) * (size_t)n) != 0;
+        bits += N_VMaxNorm(stock[0]) != N_VMaxNorm(own[0]);
+        cases += 8;
         /* the reductions, against long double sums */
         long double d = 0, dabs = 0, w = 0;
         const double *x = NV_DATA_S(stock[0]), *y = NV_DATA_S(stock[1]), *wt = NV_DATA_S(stock[2]);
@@ -156,6 +196,8 @@ static void test_nvecops(void)
         const double dot_own = N_VDotProd(own[0], own[1]), dot_stock = N_VDotProd(stock[0], stock[1]);
         red += !close_to(dot_own, d, dabs, n) || !close_to(dot_stock, d, dabs, n);
         const double wr = N_VWrmsNorm(own[0], own[2]);
+        red_out[nred++] = dot_own;
+        red_out[nred++] = wr;
         red += !(fabsl((long double)wr * wr * n - w) <= (long double)(n + 3) * 0x1.0p-52 * w);
         red += !(fabs(wr - N_VWrmsNorm(stock[0], stock[2])) <= 4e-16 * (double)n * wr);
         /* integer entries: every partial sum is exact, so any order agrees */
@@ -171,9 +213,30 @@ static void test_nvecops(void)
         }
         N_VDestroy(tmpl);
     }
-    CHECK(bits == 0, "%ld of %ld element-wise cases differ from SUNDIALS's bits", bits, cases);
-    CHECK(red == 0, "%ld reductions off their error bound", red);
+    CHECK(bits == 0, "copy %d: %ld of %ld element-wise cases differ from SUNDIALS's bits",
+          (int)isa, bits, cases);
+    CHECK(red == 0, "copy %d: %ld reductions off their error bound", (int)isa, red);
     SUNContext_Free(&ctx);
+    return 0;
+}
+
+/* Every copy the CPU has: and their reductions are the plain copy's, bit
+ * for bit (the runs do not depend on the CPU). */
+static void test_nvecops(void)
+{
+    static const char *name[3] = {"plain", "AVX2", "AVX-512"};
+    double red[3][NRED];
+    for (int isa = SCM_LINALG_PLAIN; isa <= SCM_LINALG_AVX512; isa++) {
+        memset(red[isa], 0, sizeof red[isa]);
+        if (test_nvecops_copy((scm_linalg_isa)isa, red[isa])) {
+            CHECK(isa != SCM_LINALG_PLAIN, "the plain copy of nvecops is missing");
+            printf("# nvecops, %s copy: not on this CPU\n", name[isa]);
+            continue;
+        }
+        CHECK(memcmp(red[isa], red[0], sizeof red[0]) == 0,
+              "the %s copy's dot products and norms differ from the plain copy's", name[isa]);
+        printf("# nvecops, %s copy: tested\n", name[isa]);
+    }
 }
 
 /* The textbook (left-looking) Cholesky factor, for the bitwise comparison. */
@@ -232,6 +295,16 @@ static void test_cholesky(void)
             for (int i = 0; i < n; i++)
                 for (int j = i + 1; j < n; j++)
                     upper += memcmp(&L[i * n + j], &G[i * n + j], sizeof(double)) != 0;
+            for (int isa = SCM_LINALG_PLAIN; isa <= SCM_LINALG_AVX512; isa++) {
+                /* every copy the CPU has: the same pivot, the same bits */
+                double *Lc = X; /* X is spent */
+                if (!scm_linalg_has((scm_linalg_isa)isa))
+                    continue;
+                memcpy(Lc, G, sizeof(double) * (size_t)n * (size_t)n);
+                pivots += scm_linalg_cholesky_copy((scm_linalg_isa)isa, Lc, n) != pt;
+                if (pt < 0)
+                    bits += memcmp(Lc, T, sizeof(double) * (size_t)n * (size_t)n) != 0;
+            }
             if (pt < 0) {
                 bits += memcmp(L, T, sizeof(double) * (size_t)n * (size_t)n) != 0;
                 double gmax = 0.0, err = 0.0;
@@ -255,7 +328,7 @@ static void test_cholesky(void)
     CHECK(resid == 0, "%ld factors with L L^T off the input beyond round-off", resid);
 }
 
-/* scm_linalg_max_abs (four lanes, no early exit) against the plain loop:
+/* scm_linalg_max_abs (eight lanes, no early exit) against the plain loop:
  * the same maximum for every length 0..13 and 100, a NaN anywhere gives
  * NaN, an infinity gives infinity. */
 static void test_max_abs(void)

@@ -20,7 +20,7 @@
 #include "core/linalg.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define SCM_FLOW_AVX2 1 /* lin_dgrad also in AVX2 registers where the CPU has them */
+#define SCM_FLOW_AVX2 1 /* lin_dgrad also in AVX2 and AVX-512 registers */
 #endif
 
 struct scm_flow {
@@ -43,6 +43,7 @@ struct scm_flow {
     scm_status *rst;
     struct flow_lin *lin; /* the linearisation of scm_flow_jvp, lazily */
     struct flow_pc *pc;   /* the preconditioner of scm_flow_precond_*, lazily */
+    scm_linalg_isa isa;   /* the copy of the jvp and lin_dgrad (linalg.h): the widest */
 };
 
 /* The teacher's self-overlap term 1/2 sum v*_m v*_n f(T_mm, T_nn, T_mn);
@@ -66,6 +67,7 @@ static double teacher_term(const scm_model *m)
  * product. */
 struct flow_lin {
     int valid;
+    int any_dead; /* a dead student at the point (its direction entries are zeroed) */
     double *Q, *R, *A, *B, *S, *h, *dQ, *dR, *dA, *dB, *P;
     double *RT, *BT, *C; /* R^T, B^T (M x K) at the point; a K x K product */
     /* the second derivatives, one K x K array per component (aa, ab, ac,
@@ -92,6 +94,7 @@ scm_flow *scm_flow_alloc(const scm_model *model)
     size_t K = (size_t)model->K, M = (size_t)model->M;
     fl->m = model;
     fl->v = model->v;
+    fl->isa = scm_linalg_widest();
     fl->A = malloc(sizeof(double) * K * K);
     fl->B = malloc(sizeof(double) * K * M);
     fl->S = malloc(sizeof(double) * K * K);
@@ -144,6 +147,8 @@ void scm_flow_free(scm_flow *fl)
 
 const scm_model *scm_flow_model(const scm_flow *fl) { return fl->m; }
 
+const double *scm_flow_v(const scm_flow *fl) { return fl->v; }
+
 void scm_flow_set_v(scm_flow *fl, const double *v) { fl->v = v ? v : fl->m->v; }
 
 /* A kernel failure on the teacher side of a pair means a zero-norm teacher
@@ -178,7 +183,7 @@ int scm_flow_student_dead(const scm_model *m, const double *Q, const double *R, 
  * (and of traj's PSD check).  The kernels allow a relative excess only,
  * which a small student parallel to another exceeds by integration error
  * alone. */
-static double cs_slack(const scm_model *m, const double *Q)
+double scm_flow_cs_slack(const scm_model *m, const double *Q)
 {
     double s = 0.0;
     for (int k = 0; k < m->K; k++)
@@ -194,14 +199,14 @@ static double clamp_cs_n(double n, double c, double tol)
     return fabs(c) > n && fabs(c) - n <= tol ? copysign(n, c) : c;
 }
 
-static double clamp_cs(double a, double b, double c, double tol)
+double scm_flow_clamp_cs(double a, double b, double c, double tol)
 {
     return clamp_cs_n(sqrt(a) * sqrt(b), c, tol);
 }
 
 /* The pairs of student k with the students l = k .. K - 1, then with the
  * teachers, into rp and rst (as the activation's pair() gives them; ReLU's
- * side by side, scm_kernel_relu_pairs), arguments clamped by clamp_cs.
+ * side by side, scm_kernel_relu_pairs), arguments clamped by clamp_cs_n.
  * The pairs of dead students are formed too, and ignored by the caller. */
 static void row_pairs(scm_flow *fl, const double *Q, const double *R, int k, double tol)
 {
@@ -233,7 +238,7 @@ static scm_status flow_grad(scm_flow *fl, const double *Q, const double *R, doub
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
     const double *v = fl->v, *vs = m->vs;
-    const double tol = cs_slack(m, Q);
+    const double tol = scm_flow_cs_slack(m, Q);
     double e = fl->eps_tt;
     if (A)
         memset(A, 0, sizeof(double) * (size_t)K * (size_t)K);
@@ -241,7 +246,7 @@ static scm_status flow_grad(scm_flow *fl, const double *Q, const double *R, doub
         memset(B, 0, sizeof(double) * (size_t)K * (size_t)M);
     if (F)
         memset(F, 0, sizeof(double) * (size_t)K * (size_t)(K + M));
-    for (int k = 0; k < K; k++) /* sqrt(Q_kk), then sqrt(T_nn): clamp_cs's, once */
+    for (int k = 0; k < K; k++) /* sqrt(Q_kk), then sqrt(T_nn): scm_flow_clamp_cs's, once */
         fl->sq[k] = sqrt(Q[k * K + k]);
     for (int k = 0; k < K; k++) {
         int dk = student_dead(m, Q, R, k);
@@ -408,91 +413,6 @@ scm_status scm_flow_rhs_gv(scm_flow *fl, const double *Q, const double *R, doubl
     return SCM_OK;
 }
 
-/* I3 with a possibly zero-norm teacher unit as the third argument. */
-static scm_status i3_term(const scm_activation *act, const scm_cov3 *Cin, int z_is_teacher,
-                          double tol, double *out)
-{
-    scm_cov3 c = *Cin, *C = &c;
-    c.uz = clamp_cs(c.uu, c.zz, c.uz, tol);
-    scm_status st = act->i3(C, out);
-    if (st && z_is_teacher && teacher_dead(st) && C->uu > 0.0) {
-        *out = 0.0;
-        return SCM_OK;
-    }
-    return st;
-}
-
-scm_status scm_flow_rhs_i3(scm_flow *fl, const double *Q, const double *R, double *FQ,
-                           double *FR)
-{
-    const scm_model *m = fl->m;
-    const int K = m->K, M = m->M;
-    const double *v = fl->v, *vs = m->vs, *T = m->T;
-    const scm_activation *act = m->act;
-    const double tol = cs_slack(m, Q);
-    double *G = fl->P; /* G_ik = v_i E[(phi* - phi) g'(lambda_i) lambda_k] */
-    scm_status st;
-    for (int i = 0; i < K; i++) {
-        int di = student_dead(m, Q, R, i);
-        if (di < 0)
-            return SCM_ENOTPSD;
-        if (di) { /* g'(lambda_i) = 0 */
-            for (int k = 0; k < K; k++)
-                G[i * K + k] = 0.0;
-            for (int n = 0; n < M; n++)
-                FR[i * M + n] = 0.0;
-            continue;
-        }
-        for (int k = 0; k < K; k++) {
-            double s = 0.0, t;
-            for (int n = 0; n < M; n++) {
-                scm_cov3 C = {Q[i * K + i], Q[k * K + k], T[n * M + n],
-                              Q[i * K + k], R[i * M + n], R[k * M + n]};
-                if ((st = i3_term(act, &C, 1, tol, &t)))
-                    return st;
-                s += vs[n] * t;
-            }
-            for (int j = 0; j < K; j++) {
-                if (student_dead(m, Q, R, j)) /* g(lambda_j) = 0 */
-                    continue;
-                scm_cov3 C = {Q[i * K + i], Q[k * K + k], Q[j * K + j],
-                              Q[i * K + k], Q[i * K + j], Q[k * K + j]};
-                if ((st = i3_term(act, &C, 0, tol, &t)))
-                    return st;
-                s -= v[j] * t;
-            }
-            G[i * K + k] = v[i] * s;
-        }
-        for (int n = 0; n < M; n++) {
-            double s = 0.0, t;
-            for (int p = 0; p < M; p++) {
-                scm_cov3 C = {Q[i * K + i], T[n * M + n], T[p * M + p],
-                              R[i * M + n], R[i * M + p], T[n * M + p]};
-                if ((st = i3_term(act, &C, 1, tol, &t)))
-                    return st;
-                s += vs[p] * t;
-            }
-            for (int j = 0; j < K; j++) {
-                if (student_dead(m, Q, R, j))
-                    continue;
-                scm_cov3 C = {Q[i * K + i], T[n * M + n], Q[j * K + j],
-                              R[i * M + n], Q[i * K + j], R[j * M + n]};
-                if ((st = i3_term(act, &C, 0, tol, &t)))
-                    return st;
-                s -= v[j] * t;
-            }
-            FR[i * M + n] = v[i] * s;
-        }
-    }
-    for (int i = 0; i < K; i++)
-        for (int k = i; k < K; k++)
-            FQ[i * K + k] = FQ[k * K + i] = G[i * K + k] + G[k * K + i];
-    if (!isfinite(scm_linalg_max_abs(FQ, (long)K * K)) ||
-        !isfinite(scm_linalg_max_abs(FR, (long)K * M)))
-        return SCM_ENAN;
-    return SCM_OK;
-}
-
 scm_status scm_flow_grad_norm2(scm_flow *fl, const double *Q, const double *R, double *g2)
 {
     const scm_model *m = fl->m;
@@ -568,10 +488,13 @@ static scm_status lin_setup(scm_flow *fl, struct flow_lin *L, const double *Q, c
     if (st)
         return st;
     symmetrise(K, L->A, L->S);
+    L->any_dead = 0;
     for (int k = 0; k < K; k++) {
         L->h[k] = 0.0;
-        if (student_dead(m, Q, R, k))
+        if (student_dead(m, Q, R, k)) {
+            L->any_dead = 1;
             continue;
+        }
         double a = Q[k * K + k];
         scm_pair2 q;
         /* the self term w (fa + fc / 2) at (a, a, a): constant for ReLU
@@ -607,6 +530,20 @@ static scm_status lin_setup(scm_flow *fl, struct flow_lin *L, const double *Q, c
     scm_linalg_transpose(K, M, L->B, L->BT);
     L->valid = 1;
     return SCM_OK;
+}
+
+/* *L: the linearisation at (Q, R), allocated and set up unless the last
+ * one was at that point. */
+static scm_status lin_at(scm_flow *fl, const double *Q, const double *R, struct flow_lin **L)
+{
+    const size_t KK = (size_t)fl->m->K * (size_t)fl->m->K, KM = (size_t)fl->m->K * (size_t)fl->m->M;
+    if (!fl->lin && !(fl->lin = lin_alloc(fl->m->K, fl->m->M)))
+        return SCM_ENOMEM;
+    *L = fl->lin;
+    if ((*L)->valid && memcmp((*L)->Q, Q, sizeof(double) * KK) == 0 &&
+        memcmp((*L)->R, R, sizeof(double) * KM) == 0)
+        return SCM_OK;
+    return lin_setup(fl, *L, Q, R);
 }
 
 /* dA and dB in the direction (dQ, dR) from the cached second derivatives
@@ -673,49 +610,66 @@ __attribute__((target("avx2"))) static void lin_dgrad_avx2(const scm_model *m, s
 {
     lin_dgrad_body(m, L, dQ, dR);
 }
-#endif
 
-static void lin_dgrad(const scm_model *m, struct flow_lin *L, const double *dQ, const double *dR)
+__attribute__((target("avx512f,prefer-vector-width=512"))) static void lin_dgrad_avx512(
+    const scm_model *m, struct flow_lin *L, const double *dQ, const double *dR)
 {
-#ifdef SCM_FLOW_AVX2
-    if (__builtin_cpu_supports("avx2")) {
-        lin_dgrad_avx2(m, L, dQ, dR);
-        return;
-    }
-#endif
     lin_dgrad_body(m, L, dQ, dR);
 }
+#endif
 
-scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const double *dQ,
-                        const double *dR, double *JQ, double *JR)
+static void lin_dgrad(const scm_flow *fl, struct flow_lin *L, const double *dQ, const double *dR)
+{
+    switch (fl->isa) {
+#ifdef SCM_FLOW_AVX2
+    case SCM_LINALG_AVX2:
+        lin_dgrad_avx2(fl->m, L, dQ, dR);
+        return;
+    case SCM_LINALG_AVX512:
+        lin_dgrad_avx512(fl->m, L, dQ, dR);
+        return;
+#endif
+    default:
+        lin_dgrad_body(fl->m, L, dQ, dR);
+    }
+}
+
+int scm_flow_set_isa(scm_flow *fl, scm_linalg_isa isa)
+{
+    if (!scm_linalg_has(isa))
+        return -1;
+    fl->isa = isa;
+    return 0;
+}
+
+/* scm_flow_jvp at the point of the linearisation L, inlined into one copy
+ * per instruction set (fl->isa): the loops are the same C in each. */
+static inline __attribute__((always_inline)) scm_status flow_jvp_body(
+    scm_flow *fl, struct flow_lin *L, const double *Q, const double *R, const double *dQ,
+    const double *dR, double *JQ, double *JR)
 {
     const scm_model *m = fl->m;
     const int K = m->K, M = m->M;
     const long KK = (long)K * K, KM = (long)K * M;
-    if (!fl->lin && !(fl->lin = lin_alloc(K, M)))
-        return SCM_ENOMEM;
-    struct flow_lin *L = fl->lin;
-    scm_status st;
-    if (!L->valid || memcmp(L->Q, Q, sizeof(double) * (size_t)KK) != 0 ||
-        memcmp(L->R, R, sizeof(double) * (size_t)KM) != 0)
-        if ((st = lin_setup(fl, L, Q, R)))
-            return st;
-    /* the direction with the dead students' rows and columns zeroed */
-    memcpy(L->dQ, dQ, sizeof(double) * (size_t)KK);
-    memcpy(L->dR, dR, sizeof(double) * (size_t)KM);
-    for (int k = 0; k < K; k++)
-        if (student_dead(m, Q, R, k)) {
-            for (int l = 0; l < K; l++)
-                L->dQ[k * K + l] = L->dQ[l * K + k] = 0.0;
-            for (int n = 0; n < M; n++)
-                L->dR[k * M + n] = 0.0;
-        }
-    lin_dgrad(m, L, L->dQ, L->dR);
+    if (L->any_dead) { /* the direction with the dead students' rows and columns zeroed */
+        memcpy(L->dQ, dQ, sizeof(double) * (size_t)KK);
+        memcpy(L->dR, dR, sizeof(double) * (size_t)KM);
+        for (int k = 0; k < K; k++)
+            if (student_dead(m, Q, R, k)) {
+                for (int l = 0; l < K; l++)
+                    L->dQ[k * K + l] = L->dQ[l * K + k] = 0.0;
+                for (int n = 0; n < M; n++)
+                    L->dR[k * M + n] = 0.0;
+            }
+        dQ = L->dQ;
+        dR = L->dR;
+    }
+    lin_dgrad(fl, L, dQ, dR);
     double *dS = fl->S, *P = L->P; /* fl->S is scratch here */
     symmetrise(K, L->dA, dS);
     /* P = dS Q + S dQ + dB R^T + B dR^T;  J_Q = -(P + P^T) */
     scm_linalg_gemm(K, K, K, dS, Q, 0, P);
-    scm_linalg_gemm(K, K, K, L->S, L->dQ, 0, L->dA); /* dA is spent: scratch */
+    scm_linalg_gemm(K, K, K, L->S, dQ, 0, L->dA); /* dA is spent: scratch */
     /* B dR^T enters J_Q only through P + P^T, so its transpose dR B^T
      * serves: both as plain (blocked) products with the cached transposes */
     for (long i = 0; i < KK; i++)
@@ -723,7 +677,7 @@ scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const do
     scm_linalg_gemm(K, K, M, L->dB, L->RT, 0, L->C);
     for (long i = 0; i < KK; i++)
         P[i] += L->C[i];
-    scm_linalg_gemm(K, K, M, L->dR, L->BT, 0, L->C);
+    scm_linalg_gemm(K, K, M, dR, L->BT, 0, L->C);
     for (long i = 0; i < KK; i++)
         P[i] += L->C[i];
     for (int k = 0; k < K; k++)
@@ -731,7 +685,7 @@ scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const do
             JQ[k * K + l] = JQ[l * K + k] = -(P[k * K + l] + P[l * K + k]);
     /* J_R = -(dS R + S dR + dB T) */
     scm_linalg_gemm(K, M, K, dS, R, 0, JR);
-    scm_linalg_gemm(K, M, K, L->S, L->dR, 0, P);
+    scm_linalg_gemm(K, M, K, L->S, dR, 0, P);
     for (long i = 0; i < KM; i++)
         JR[i] += P[i];
     const double *dBT = L->dB;
@@ -744,6 +698,41 @@ scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const do
     if (!isfinite(scm_linalg_max_abs(JQ, KK)) || !isfinite(scm_linalg_max_abs(JR, KM)))
         return SCM_ENAN;
     return SCM_OK;
+}
+
+#ifdef SCM_FLOW_AVX2
+__attribute__((target("avx2"))) static scm_status flow_jvp_avx2(
+    scm_flow *fl, struct flow_lin *L, const double *Q, const double *R, const double *dQ,
+    const double *dR, double *JQ, double *JR)
+{
+    return flow_jvp_body(fl, L, Q, R, dQ, dR, JQ, JR);
+}
+
+__attribute__((target("avx512f,prefer-vector-width=512"))) static scm_status flow_jvp_avx512(
+    scm_flow *fl, struct flow_lin *L, const double *Q, const double *R, const double *dQ,
+    const double *dR, double *JQ, double *JR)
+{
+    return flow_jvp_body(fl, L, Q, R, dQ, dR, JQ, JR);
+}
+#endif
+
+scm_status scm_flow_jvp(scm_flow *fl, const double *Q, const double *R, const double *dQ,
+                        const double *dR, double *JQ, double *JR)
+{
+    struct flow_lin *L;
+    scm_status st = lin_at(fl, Q, R, &L);
+    if (st)
+        return st;
+    switch (fl->isa) {
+#ifdef SCM_FLOW_AVX2
+    case SCM_LINALG_AVX2:
+        return flow_jvp_avx2(fl, L, Q, R, dQ, dR, JQ, JR);
+    case SCM_LINALG_AVX512:
+        return flow_jvp_avx512(fl, L, Q, R, dQ, dR, JQ, JR);
+#endif
+    default:
+        return flow_jvp_body(fl, L, Q, R, dQ, dR, JQ, JR);
+    }
 }
 
 /* ---- the Jacobian of (F_Q, F_R) (docs/fixed-points.md, "Analytic Jacobian") ---- */
@@ -774,14 +763,10 @@ scm_status scm_flow_jacobian(scm_flow *fl, const double *Q, const double *R, dou
     const long KK = (long)K * K, KM = (long)K * M, n = (long)K * (K + 1) / 2 + KM;
     if (fl->v != m->v)
         return SCM_EINVAL; /* the cached second derivatives carry the model's v */
-    if (!fl->lin && !(fl->lin = lin_alloc(K, M)))
-        return SCM_ENOMEM;
-    struct flow_lin *L = fl->lin;
-    scm_status st;
-    if (!L->valid || memcmp(L->Q, Q, sizeof(double) * (size_t)KK) != 0 ||
-        memcmp(L->R, R, sizeof(double) * (size_t)KM) != 0)
-        if ((st = lin_setup(fl, L, Q, R)))
-            return st;
+    struct flow_lin *L;
+    scm_status st = lin_at(fl, Q, R, &L);
+    if (st)
+        return st;
     double *dQ = L->dQ, *dR = L->dR, *dS = fl->S, *P = L->P;
     memset(dQ, 0, sizeof(double) * (size_t)KK);
     memset(dR, 0, sizeof(double) * (size_t)KM);
@@ -798,7 +783,7 @@ scm_status scm_flow_jacobian(scm_flow *fl, const double *Q, const double *R, dou
                     continue;
                 }
                 *unit = *unit2 = 1.0;
-                lin_dgrad(m, L, dQ, dR);
+                lin_dgrad(fl, L, dQ, dR);
                 symmetrise(K, L->dA, dS);
                 /* P = dS Q + S dQ + dB R^T + B dR^T;  J_Q = -(P + P^T) */
                 memset(P, 0, sizeof(double) * (size_t)KK);

@@ -7,16 +7,38 @@
 
 #include "scm/status.h"
 
+/* The instruction sets of the copies of the hot loops (the product and
+ * the Cholesky factor here, the vector operations of nvecops.c, the flow's
+ * linearisation): each copy is the same C compiled for wider registers,
+ * without FMA, so all give the same bits (test_linalg, test_flow), and
+ * the library takes the widest the CPU has. */
+typedef enum { SCM_LINALG_PLAIN, SCM_LINALG_AVX2, SCM_LINALG_AVX512 } scm_linalg_isa;
+
+/* 1 when this CPU and build have the copies for isa. */
+int scm_linalg_has(scm_linalg_isa isa);
+
+/* The widest isa scm_linalg_has. */
+scm_linalg_isa scm_linalg_widest(void);
+
 /* In-place lower Cholesky factor of the n x n row-major matrix A (only the
  * lower triangle is read and written).  Returns -1 on success, otherwise the
  * index of the first pivot that is not positive. */
 int scm_linalg_cholesky(double *A, int n);
+
+/* The same with the copy isa (the plain one when the CPU lacks it). */
+int scm_linalg_cholesky_copy(scm_linalg_isa isa, double *A, int n);
 
 /* C (m x n) = A (m x k) B (k x n), or A B^T when transb (B is n x k).
  * C must not overlap A or B.  Each entry is summed over k in increasing
  * order (so the result does not depend on the blocking). */
 void scm_linalg_gemm(int m, int n, int k, const double *A, const double *B, int transb,
                      double *C);
+
+
+/* C = A B with the copy isa (for tests and benchmarks).  Returns 0, or -1
+ * when this CPU or build lacks it (C untouched). */
+int scm_linalg_gemm_copy(scm_linalg_isa isa, int m, int n, int k, const double *A,
+                         const double *B, double *C);
 
 /* At (n x m) = A^T for the m x n row-major A. */
 void scm_linalg_transpose(int m, int n, const double *A, double *At);

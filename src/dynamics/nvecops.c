@@ -9,8 +9,10 @@
  * element-wise operations compute exactly what SUNDIALS computes.  Only the
  * order of the sums differs, so results differ from the stock vectors in
  * the last bits, and are as deterministic (C11 without fp-contract: the
- * order written is the order computed).  Also CVODE's dense linear solver
- * on linalg.h's LU (scm_nvecops_lu_new, at the end). */
+ * order written is the order computed).  Each operation has a plain, an
+ * AVX2 and an AVX-512 copy, the same C (linalg.h, scm_linalg_isa), which
+ * give the same bits (test_linalg).  Also CVODE's dense linear solver on
+ * linalg.h's LU (scm_nvecops_lu_new, at the end). */
 #include "dynamics/nvecops.h"
 
 #include <math.h>
@@ -27,10 +29,13 @@ static inline sunrealtype sum_lanes(const sunrealtype s[LANES])
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-static sunrealtype dot(N_Vector x, N_Vector y)
+/* The bodies, inlined into one copy per instruction set (the end of the
+ * file): the loops are the same C, so every copy computes the same bits. */
+#define BODY static inline __attribute__((always_inline))
+
+BODY sunrealtype dot_body(sunindextype n, const sunrealtype *restrict a,
+                          const sunrealtype *restrict b)
 {
-    const sunindextype n = NV_LENGTH_S(x);
-    const sunrealtype *restrict a = NV_DATA_S(x), *restrict b = NV_DATA_S(y);
     sunrealtype s[LANES] = {0};
     sunindextype i = 0;
     for (; i + LANES <= n; i += LANES)
@@ -41,9 +46,9 @@ static sunrealtype dot(N_Vector x, N_Vector y)
     return sum_lanes(s);
 }
 
-/* sum (x_i w_i)^2 */
-static sunrealtype wsqrsum(sunindextype n, const sunrealtype *restrict x,
-                           const sunrealtype *restrict w)
+/* sqrt(sum (x_i w_i)^2 / n) */
+BODY sunrealtype wrmsnorm_body(sunindextype n, const sunrealtype *restrict x,
+                               const sunrealtype *restrict w)
 {
     sunrealtype s[LANES] = {0};
     sunindextype i = 0;
@@ -56,23 +61,15 @@ static sunrealtype wsqrsum(sunindextype n, const sunrealtype *restrict x,
         const sunrealtype p = x[i] * w[i];
         s[0] += p * p;
     }
-    return sum_lanes(s);
-}
-
-static sunrealtype wrmsnorm(N_Vector x, N_Vector w)
-{
-    const sunindextype n = NV_LENGTH_S(x);
-    return sqrt(wsqrsum(n, NV_DATA_S(x), NV_DATA_S(w)) / (sunrealtype)n);
+    return sqrt(sum_lanes(s) / (sunrealtype)n);
 }
 
 /* SUNDIALS's N_VLinearSum_Serial has special cases; these three give its
  * bits in all of them (products with +-1 are exact, and rounding is
  * symmetric, so -(x - y) = y - x).  z may alias x or y. */
-static void linearsum(sunrealtype a, N_Vector x, sunrealtype b, N_Vector y, N_Vector z)
+BODY void linearsum_body(sunindextype n, sunrealtype a, const sunrealtype *xd, sunrealtype b,
+                         const sunrealtype *yd, sunrealtype *zd)
 {
-    const sunindextype n = NV_LENGTH_S(x);
-    const sunrealtype *xd = NV_DATA_S(x), *yd = NV_DATA_S(y);
-    sunrealtype *zd = NV_DATA_S(z);
     if (a == b)
         for (sunindextype i = 0; i < n; i++)
             zd[i] = a * (xd[i] + yd[i]);
@@ -84,42 +81,160 @@ static void linearsum(sunrealtype a, N_Vector x, sunrealtype b, N_Vector y, N_Ve
             zd[i] = a * xd[i] + b * yd[i];
 }
 
-static void scale(sunrealtype c, N_Vector x, N_Vector z)
+BODY void scale_body(sunindextype n, sunrealtype c, const sunrealtype *xd, sunrealtype *zd)
 {
-    const sunindextype n = NV_LENGTH_S(x);
-    const sunrealtype *xd = NV_DATA_S(x);
-    sunrealtype *zd = NV_DATA_S(z);
     for (sunindextype i = 0; i < n; i++)
         zd[i] = c * xd[i];
 }
 
-static void prod(N_Vector x, N_Vector y, N_Vector z)
+BODY void prod_body(sunindextype n, const sunrealtype *xd, const sunrealtype *yd,
+                    sunrealtype *zd)
 {
-    const sunindextype n = NV_LENGTH_S(x);
-    const sunrealtype *xd = NV_DATA_S(x), *yd = NV_DATA_S(y);
-    sunrealtype *zd = NV_DATA_S(z);
     for (sunindextype i = 0; i < n; i++)
         zd[i] = xd[i] * yd[i];
 }
 
-static void divide(N_Vector x, N_Vector y, N_Vector z)
+BODY void divide_body(sunindextype n, const sunrealtype *xd, const sunrealtype *yd,
+                      sunrealtype *zd)
 {
-    const sunindextype n = NV_LENGTH_S(x);
-    const sunrealtype *xd = NV_DATA_S(x), *yd = NV_DATA_S(y);
-    sunrealtype *zd = NV_DATA_S(z);
     for (sunindextype i = 0; i < n; i++)
         zd[i] = xd[i] / yd[i];
 }
 
-void scm_nvecops_install(N_Vector v)
+BODY void const_body(sunindextype n, sunrealtype c, sunrealtype *zd)
 {
-    v->ops->nvdotprod = dot;
-    v->ops->nvwrmsnorm = wrmsnorm;
-    v->ops->nvlinearsum = linearsum;
-    v->ops->nvscale = scale;
-    v->ops->nvprod = prod;
-    v->ops->nvdiv = divide;
+    for (sunindextype i = 0; i < n; i++)
+        zd[i] = c;
 }
+
+BODY void abs_body(sunindextype n, const sunrealtype *xd, sunrealtype *zd)
+{
+    for (sunindextype i = 0; i < n; i++)
+        zd[i] = fabs(xd[i]);
+}
+
+BODY void addconst_body(sunindextype n, const sunrealtype *xd, sunrealtype b, sunrealtype *zd)
+{
+    for (sunindextype i = 0; i < n; i++)
+        zd[i] = xd[i] + b;
+}
+
+BODY void inv_body(sunindextype n, const sunrealtype *xd, sunrealtype *zd)
+{
+    for (sunindextype i = 0; i < n; i++)
+        zd[i] = 1.0 / xd[i];
+}
+
+/* max |x_i| (exact in any order; SUNDIALS's ignores NaN entries too: a NaN
+ * never compares greater) */
+BODY sunrealtype maxnorm_body(sunindextype n, const sunrealtype *restrict xd)
+{
+    sunrealtype s[LANES] = {0};
+    sunindextype i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) {
+            const sunrealtype a = fabs(xd[i + j]);
+            s[j] = a > s[j] ? a : s[j];
+        }
+    for (; i < n; i++) {
+        const sunrealtype a = fabs(xd[i]);
+        s[0] = a > s[0] ? a : s[0];
+    }
+    sunrealtype r = 0.0;
+    for (int j = 0; j < LANES; j++)
+        r = s[j] > r ? s[j] : r;
+    return r;
+}
+
+/* The N_Vector operations of one copy: SFX names it, ATTR is its target. */
+#define NVEC_COPY(SFX, ATTR)                                                                   \
+    ATTR static sunrealtype dot_##SFX(N_Vector x, N_Vector y)                                 \
+    {                                                                                          \
+        return dot_body(NV_LENGTH_S(x), NV_DATA_S(x), NV_DATA_S(y));                           \
+    }                                                                                          \
+    ATTR static sunrealtype wrmsnorm_##SFX(N_Vector x, N_Vector w)                            \
+    {                                                                                          \
+        return wrmsnorm_body(NV_LENGTH_S(x), NV_DATA_S(x), NV_DATA_S(w));                      \
+    }                                                                                          \
+    ATTR static void linearsum_##SFX(sunrealtype a, N_Vector x, sunrealtype b, N_Vector y,    \
+                                     N_Vector z)                                               \
+    {                                                                                          \
+        linearsum_body(NV_LENGTH_S(x), a, NV_DATA_S(x), b, NV_DATA_S(y), NV_DATA_S(z));        \
+    }                                                                                          \
+    ATTR static void scale_##SFX(sunrealtype c, N_Vector x, N_Vector z)                       \
+    {                                                                                          \
+        scale_body(NV_LENGTH_S(x), c, NV_DATA_S(x), NV_DATA_S(z));                             \
+    }                                                                                          \
+    ATTR static void prod_##SFX(N_Vector x, N_Vector y, N_Vector z)                           \
+    {                                                                                          \
+        prod_body(NV_LENGTH_S(x), NV_DATA_S(x), NV_DATA_S(y), NV_DATA_S(z));                   \
+    }                                                                                          \
+    ATTR static void divide_##SFX(N_Vector x, N_Vector y, N_Vector z)                         \
+    {                                                                                          \
+        divide_body(NV_LENGTH_S(x), NV_DATA_S(x), NV_DATA_S(y), NV_DATA_S(z));                 \
+    }                                                                                          \
+    ATTR static void const_##SFX(sunrealtype c, N_Vector z)                                   \
+    {                                                                                          \
+        const_body(NV_LENGTH_S(z), c, NV_DATA_S(z));                                           \
+    }                                                                                          \
+    ATTR static void abs_##SFX(N_Vector x, N_Vector z)                                        \
+    {                                                                                          \
+        abs_body(NV_LENGTH_S(x), NV_DATA_S(x), NV_DATA_S(z));                                  \
+    }                                                                                          \
+    ATTR static void addconst_##SFX(N_Vector x, sunrealtype b, N_Vector z)                    \
+    {                                                                                          \
+        addconst_body(NV_LENGTH_S(x), NV_DATA_S(x), b, NV_DATA_S(z));                          \
+    }                                                                                          \
+    ATTR static void inv_##SFX(N_Vector x, N_Vector z)                                        \
+    {                                                                                          \
+        inv_body(NV_LENGTH_S(x), NV_DATA_S(x), NV_DATA_S(z));                                  \
+    }                                                                                          \
+    ATTR static sunrealtype maxnorm_##SFX(N_Vector x)                                         \
+    {                                                                                          \
+        return maxnorm_body(NV_LENGTH_S(x), NV_DATA_S(x));                                     \
+    }                                                                                          \
+    static void install_##SFX(N_Vector v)                                                      \
+    {                                                                                          \
+        v->ops->nvdotprod = dot_##SFX;                                                         \
+        v->ops->nvwrmsnorm = wrmsnorm_##SFX;                                                   \
+        v->ops->nvlinearsum = linearsum_##SFX;                                                 \
+        v->ops->nvscale = scale_##SFX;                                                         \
+        v->ops->nvprod = prod_##SFX;                                                           \
+        v->ops->nvdiv = divide_##SFX;                                                          \
+        v->ops->nvconst = const_##SFX;                                                         \
+        v->ops->nvabs = abs_##SFX;                                                             \
+        v->ops->nvaddconst = addconst_##SFX;                                                   \
+        v->ops->nvinv = inv_##SFX;                                                             \
+        v->ops->nvmaxnorm = maxnorm_##SFX;                                                     \
+    }
+
+NVEC_COPY(plain, )
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SCM_NVECOPS_X86 1
+NVEC_COPY(avx2, __attribute__((target("avx2"))))
+NVEC_COPY(avx512, __attribute__((target("avx512f,prefer-vector-width=512"))))
+#endif
+
+int scm_nvecops_install_copy(N_Vector v, scm_linalg_isa isa)
+{
+    if (!scm_linalg_has(isa))
+        return -1;
+    switch (isa) {
+#ifdef SCM_NVECOPS_X86
+    case SCM_LINALG_AVX2:
+        install_avx2(v);
+        return 0;
+    case SCM_LINALG_AVX512:
+        install_avx512(v);
+        return 0;
+#endif
+    default:
+        install_plain(v);
+        return 0;
+    }
+}
+
+void scm_nvecops_install(N_Vector v) { scm_nvecops_install_copy(v, scm_linalg_widest()); }
 
 /* CVODE's dense direct solver with the factorisation of linalg.h: the same
  * algorithm as SUNLinSol_Dense (LU with partial pivoting, in place in the

@@ -6,12 +6,20 @@
 #include <sundials/sundials_linearsolver.h>
 #include <sundials/sundials_nvector.h>
 
+#include "core/linalg.h"
+
 /* Replace the reductions (dot products, weighted RMS norms) and the common
  * element-wise operations of a serial N_Vector with vectorisable loops.
  * Clones made afterwards (CVODE's and SPGMR's work vectors) inherit them.
  * Element-wise results are bitwise those of SUNDIALS; reductions are summed
  * in another order (eight partial sums). */
 void scm_nvecops_install(N_Vector v);
+
+/* The same with the copy of the operations for isa (for tests and
+ * benchmarks; scm_nvecops_install takes the widest the CPU has).  Every
+ * copy computes the same bits.  Returns 0, or -1 when this CPU or build
+ * lacks it (v unchanged). */
+int scm_nvecops_install_copy(N_Vector v, scm_linalg_isa isa);
 
 /* CVODE's dense direct solver for n x n SUNDenseMatrix systems with the LU
  * of linalg.h (the algorithm of SUNLinSol_Dense, partial pivoting, in

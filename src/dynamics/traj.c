@@ -359,10 +359,13 @@ static scm_status run_alloc(traj_run *r, scm_error *err)
     r->y = N_VNew_Serial(n, r->ctx);
     r->yout = N_VNew_Serial(n, r->ctx);
     r->ydot = N_VNew_Serial(n, r->ctx);
-    if (r->y && !r->o->sundials_vec_ops)
-        scm_nvecops_install(r->y); /* before the clones: CVODE's, SPGMR's */
     if (!r->y || !r->yout || !r->ydot)
         return scm_error_set(err, SCM_ENOMEM, "out of memory allocating CVODE vectors");
+    if (!r->o->sundials_vec_ops) {
+        scm_nvecops_install(r->y); /* before the clones: CVODE's, SPGMR's */
+        scm_nvecops_install(r->yout); /* CVodeGetDky's interpolation works in it */
+        scm_nvecops_install(r->ydot);
+    }
     r->yv = N_VGetArrayPointer(r->y);
     r->yo = N_VGetArrayPointer(r->yout);
     r->yd = N_VGetArrayPointer(r->ydot);
