@@ -3,6 +3,11 @@
 
     map_table.py [DIR]          markdown tables of the maps DIR/LAW/NAME_LAW.json
     map_table.py --check [DIR]  recount every cell from its runs file
+    map_table.py --check DIR --same-runs REF
+                                also: every cell of DIR that the maps of REF
+                                have too holds their runs, record for record
+                                (the first runs of a larger map are those of
+                                a smaller one with the same settings)
 
 DIR defaults to data/map next to this script; LAW is every folder of DIR
 holding maps written by `scm map` as LAW/NAME_LAW.json (map_LAW.json, and
@@ -124,15 +129,16 @@ def tables(maps):
     return "\n".join(out)
 
 
-def read_runs(path):
+def runs_lines(path):
+    """The records of a runs file (its lines after the header) as text,
+    gzipped or not."""
     opener = gzip.open if not os.path.exists(path) else open
-    name = path if os.path.exists(path) else path + ".gz"
-    recs = []
-    with opener(name, "rt") as f:
-        for i, line in enumerate(f):
-            if i > 0 and line.strip():
-                recs.append(json.loads(line))
-    return recs
+    with opener(path if os.path.exists(path) else path + ".gz", "rt") as f:
+        return [line for line in f.read().splitlines()[1:] if line.strip()]
+
+
+def read_runs(path):
+    return [json.loads(line) for line in runs_lines(path)]
 
 
 def check_cell(where, c, recs, same):
@@ -260,12 +266,50 @@ def check(root, maps):
     return 1 if bad else 0
 
 
+def check_same_runs(root, ref):
+    """Every cell of the maps of root that the maps of ref have (same law,
+    M, K): the runs of the smaller map are the first runs of the larger,
+    each record the same text (bit for bit: the same ends, times, counts).
+    Prints the cells compared; 1 on any difference or when none compare."""
+    refs = {(law, c["M"], c["K"]): (law, c["files"]["runs"])
+            for law, ms in load_files(ref).items() for m in ms for c in m["cells"]}
+    cells = runs = 0
+    bad = []
+    for law, ms in load_files(root).items():
+        for c in (c for m in ms for c in m["cells"]):
+            if (law, c["M"], c["K"]) not in refs:
+                continue
+            a = runs_lines(os.path.join(root, law, c["files"]["runs"]))
+            rlaw, rfile = refs[(law, c["M"], c["K"])]
+            b = runs_lines(os.path.join(ref, rlaw, rfile))
+            n = min(len(a), len(b))
+            diff = [i for i in range(n) if a[i] != b[i]]
+            if diff:
+                bad.append("%s M=%d K=%d: run %d differs from %s's" % (law, c["M"], c["K"],
+                                                                     diff[0], ref))
+            cells += 1
+            runs += n
+    for b in bad[:20]:
+        print("map_table.py: " + b, file=sys.stderr)
+    print("map_table.py --same-runs: %d cells, %d runs compared with %s, %d differences"
+          % (cells, runs, ref, len(bad)))
+    return 1 if bad or not cells else 0
+
+
 def main(argv):
     args = [a for a in argv if a != "--check"]
+    ref = None
+    if "--same-runs" in args:
+        i = args.index("--same-runs")
+        if i + 1 >= len(args):
+            sys.exit("map_table.py: --same-runs needs a directory")
+        ref = args[i + 1]
+        del args[i:i + 2]
     root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "..", "data", "map")
     if "--check" in argv:
-        return check(root, load_files(root))
+        rc = check(root, load_files(root))
+        return rc or (check_same_runs(root, ref) if ref else 0)
     print(tables(load_maps(root)))
     return 0
 

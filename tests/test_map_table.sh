@@ -3,8 +3,10 @@
 # passes on a copy of a map directory (data/map/m100: maps, and a cell swept
 # again with --families in shared/) and fails on each planted defect: a
 # map's count, a run of the record that ends elsewhere in the sweep, a run
-# the sweep puts in a family that is not the k1_shared ansatz's, and a
-# sweep summary that miscounts a class.
+# the sweep puts in a family that is not the ansatz's of its cell
+# (k1_shared at K = M + 2, k1_shared2 at M + 3), and a sweep summary that
+# miscounts a class; and --same-runs fails on a run that differs from the
+# other map's.
 set -u
 PY=$1
 TABLE=$2
@@ -47,7 +49,7 @@ if "$PY" "$TABLE" --check "$W/m" > "$W/out" 2> "$W/err"; then
 else
     bad "the copy fails: $(head -n 3 "$W/err")"
 fi
-grep -q "and 2 cells run again with more families, 0 differences" "$W/out" \
+grep -q "and 6 cells run again with more families, 0 differences" "$W/out" \
     && ok "the swept cells are checked" || bad "no swept cell checked: $(cat "$W/out")"
 
 fresh
@@ -68,6 +70,11 @@ edit_runs "$W/m/shared/sweep_xavier.M100.K102.runs.jsonl.gz" 5 class '"k1_extra/
 expect_fail "a swept run in another ansatz's family" "run 5: unmatched, then k1_extra"
 
 fresh
+edit_runs "$W/m/shared/sweep_gaussian.M100.K103.runs.jsonl.gz" 7 class '"k1_shared/k1=30#0"'
+expect_fail "a K = M + 3 run in k1_shared's family (the cell's ansatz is k1_shared2)" \
+    "run 7: unmatched, then k1_shared/k1=30"
+
+fresh
 "$PY" - "$W/m/shared/sweep_gaussian.M100.K102.summary.json" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -75,5 +82,22 @@ s["classes"][0]["count"] += 1
 json.dump(s, open(sys.argv[1], "w"))
 EOF
 expect_fail "a miscounted class of a sweep summary" "sweep_gaussian.M100.K102.summary.json class k1_shared/k1=23#0: 2 != 1"
+
+# --same-runs: a copy against the original passes; a run whose steps
+# differ (a count the classes do not see) fails, named
+fresh
+if "$PY" "$TABLE" --check "$W/m" --same-runs "$DATA" > "$W/out" 2> "$W/err"; then
+    ok "--same-runs passes on a copy: $(tail -n 1 "$W/out")"
+else
+    bad "--same-runs fails on a copy: $(head -n 3 "$W/err")"
+fi
+edit_runs "$W/m/xavier/m100_xavier.M100.K101.runs.jsonl.gz" 9 steps 1
+if "$PY" "$TABLE" --check "$W/m" --same-runs "$DATA" > "$W/out" 2> "$W/err"; then
+    bad "--same-runs passed a changed run"
+elif grep -q "xavier M=100 K=101: run 9 differs" "$W/err"; then
+    ok "--same-runs refused a changed run ($(head -n 1 "$W/err"))"
+else
+    bad "--same-runs refused without naming the run: $(head -n 3 "$W/err")"
+fi
 
 exit $fail
