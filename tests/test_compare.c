@@ -334,6 +334,19 @@ static char *slurp(const char *path)
     return scm_output_read_file(path, (size_t)64 << 20, &len, NULL);
 }
 
+/* The comparison of the jobs' checks: M = 7, K = 7, 8, 30 runs, verdicts. */
+static void set_opts_jobs(scm_compare_opts *o, const char *prefix, counts *n)
+{
+    set_opts(o, prefix, n);
+    o->M = 7;
+    o->K[0] = 7;
+    o->K[1] = 8;
+    o->runs = 30;
+    o->traces = 0;
+    o->no_stability = 0;
+    o->threads = 1;
+}
+
 /* The jobs (issue 29): a comparison at M = 7, K = 7, 8 (30 runs: a plateau
  * is reached, so a verdict is computed) with an executor of jobs writes
  * the same files and report as without one, and hands it the families of
@@ -346,14 +359,7 @@ static void check_jobs(const char *dir)
         snprintf(prefix, sizeof prefix, "%s/j%d", dir, pass);
         counts n = {0};
         scm_compare_opts o;
-        set_opts(&o, prefix, &n);
-        o.M = 7;
-        o.K[0] = 7;
-        o.K[1] = 8;
-        o.runs = 30;
-        o.traces = 0;
-        o.no_stability = 0;
-        o.threads = 1;
+        set_opts_jobs(&o, prefix, &n);
         o.jobs = pass ? counting_jobs : NULL;
         scm_compare_result res;
         scm_error err;
@@ -388,6 +394,86 @@ static void check_jobs(const char *dir)
     CHECK(scm_compare_job_run("{\"job\": \"nothing\"}", 1, &out, &err) == SCM_EINVAL &&
               !out && strstr(err.msg, "nothing"),
           "an unknown job: %s", err.msg);
+}
+
+/* Files of K = 7, 8 under dir/PREFIX equal to j0's (check_jobs ran). */
+static int same_as_j0(const char *dir, const char *prefix)
+{
+    const char *kinds[] = {"config.json", "families.json", "runs.jsonl", "summary.json"};
+    int same = 1;
+    for (int K = 7; K <= 8; K++)
+        for (int q = 0; q < 4; q++) {
+            char a[300], b[300];
+            snprintf(a, sizeof a, "%s/j0.K%d.%s", dir, K, kinds[q]);
+            snprintf(b, sizeof b, "%s/%s.K%d.%s", dir, prefix, K, kinds[q]);
+            char *x = slurp(a), *y = slurp(b);
+            same &= x && y && strcmp(x, y) == 0;
+            free(x);
+            free(y);
+        }
+    return same;
+}
+
+/* Jobs done ahead (scm_compare_families_jobs, scm_compare_opts.done_jobs;
+ * scm_map computes the next row's this way): the comparison of check_jobs
+ * given the results of its two enumerations computed beforehand hands no
+ * families job to its executor and writes j0's files; a done job whose
+ * text is not the comparison's is not taken; and the results are taken,
+ * not recomputed: K = 8's result under K = 7's text is refused or changes
+ * K = 7's files. */
+static void check_done_jobs(const char *dir)
+{
+    for (int pass = 0; pass < 3; pass++) {
+        char prefix[256], name[16];
+        snprintf(name, sizeof name, "d%d", pass);
+        snprintf(prefix, sizeof prefix, "%s/%s", dir, name);
+        counts n = {0};
+        scm_compare_opts o;
+        set_opts_jobs(&o, prefix, &n);
+        o.jobs = counting_jobs;
+        scm_compare_job done[SCM_COMPARE_MAX_K];
+        int nd = 0;
+        scm_error err;
+        scm_status st = scm_compare_families_jobs(&o, done, &nd, &err);
+        CHECK(st == SCM_OK && nd == 2 && strstr(done[0].in, "\"K\":8") &&
+                  strstr(done[1].in, "\"K\":7"),
+              "families jobs: %d, %s", nd, st ? err.msg : "K not decreasing");
+        for (int q = 0; q < nd; q++)
+            CHECK(scm_compare_job_run(done[q].in, 1, &done[q].out, &err) == SCM_OK,
+                  "job %d: %s", q, err.msg);
+        if (nd == 2 && pass == 1) { /* one text that is not the comparison's */
+            char *in = malloc(strlen(done[1].in) + 2);
+            sprintf(in, "%s ", done[1].in);
+            free(done[1].in);
+            done[1].in = in;
+        }
+        if (nd == 2 && pass == 2) { /* K = 8's result under K = 7's text */
+            free(done[1].out);
+            done[1].out = malloc(strlen(done[0].out) + 1);
+            strcpy(done[1].out, done[0].out);
+        }
+        o.done_jobs = done;
+        o.n_done_jobs = nd;
+        long before = jobs_fams;
+        scm_compare_result res;
+        st = scm_compare_run(&o, &res, &err);
+        scm_compare_result_free(&res);
+        if (pass == 0)
+            CHECK(st == SCM_OK && jobs_fams == before && same_as_j0(dir, name),
+                  "jobs done ahead: status %d, %ld families jobs run, files %s", (int)st,
+                  jobs_fams - before, same_as_j0(dir, name) ? "the same" : "differ");
+        if (pass == 1)
+            CHECK(st == SCM_OK && jobs_fams == before + 1 && same_as_j0(dir, name),
+                  "a done job of another text: status %d, %ld families jobs run", (int)st,
+                  jobs_fams - before);
+        if (pass == 2)
+            CHECK(st != SCM_OK || !same_as_j0(dir, name),
+                  "a planted result was not taken (the enumeration ran again)");
+        for (int q = 0; q < nd; q++) {
+            free(done[q].in);
+            free(done[q].out);
+        }
+    }
 }
 
 int main(void)
@@ -466,6 +552,7 @@ int main(void)
 
     check_eps_global(dir, prefix);
     check_jobs(dir);
+    check_done_jobs(dir);
     check_split_global_K38(dir);
     check_symmetric_verdicts(dir);
 

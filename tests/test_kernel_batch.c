@@ -1,5 +1,6 @@
-/* test_kernel_batch.c: scm_kernel_relu_pairs (src/core/kernel_batch.h, the
- * ReLU pair kernel of a row of pairs in vector registers) against the
+/* test_kernel_batch.c: scm_kernel_relu_pairs and each of its copies
+ * (scm_kernel_relu_pairs_copy: plain, AVX2, AVX-512; src/core/kernel_batch.h,
+ * the ReLU pair kernel of a row of pairs in vector registers) against the
  * scalar kernel scm_act_relu.pair, bit for bit, status and all four values,
  * on rows of every length 1..70 (the chunk of 64 and the tail of 4) mixing
  * the common case with every edge of relu_pair: correlations near and at
@@ -7,6 +8,7 @@
  * cancelling branch (c < 0, |rho| > 0.89), norms outside [2^-250, 2^250],
  * zero, negative, infinite and NaN arguments. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,7 +51,8 @@ int main(void)
 {
     static const double as[] = {1.0, 0.37, 2.385, 1e-3, 0x1p-260, 0x1p260, 0x1p700, 0.0, -1.0, NAN};
     unsigned long seed = 2026;
-    long rows = 0, bad = 0, lanes = 0, common = 0;
+    const scm_linalg_isa isas[3] = {SCM_LINALG_PLAIN, SCM_LINALG_AVX2, SCM_LINALG_AVX512};
+    long rows = 0, bad = 0, lanes = 0, common = 0, copies[4] = {0, 0, 0, 0};
     double b[70], c[70];
     scm_pair got[70], want[70];
     scm_status gst[70], wst[70];
@@ -59,17 +62,26 @@ int main(void)
                 const double a = as[ai];
                 for (int i = 0; i < n; i++)
                     pick(&seed, a, mix == 0 ? 0 : (int)(12 * uni(&seed)), &b[i], &c[i]);
-                scm_kernel_relu_pairs(a, n, b, c, got, gst);
                 for (int i = 0; i < n; i++) {
                     wst[i] = scm_act_relu.pair(a, b[i], c[i], &want[i]);
                     common += wst[i] == SCM_OK;
                 }
-                bad += memcmp(got, want, sizeof(scm_pair) * (size_t)n) != 0 ||
-                       memcmp(gst, wst, sizeof(scm_status) * (size_t)n) != 0;
-                rows++;
+                for (int q = -1; q < 3; q++) { /* the widest copy, then each */
+                    if (q < 0)
+                        scm_kernel_relu_pairs(a, n, b, c, got, gst);
+                    else if (scm_kernel_relu_pairs_copy(isas[q], a, n, b, c, got, gst))
+                        continue;
+                    bad += memcmp(got, want, sizeof(scm_pair) * (size_t)n) != 0 ||
+                           memcmp(gst, wst, sizeof(scm_status) * (size_t)n) != 0;
+                    rows++;
+                    copies[q + 1]++;
+                }
                 lanes += n;
             }
     CHECK(bad == 0, "%ld of %ld rows differ from the scalar kernel", bad, rows);
+    CHECK(copies[0] > 0 && copies[0] == copies[1], "the plain copy did not run every row");
+    printf("# rows per copy: widest %ld, plain %ld, AVX2 %ld, AVX-512 %ld\n", copies[0],
+           copies[1], copies[2], copies[3]);
     CHECK(common > lanes / 3 && common < lanes, "%ld of %ld lanes valid: the mix is off", common,
           lanes);
     return TEST_SUMMARY();

@@ -119,6 +119,11 @@ typedef struct {
     int certify;            /* the sweeps' early stop: 0, 1, 2 (sweep.h) */
     scm_sweep_exec_fn exec; /* NULL: scm_sweep_exec */
     scm_compare_jobs_fn jobs; /* NULL: the enumerations and verdicts in turn, here */
+    /* Jobs the caller computed ahead (scm_map: the next row's enumerations
+     * while a row's sweeps run): a job of this comparison whose text is one
+     * of these takes a copy of its result instead of being computed. */
+    const scm_compare_job *done_jobs;
+    int n_done_jobs;
     scm_compare_event_fn event; /* NULL: none */
     void *event_user;
 } scm_compare_opts;
@@ -131,6 +136,15 @@ scm_status scm_compare_ansatz_check(long K, long M, const char *const *ansatz, i
 
 /* M = -1, nK = 0, runs = -1, threads 1, traces 4, the rest 0 / NULL. */
 void scm_compare_opts_default(scm_compare_opts *o);
+
+/* The enumeration jobs scm_compare_run of o hands to its executor (one per
+ * K whose families it enumerates, the largest K first), without running
+ * them: *n of them into jobs[0 .. SCM_COMPARE_MAX_K - 1], each in malloc'd
+ * (the caller frees it), out NULL.  A caller that computes them ahead gives
+ * their results back through o->done_jobs.  SCM_EINVAL for a configuration
+ * that does not parse (scm_compare_run would refuse it), SCM_ENOMEM. */
+scm_status scm_compare_families_jobs(const scm_compare_opts *o, scm_compare_job *jobs, int *n,
+                                     scm_error *err);
 
 /* Whose failure stopped the comparison (what a program names in its
  * message: the comparison, the family enumeration, a sweep). */

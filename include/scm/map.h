@@ -52,6 +52,11 @@ typedef struct {
     int have_seed;
     uint64_t seed;
     int threads;        /* 1 */
+    int ahead;          /* 1 (and threads >= 2): while a row's sweeps run, one more
+                           thread enumerates the next row's families (the same
+                           bytes: compare.h, jobs); after a failure the map returns
+                           when the enumeration running then ends.  0: each row
+                           enumerates its own */
     int no_stability;
     int certify;
     scm_sweep_exec_fn exec;     /* NULL: scm_sweep_exec */

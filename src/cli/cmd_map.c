@@ -75,7 +75,7 @@ static int map_parse(int argc, char **argv, scm_map_opts *o, map_cli *c)
         CLI_O("--seed", CLI_LONG, &c->seed, 0, 9007199254740991L, "S",
               "the base seed of every cell's sweep (default: the\nconfig's init.seed)"),
         CLI_O("--threads", CLI_LONG, &c->threads, 1, 1024, "T",
-              "threads (default: the processors online, at most 16);\nthe files do not depend on T"),
+              "threads (default: the processors online, at most 16);\nwith T >= 2 one more enumerates the next row's families\nwhile a row's sweeps run; the files do not depend on T"),
         CLI_OPT_SET(&sets),
         CLI_O("--ansatz", CLI_STRS, &ans, 0, 0, "FILE",
               "an ansatz file each cell's enumeration takes\nbesides the built-in ones, where "
@@ -162,6 +162,7 @@ int scm_cmd_map(int argc, char **argv, const cli_executor *ex)
     o.threads = (int)nthreads;
     o.exec = ex->sweep_fn;
     o.jobs = ex->jobs_fn;
+    o.ahead = !ex->one_thread; /* scm-mpi's ranks take the enumerations as jobs */
     cli_compare_printer pr = {ME, ME, c.quiet, !c.quiet && isatty(2), 0, (int)nthreads, ex,
                               {0, 0.0, 0.0}};
     o.event = cli_compare_event;

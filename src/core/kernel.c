@@ -5,6 +5,7 @@
 #include "scm/kernel.h"
 #include "core/kernel_batch.h"
 
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -298,21 +299,112 @@ __attribute__((target("avx2,fma"))) static void relu_pairs_fma(double a, int n,
         }
     }
 }
+/* relu_pairs_fma eight lanes at a time: the same operations on each lane
+ * (AVX-512's sqrt, division, multiply, add and fused multiply-add round as
+ * AVX2's do), the four values' finiteness tested side by side. */
+__attribute__((target("avx512f"))) static void relu_pairs_avx512(double a, int n,
+                                                                const double *restrict b,
+                                                                const double *restrict c,
+                                                                scm_pair *restrict out,
+                                                                scm_status *restrict st)
+{
+    double bb[RELU_CHUNK], cc[RELU_CHUNK], s[RELU_CHUNK], th[RELU_CHUNK];
+    __mmask8 ok[RELU_CHUNK / 8];
+    const int n8 = (n + 7) & ~7;
+    for (int i = 0; i < n8; i++) { /* padded with a harmless pair */
+        bb[i] = i < n ? b[i] : 1.0;
+        cc[i] = i < n ? c[i] : 0.0;
+    }
+    const int a_ok = a >= DET2_SAFE_LO && a <= DET2_SAFE_HI;
+    const __m512d va = _mm512_set1_pd(a), lo = _mm512_set1_pd(DET2_SAFE_LO),
+                  hi = _mm512_set1_pd(DET2_SAFE_HI), zero = _mm512_setzero_pd(),
+                  one = _mm512_set1_pd(1.0), big = _mm512_set1_pd(DBL_MAX);
+    for (int i = 0; i < n8; i += 8) { /* gram_sqrt on det2's unscaled path */
+        const __m512d vb = _mm512_loadu_pd(bb + i), vc = _mm512_loadu_pd(cc + i);
+        const __m512d p = _mm512_mul_pd(va, vb), q = _mm512_mul_pd(vc, vc);
+        const __m512d d = _mm512_add_pd(_mm512_sub_pd(p, q),
+                                        _mm512_sub_pd(_mm512_fmsub_pd(va, vb, p),
+                                                      _mm512_fmsub_pd(vc, vc, q)));
+        __mmask8 m = _mm512_cmp_pd_mask(vb, lo, _CMP_GE_OQ) &
+                     _mm512_cmp_pd_mask(vb, hi, _CMP_LE_OQ) &
+                     _mm512_cmp_pd_mask(_mm512_abs_pd(vc), hi, _CMP_LE_OQ) &
+                     _mm512_cmp_pd_mask(d, zero, _CMP_GE_OQ);
+        _mm512_storeu_pd(s + i, _mm512_sqrt_pd(_mm512_mask_blend_pd(m, zero, d)));
+        ok[i / 8] = a_ok ? m : 0;
+    }
+    for (int i = 0; i < n8; i++)
+        th[i] = (ok[i / 8] >> (i % 8) & 1) && i < n ? atan2(s[i], -cc[i]) : 0.0;
+    const __m512d twopi = _mm512_set1_pd(2.0 * M_PI), fourpi = _mm512_set1_pd(4.0 * M_PI),
+                  half = _mm512_set1_pd(0.5), ra = _mm512_set1_pd(sqrt(a_ok ? a : 1.0));
+    for (int i = 0; i < n; i += 8) {
+        const __m512d vs = _mm512_loadu_pd(s + i), vc = _mm512_loadu_pd(cc + i),
+                      vt = _mm512_loadu_pd(th + i), vb = _mm512_loadu_pd(bb + i);
+        const __m512d rb = _mm512_sqrt_pd(
+            _mm512_mask_blend_pd(_mm512_cmp_pd_mask(vb, lo, _CMP_GE_OQ), one, vb));
+        const __m512d fc = _mm512_div_pd(vt, twopi);
+        const __m512d f = _mm512_add_pd(_mm512_div_pd(vs, twopi), _mm512_mul_pd(vc, fc));
+        const __m512d fa = _mm512_div_pd(_mm512_div_pd(_mm512_div_pd(vs, ra), fourpi), ra);
+        const __m512d fb = _mm512_div_pd(_mm512_div_pd(_mm512_div_pd(vs, rb), fourpi), rb);
+        /* relu_pair's branch: c >= 0 or s >= 1/2 (-c); else it cancels */
+        const __mmask8 plain =
+            _mm512_cmp_pd_mask(vc, zero, _CMP_GE_OQ) |
+            _mm512_cmp_pd_mask(vs, _mm512_mul_pd(half, _mm512_sub_pd(zero, vc)), _CMP_GE_OQ);
+        const __mmask8 fin = _mm512_cmp_pd_mask(_mm512_abs_pd(f), big, _CMP_LE_OQ) &
+                             _mm512_cmp_pd_mask(_mm512_abs_pd(fa), big, _CMP_LE_OQ) &
+                             _mm512_cmp_pd_mask(_mm512_abs_pd(fb), big, _CMP_LE_OQ) &
+                             _mm512_cmp_pd_mask(_mm512_abs_pd(fc), big, _CMP_LE_OQ);
+        const __mmask8 good = ok[i / 8] & plain & fin;
+        double vf[8], vfa[8], vfb[8], vfc[8];
+        _mm512_storeu_pd(vf, f);
+        _mm512_storeu_pd(vfa, fa);
+        _mm512_storeu_pd(vfb, fb);
+        _mm512_storeu_pd(vfc, fc);
+        for (int q8 = 0; q8 < 8 && i + q8 < n; q8++) {
+            const int j = i + q8;
+            if (good >> q8 & 1) {
+                out[j] = (scm_pair){vf[q8], vfa[q8], vfb[q8], vfc[q8]};
+                st[j] = SCM_OK;
+            } else {
+                st[j] = relu_pair(a, b[j], c[j], &out[j]);
+            }
+        }
+    }
+}
 #endif
+
+static void relu_pairs_plain(double a, int n, const double *b, const double *c, scm_pair *out,
+                             scm_status *st)
+{
+    for (int i = 0; i < n; i++)
+        st[i] = relu_pair(a, b[i], c[i], &out[i]);
+}
+
+int scm_kernel_relu_pairs_copy(scm_linalg_isa isa, double a, int n, const double *b,
+                               const double *c, scm_pair *out, scm_status *st)
+{
+    void (*pairs)(double, int, const double *, const double *, scm_pair *, scm_status *) = NULL;
+    if (isa == SCM_LINALG_PLAIN)
+        pairs = relu_pairs_plain;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa == SCM_LINALG_AVX2 && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma"))
+        pairs = relu_pairs_fma;
+    if (isa == SCM_LINALG_AVX512 && __builtin_cpu_supports("avx512f"))
+        pairs = relu_pairs_avx512;
+#endif
+    if (!pairs)
+        return -1;
+    for (int i = 0; i < n; i += RELU_CHUNK)
+        pairs(a, n - i < RELU_CHUNK ? n - i : RELU_CHUNK, b + i, c + i, out + i, st + i);
+    return 0;
+}
 
 void scm_kernel_relu_pairs(double a, int n, const double *b, const double *c, scm_pair *out,
                            scm_status *st)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        for (int i = 0; i < n; i += RELU_CHUNK)
-            relu_pairs_fma(a, n - i < RELU_CHUNK ? n - i : RELU_CHUNK, b + i, c + i, out + i,
-                           st + i);
-        return;
-    }
-#endif
-    for (int i = 0; i < n; i++)
-        st[i] = relu_pair(a, b[i], c[i], &out[i]);
+    const scm_linalg_isa widest[] = {SCM_LINALG_AVX512, SCM_LINALG_AVX2, SCM_LINALG_PLAIN};
+    for (int q = 0; scm_kernel_relu_pairs_copy(widest[q], a, n, b, c, out, st) != 0; q++)
+        ;
 }
 
 const scm_activation scm_act_relu = {"relu", relu_pair, relu_i3, relu_g, relu_dg};

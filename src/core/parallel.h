@@ -13,6 +13,24 @@
  * others, so every item runs exactly once whatever happens. */
 void scm_parallel_for(int nthreads, int n, void (*fn)(void *ctx, int tid, int i), void *ctx);
 
+/* A loop over items on a thread of its own, started now so that it
+ * overlaps other work (scm_map: the next row's enumerations while a row's
+ * sweeps run), items taken in order as scm_parallel_for takes them (its
+ * thread is tid 0).  NULL when no thread (or memory) could be had: nothing
+ * runs then, and the caller computes the items itself. */
+typedef struct scm_background scm_background;
+scm_background *scm_background_start(int n, void (*fn)(void *ctx, int tid, int i), void *ctx);
+
+/* The items not yet taken run on nthreads threads, the calling one included
+ * (tids 1 .. nthreads); returns when every item has run, b freed.  NULL: a
+ * no-op. */
+void scm_background_finish(scm_background *b, int nthreads);
+
+/* No item is taken any more; returns when the one running (if any) has
+ * ended, b freed: the items not run are left as they were.  NULL: a
+ * no-op. */
+void scm_background_stop(scm_background *b);
+
 /* The default thread count ("all processors"): the processors online,
  * clamped to 1 .. 16. */
 int scm_threads_online(void);

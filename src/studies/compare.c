@@ -570,17 +570,15 @@ static scm_status prepare_k(compare_state *s, int j, scm_error *err)
     return st;
 }
 
-/* With an executor of jobs: the enumerations of every K that prepare_k
- * will enumerate, handed to it at once (the largest K first: the longest
- * jobs start first), their results kept for prepare_k, which takes them in
- * turn as it would have computed them, so that the files, the events and
- * the failures reported are the same. */
-static scm_status families_ahead(compare_state *s, scm_error *err)
+/* The enumerations of every K that prepare_k will enumerate, as jobs
+ * (the largest K first: the longest jobs start first); who[q] is the index
+ * of job q's K.  On failure no job is left. */
+static scm_status fams_jobs(compare_state *s, scm_compare_job *jobs, int *who, int *n,
+                            scm_error *err)
 {
     const scm_compare_opts *o = s->o;
-    scm_compare_job jobs[SCM_COMPARE_MAX_K];
-    int who[SCM_COMPARE_MAX_K], n = 0;
     scm_status st = SCM_OK;
+    *n = 0;
     for (int j = 0; j < o->nK && !st; j++) {
         scm_config *c = NULL;
         if ((st = load_k(s, j, &c, err)))
@@ -588,7 +586,7 @@ static scm_status families_ahead(compare_state *s, scm_error *err)
         if (!o->families[j] && enumerable(c)) {
             char name[PATH_LEN];
             snprintf(name, sizeof name, "%s.K%ld.families.json", o->prefix, o->K[j]);
-            int q = n++; /* sorted in: K decreasing */
+            int q = (*n)++; /* sorted in: K decreasing */
             for (; q > 0 && o->K[who[q - 1]] < o->K[j]; q--) {
                 jobs[q] = jobs[q - 1];
                 who[q] = who[q - 1];
@@ -602,11 +600,68 @@ static scm_status families_ahead(compare_state *s, scm_error *err)
         }
         scm_config_free(c);
     }
-    if (!st && n > 0)
-        st = o->jobs(jobs, n, o->threads, err);
+    if (st) {
+        for (int q = 0; q < *n; q++)
+            free(jobs[q].in);
+        *n = 0;
+    }
+    return st;
+}
+
+scm_status scm_compare_families_jobs(const scm_compare_opts *o, scm_compare_job *jobs, int *n,
+                                     scm_error *err)
+{
+    *n = 0;
+    if (!o || !o->prefix || o->nK < 1 || o->nK > SCM_COMPARE_MAX_K || o->nsets > MAX_SETS)
+        return scm_error_set(err, SCM_EINVAL, "bad comparison options");
+    compare_state s;
+    scm_compare_result res;
+    memset(&s, 0, sizeof s);
+    memset(&res, 0, sizeof res);
+    s.o = o;
+    s.res = &res;
+    int who[SCM_COMPARE_MAX_K];
+    return fams_jobs(&s, jobs, who, n, err);
+}
+
+/* A copy of the result of the job with text in among o->done_jobs, NULL
+ * when there is none (or no memory: the job is then computed). */
+static char *done_result(const scm_compare_opts *o, const char *in)
+{
+    for (int i = 0; i < o->n_done_jobs; i++) {
+        const scm_compare_job *d = &o->done_jobs[i];
+        if (d->in && d->out && strcmp(d->in, in) == 0) {
+            char *out = malloc(strlen(d->out) + 1);
+            return out ? strcpy(out, d->out) : NULL;
+        }
+    }
+    return NULL;
+}
+
+/* With an executor of jobs or jobs done ahead: the enumerations of every
+ * K, those done ahead taken, the others handed to the executor at once
+ * (without one, left to prepare_k); their results kept for prepare_k,
+ * which takes them in turn as it would have computed them, so that the
+ * files, the events and the failures reported are the same. */
+static scm_status families_ahead(compare_state *s, scm_error *err)
+{
+    const scm_compare_opts *o = s->o;
+    scm_compare_job jobs[SCM_COMPARE_MAX_K];
+    int who[SCM_COMPARE_MAX_K], n = 0, left = 0;
+    scm_status st = fams_jobs(s, jobs, who, &n, err);
     for (int q = 0; q < n; q++) {
+        if ((s->fam_out[who[q]] = done_result(o, jobs[q].in))) {
+            free(jobs[q].in);
+        } else { /* still to compute: moved down, in order */
+            jobs[left] = jobs[q];
+            who[left++] = who[q];
+        }
+    }
+    if (!st && left > 0 && o->jobs)
+        st = o->jobs(jobs, left, o->threads, err);
+    for (int q = 0; q < left; q++) {
         free(jobs[q].in);
-        if (st)
+        if (st || !o->jobs)
             free(jobs[q].out);
         else
             s->fam_out[who[q]] = jobs[q].out;
@@ -745,7 +800,8 @@ scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, s
     if (!o->prefix || o->M < 1 || o->nK < 1 || o->nK > SCM_COMPARE_MAX_K || o->runs < 1 ||
         o->threads < 1 || o->traces < 0 || o->traces > 100 || o->nsets > MAX_SETS ||
         o->n_ansatz < 0 || o->n_ansatz > SCM_COMPARE_MAX_ANSATZ ||
-        (o->n_ansatz > 0 && !o->ansatz_files))
+        (o->n_ansatz > 0 && !o->ansatz_files) || o->n_done_jobs < 0 ||
+        (o->n_done_jobs > 0 && !o->done_jobs))
         return fail(&s, SCM_COMPARE_PART_COMPARE, 1, -1,
                     scm_error_set(err, SCM_EINVAL, "bad comparison options"));
     res->nK = o->nK;
@@ -770,7 +826,7 @@ scm_status scm_compare_run(const scm_compare_opts *o, scm_compare_result *res, s
      * for every K; then the families and configurations, all or none;
      * then the sweeps */
     st = precheck(&s, err);
-    if (!st && o->jobs)
+    if (!st && (o->jobs || o->n_done_jobs > 0))
         st = families_ahead(&s, err);
     for (int j = 0; j < o->nK && !st; j++)
         st = prepare_k(&s, j, err);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parallel.h"
 #include "scm/config.h"
 #include "scm/sweep.h"
 
@@ -412,39 +413,97 @@ static cJSON *smallest_dK(const scm_map_opts *o, const cJSON *cells)
     return arr;
 }
 
-/* One row of M: a comparison over K = M + dK. */
-static scm_status map_row(const scm_map_opts *o, long M, cJSON *cells, scm_map_result *res,
-                          scm_error *err)
-{
+/* The options of row M's comparison, with what they point to. */
+typedef struct {
     scm_compare_opts co;
-    scm_compare_opts_default(&co);
-    co.M = M;
-    co.nK = o->ndK;
-    for (int j = 0; j < o->ndK; j++)
-        co.K[j] = M + o->dK[j];
-    co.runs = o->runs;
-    co.config_text = o->config_text;
-    co.config_name = o->config_name;
     const char *sets[MAP_MAX_SETS];
     char law_set[64], d_set[64], prefix[MAP_PATH_LEN];
-    co.nsets = row_sets(o, M, sets, law_set, d_set);
-    co.sets = sets;
-    co.ansatz_files = o->ansatz_files;
-    co.n_ansatz = o->n_ansatz;
-    snprintf(prefix, sizeof prefix, "%s.M%ld", o->prefix, M);
-    co.prefix = prefix;
-    co.have_seed = o->have_seed;
-    co.seed = o->seed;
-    co.threads = o->threads;
-    co.traces = 0;
-    co.no_stability = o->no_stability;
-    co.certify = o->certify;
-    co.exec = o->exec;
-    co.jobs = o->jobs;
-    co.event = o->event;
-    co.event_user = o->event_user;
+} map_row_args;
+
+/* Row M: a comparison over K = M + dK. */
+static void row_opts(const scm_map_opts *o, long M, map_row_args *a)
+{
+    scm_compare_opts *co = &a->co;
+    scm_compare_opts_default(co);
+    co->M = M;
+    co->nK = o->ndK;
+    for (int j = 0; j < o->ndK; j++)
+        co->K[j] = M + o->dK[j];
+    co->runs = o->runs;
+    co->config_text = o->config_text;
+    co->config_name = o->config_name;
+    co->nsets = row_sets(o, M, a->sets, a->law_set, a->d_set);
+    co->sets = a->sets;
+    co->ansatz_files = o->ansatz_files;
+    co->n_ansatz = o->n_ansatz;
+    snprintf(a->prefix, sizeof a->prefix, "%s.M%ld", o->prefix, M);
+    co->prefix = a->prefix;
+    co->have_seed = o->have_seed;
+    co->seed = o->seed;
+    co->threads = o->threads;
+    co->traces = 0;
+    co->no_stability = o->no_stability;
+    co->certify = o->certify;
+    co->exec = o->exec;
+    co->jobs = o->jobs;
+    co->event = o->event;
+    co->event_user = o->event_user;
+}
+
+/* A row's enumerations, computed ahead on a thread of their own while the
+ * row before runs its sweeps (map.h, ahead). */
+typedef struct {
+    scm_compare_job jobs[SCM_COMPARE_MAX_K];
+    int n;
+    scm_background *bg;
+} map_ahead;
+
+static void ahead_one(void *ctx, int tid, int i)
+{
+    (void)tid;
+    scm_compare_job *job = (scm_compare_job *)ctx + i;
+    scm_error e;
+    if (scm_compare_job_run(job->in, 1, &job->out, &e)) { /* the row computes it again */
+        free(job->out);
+        job->out = NULL;
+    }
+}
+
+/* Row M's enumeration jobs, started; with none (a configuration the row
+ * will refuse, no memory, no thread) the row computes them itself. */
+static void ahead_start(const scm_map_opts *o, long M, map_ahead *a)
+{
+    map_row_args ra;
+    row_opts(o, M, &ra);
+    scm_error e;
+    if (scm_compare_families_jobs(&ra.co, a->jobs, &a->n, &e) == SCM_OK && a->n > 0)
+        a->bg = scm_background_start(a->n, ahead_one, a->jobs);
+}
+
+/* Stopped (failed: stop, else every job run), and freed. */
+static void ahead_end(map_ahead *a, int failed)
+{
+    if (failed)
+        scm_background_stop(a->bg);
+    else
+        scm_background_finish(a->bg, 1);
+    for (int q = 0; q < a->n; q++) {
+        free(a->jobs[q].in);
+        free(a->jobs[q].out);
+    }
+    memset(a, 0, sizeof *a);
+}
+
+/* One row of M, with the enumerations done ahead (if any). */
+static scm_status map_row(const scm_map_opts *o, long M, const map_ahead *done, cJSON *cells,
+                          scm_map_result *res, scm_error *err)
+{
+    map_row_args ra;
+    row_opts(o, M, &ra);
+    ra.co.done_jobs = done->jobs;
+    ra.co.n_done_jobs = done->n;
     scm_compare_result cr;
-    scm_status st = scm_compare_run(&co, &cr, err);
+    scm_status st = scm_compare_run(&ra.co, &cr, err);
     if (st) {
         res->failed_input = cr.failed_input;
     } else {
@@ -456,6 +515,30 @@ static scm_status map_row(const scm_map_opts *o, long M, cJSON *cells, scm_map_r
         }
     }
     scm_compare_result_free(&cr);
+    return st;
+}
+
+/* The rows in turn; with o->ahead (and two threads or more) each row's
+ * enumerations are started before the row above runs. */
+static scm_status map_rows(const scm_map_opts *o, cJSON *cells, scm_map_result *res,
+                           scm_error *err)
+{
+    const int ahead = o->ahead && o->threads >= 2;
+    map_ahead a[2];
+    memset(a, 0, sizeof a);
+    scm_status st = SCM_OK;
+    for (int i = 0; i < o->nM && !st; i++) {
+        map_ahead *cur = &a[i % 2], *next = &a[(i + 1) % 2];
+        scm_background_finish(cur->bg, o->threads); /* its jobs not yet taken: here */
+        cur->bg = NULL;
+        if (ahead && i + 1 < o->nM)
+            ahead_start(o, o->M[i + 1], next);
+        if ((st = map_row(o, o->M[i], cur, cells, res, err)))
+            res->failed_M = o->M[i];
+        ahead_end(cur, 0);
+    }
+    ahead_end(&a[0], 1);
+    ahead_end(&a[1], 1);
     return st;
 }
 
@@ -493,9 +576,7 @@ scm_status scm_map_run(const scm_map_opts *opts, scm_map_result *res, scm_error 
                               cJSON_CreateStringArray(o->ansatz_files, o->n_ansatz));
     cJSON_AddItemToObject(map, "init", init);
     cJSON *cells = cJSON_AddArrayToObject(map, "cells");
-    for (int i = 0; i < o->nM && !st; i++)
-        if ((st = map_row(o, o->M[i], cells, res, err)))
-            res->failed_M = o->M[i];
+    st = map_rows(o, cells, res, err);
     if (st) {
         cJSON_Delete(map);
         return st;
