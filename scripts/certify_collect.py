@@ -35,6 +35,8 @@ import json
 import os
 import sys
 
+from script_args import parse
+
 COLS = ["K", "M", "dK", "k1", "ansatz", "instance", "index", "eps", "loss_lo", "loss_hi",
         "radius", "lambda_min_lower", "lambda_min_float", "complement_lower", "verdict",
         "reason"]
@@ -191,7 +193,9 @@ def main_table(res, dst, extra):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--table":
-        main_table(sys.argv[2], sys.argv[3], sys.argv[4:])
+    if "--table" in sys.argv[1:]:
+        args, _ = parse(__doc__, 2, None, ("--table",), (slice(0, 1), slice(2, None)))
+        main_table(args[0], args[1], args[2:])
     else:
-        main(sys.argv[1], sys.argv[2], "--coverage-only" in sys.argv[3:])
+        args, flags = parse(__doc__, 2, 2, ("--coverage-only",), slice(0, 1))
+        main(args[0], args[1], "--coverage-only" in flags)

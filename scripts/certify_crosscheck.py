@@ -18,6 +18,8 @@ import json
 import os
 import sys
 
+from script_args import parse
+
 MIN, SAD = "certified strict local minimum", "certified saddle"
 TOL = 1e-9
 
@@ -85,4 +87,5 @@ def main(table, dirs):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2:]))
+    args, _ = parse(__doc__, 2, None, inputs=slice(0, None))
+    sys.exit(main(args[0], args[1:]))

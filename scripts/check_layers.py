@@ -20,6 +20,8 @@ import os
 import re
 import sys
 
+from script_args import parse
+
 LAYERS = ["core", "dynamics", "landscape", "studies", "bindings", "exec"]
 # the floor of each layer; siblings share one
 FLOOR = {"core": 0, "dynamics": 1, "landscape": 2, "studies": 3, "bindings": 4, "exec": 4}
@@ -38,7 +40,8 @@ def strip(text):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    args, _ = parse(__doc__, 0, 1, inputs=slice(0, 1))
+    root = args[0] if args else os.path.join(os.path.dirname(__file__), "..")
     src = os.path.join(root, "src")
     failures, checks = [], 0
 

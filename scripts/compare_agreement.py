@@ -5,8 +5,9 @@ classes summed by k1, and the runs not converged): counts, fractions with
 their 95% Wilson intervals, whether the intervals overlap, and the mean
 steps of each (docs/sweeps.md)."""
 import json
-import sys
 from collections import Counter
+
+from script_args import parse
 
 
 def by_k1(summary):
@@ -31,7 +32,8 @@ def wilson(k, n, z=1.959963984540054):
 
 
 def main():
-    ref, new, ks = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+    (ref, new, ks), _ = parse(__doc__, 3, 3)
+    ks = ks.split(",")
     for K in ks:
         a = json.load(open("%s.K%s.summary.json" % (ref, K)))
         b = json.load(open("%s.K%s.summary.json" % (new, K)))

@@ -8,12 +8,13 @@ plus each method's seconds)."""
 import glob
 import json
 import os
-import sys
+
+from script_args import parse
 
 
 def main():
-    md = "--md" in sys.argv[1:]
-    d = [a for a in sys.argv[1:] if a != "--md"][0]
+    (d,), flags = parse(__doc__, 1, 1, ("--md",), slice(0, 1))
+    md = "--md" in flags
     if md:
         return markdown(d)
     rows = []

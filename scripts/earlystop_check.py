@@ -15,6 +15,8 @@ import math
 import sys
 from collections import Counter
 
+from script_args import parse
+
 
 def load_runs(prefix, K):
     p = "%s.K%s.runs.jsonl" % (prefix, K)
@@ -57,7 +59,8 @@ def cell(k, n):
 
 
 def main():
-    base, cert, ref, Ks = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(",")
+    (base, cert, ref, Ks), _ = parse(__doc__, 4, 4)
+    Ks = Ks.split(",")
     bad = 0
     for K in Ks:
         A, B = load_runs(base, K), load_runs(cert, K)

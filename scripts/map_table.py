@@ -28,6 +28,8 @@ import math
 import os
 import sys
 
+from script_args import refuse
+
 
 def wilson95(k, n):
     """The 95% Wilson score interval of k successes in n trials."""
@@ -297,16 +299,27 @@ def check_same_runs(root, ref):
 
 
 def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(__doc__.strip())
+        return 0
     args = [a for a in argv if a != "--check"]
+    unknown = [a for a in args if a.startswith("-") and a != "--same-runs"]
+    if unknown:
+        refuse("unknown option %s" % unknown[0])
     ref = None
     if "--same-runs" in args:
         i = args.index("--same-runs")
         if i + 1 >= len(args):
-            sys.exit("map_table.py: --same-runs needs a directory")
+            refuse("--same-runs needs a directory")
         ref = args[i + 1]
         del args[i:i + 2]
     root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "..", "data", "map")
+    if len(args) > 1:
+        refuse("one directory, not %d" % len(args))
+    for d in (root, ref) if ref else (root,):
+        if not os.path.isdir(d):
+            refuse("%s: not a directory" % d)
     if "--check" in argv:
         rc = check(root, load_files(root))
         return rc or (check_same_runs(root, ref) if ref else 0)

@@ -22,7 +22,8 @@ has round-off ~1e-16 M^2, below 1e-8 relative up to M = 10^4).
 import csv
 import json
 import re
-import sys
+
+from script_args import parse
 
 import numpy as np
 
@@ -90,9 +91,8 @@ def counts(table, logs):
 
 
 def main():
-    if len(sys.argv) < 3:
-        raise SystemExit(__doc__)
-    table, bpath, logs = sys.argv[1], sys.argv[2], sys.argv[3:]
+    args, _ = parse(__doc__, 2, None, inputs=slice(0, None))
+    table, bpath, logs = args[0], args[1], args[2:]
     Ms, E = k1_plateau(table)
     bM, bE = branch(bpath, E[Ms == 7][0])
     sel = (Ms >= 40) & (Ms <= 100)

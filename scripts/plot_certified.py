@@ -10,7 +10,8 @@ scripts/certify_collect.py --table).
     /usr/bin/python3 scripts/plot_certified.py data/certified_minima.csv data/certified_minima.png
 """
 import csv
-import sys
+
+from script_args import parse
 
 import matplotlib
 
@@ -80,4 +81,5 @@ def main(src, dst, kmax=6):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    args, _ = parse(__doc__, 2, 2, inputs=slice(0, 1))
+    main(args[0], args[1])

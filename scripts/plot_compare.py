@@ -358,9 +358,12 @@ def plot_all(plt, ticker, rep, out):
 
 
 def main(argv):
-    if len(argv) not in (2, 3) or argv[1] in ("-h", "--help"):
+    if len(argv) == 2 and argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if len(argv) not in (2, 3):
         sys.stderr.write(__doc__)
-        return 0 if len(argv) == 2 and argv[1] in ("-h", "--help") else 2
+        return 2
     try:
         rep = load_report(argv[1])
     except InputError as e:

@@ -319,9 +319,12 @@ def plot_continuation(plt, branches, out):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+    if len(argv) == 2 and argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if len(argv) < 2:
         sys.stderr.write(__doc__)
-        return 0 if len(argv) == 2 else 2
+        return 2
     try:
         if argv[1] == "plateau" and len(argv) in (3, 4):
             rows = load_plateau(argv[2])
@@ -361,8 +364,8 @@ def main(argv):
                 return 3
             plot_continuation(plt, branches, out)
         else:
-            sys.stderr.write(__doc__)
-            return 2
+            raise InputError("%s: not a command (plateau CSV [OUT], or continuation FILE...; "
+                             "see --help)" % " ".join(argv[1:]))
     except InputError as e:
         sys.stderr.write("%s: %s\n" % (ME, e))
         return 2

@@ -10,6 +10,8 @@ import json
 import math
 import sys
 
+from script_args import parse
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -22,9 +24,7 @@ def fail(msg):
 
 
 def main():
-    if len(sys.argv) != 2:
-        fail("usage: plot_lintarget.py PREFIX")
-    prefix = sys.argv[1]
+    (prefix,), _ = parse(__doc__, 1, 1)
     try:
         rep = json.load(open(prefix + ".json"))
         rows = list(csv.DictReader(open(prefix + ".traces.csv")))

@@ -120,9 +120,12 @@ def plot(plt, table, Ks, M, ref, out):
 
 def main(argv):
     args = list(argv[1:])
-    if not args or args[0] in ("-h", "--help"):
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if not args:
         sys.stderr.write(__doc__)
-        return 0 if args else 2
+        return 2
     ref_path = None
     if "--reference" in args:
         i = args.index("--reference")

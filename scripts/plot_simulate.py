@@ -16,6 +16,8 @@ import json
 import os
 import sys
 
+from script_args import parse
+
 try:
     import matplotlib
 except ImportError:
@@ -43,11 +45,9 @@ def series(rows, key):
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.stderr.write(__doc__)
-        return 2
-    src = sys.argv[1]
-    out = sys.argv[2] if len(sys.argv) == 3 else src.removesuffix(".csv") + ".png"
+    args, _ = parse(__doc__, 1, 2, inputs=slice(0, 1))
+    src = args[0]
+    out = args[1] if len(args) == 2 else src.removesuffix(".csv") + ".png"
     runs = load(src)
     keys = list(next(iter(runs.values()))["ode"][0].keys())
     rdiag = [k for k in keys if k.startswith("R_") and k.split("_")[1] == k.split("_")[2]]

@@ -10,7 +10,8 @@ Needs python3-matplotlib (Debian); uses the Agg backend."""
 import csv
 import json
 import os
-import sys
+
+from script_args import parse
 
 import matplotlib
 
@@ -42,7 +43,8 @@ def rows(path):
 
 
 def main():
-    prefix, files = sys.argv[1], sys.argv[2:]
+    args, _ = parse(__doc__, 2, None, inputs=slice(1, None))
+    prefix, files = args[0], args[1:]
     table = {f: list(rows(f)) for f in files}
     with open(prefix + ".csv.tmp", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=COLS)

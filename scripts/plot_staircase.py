@@ -13,7 +13,8 @@ import csv
 import json
 import math
 import os
-import sys
+
+from script_args import parse
 
 import matplotlib
 
@@ -25,7 +26,8 @@ COLS = ["K", "M", "activation", "alpha", "plateau", "loss", "fixed_point_loss", 
 
 
 def main():
-    prefix, files = sys.argv[1], sys.argv[2:]
+    args, _ = parse(__doc__, 2, None, inputs=slice(1, None))
+    prefix, files = args[0], args[1:]
     res = [json.load(open(f)) for f in files]
     with open(prefix + ".csv.tmp", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=COLS)

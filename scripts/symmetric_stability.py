@@ -18,6 +18,8 @@ import math
 import os
 import sys
 
+from script_args import parse
+
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'data',
                     'symmetric_stability')
 MIN = ('strict_min', 'min_mod_rotations')
@@ -151,8 +153,9 @@ def check(rows):
 
 
 if __name__ == '__main__':
+    _, flags = parse(__doc__, 0, 0, ("--check",))
     rows = load()
-    if '--check' in sys.argv:
+    if '--check' in flags:
         sys.exit(check(rows))
     write(rows)
     sys.exit(check(rows))

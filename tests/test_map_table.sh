@@ -6,7 +6,7 @@
 # the sweep puts in a family that is not the ansatz's of its cell
 # (k1_shared at K = M + 2, k1_shared2 at M + 3), and a sweep summary that
 # miscounts a class; and --same-runs fails on a run that differs from the
-# other map's.
+# other map's; bad arguments are refused, named.
 set -u
 PY=$1
 TABLE=$2
@@ -99,5 +99,25 @@ elif grep -q "xavier M=100 K=101: run 9 differs" "$W/err"; then
 else
     bad "--same-runs refused without naming the run: $(head -n 3 "$W/err")"
 fi
+
+# bad arguments: refused with a message naming them, --help prints the usage
+refuse() { # refuse WHAT PATTERN ARGS...
+    local what=$1 pat=$2
+    shift 2
+    if "$PY" "$TABLE" "$@" > "$W/out" 2> "$W/err"; then
+        bad "$what: accepted"
+    elif grep -q -- "$pat" "$W/err"; then
+        ok "$what: refused ($(head -n 1 "$W/err"))"
+    else
+        bad "$what: refused without naming it: $(head -n 3 "$W/err")"
+    fi
+}
+refuse "an unknown option" "unknown option --bogus" --bogus
+refuse "a directory that does not exist" "$W/none: not a directory" "$W/none"
+refuse "two directories" "one directory, not 2" "$DATA" "$DATA"
+refuse "--same-runs without a directory" "needs a directory" --check "$DATA" --same-runs
+refuse "--same-runs of no directory" "$W/none: not a directory" --check "$DATA" --same-runs "$W/none"
+"$PY" "$TABLE" --help > "$W/out" 2>&1 && grep -q -- "--same-runs REF" "$W/out" \
+    && ok "--help prints the usage" || bad "--help: $(head -n 3 "$W/out")"
 
 exit $fail
